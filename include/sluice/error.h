@@ -1,0 +1,25 @@
+/* Error codes shared by the server, the client library and the tools.
+ *
+ * The numbers are the Iggy protocol's IggyError codes, so a status or result
+ * code read off the wire can be compared with these names directly.
+ * Functions that can fail return 0 or the negated code: `-SL_ERR_INVALID_COMMAND`.
+ */
+#ifndef SLUICE_ERROR_H
+#define SLUICE_ERROR_H
+
+typedef enum sl_err {
+    SL_OK = 0,
+#define SL_ERROR(num, cname, pname) SL_ERR_##cname = num,
+#include <sluice/error_codes.h>
+#undef SL_ERROR
+} sl_err_t;
+
+/* The protocol name of a code ("InvalidCommand"), or NULL when the number is
+ * not a defined code. Accepts the code or its negation. The string is static. */
+const char *sl_err_name(int code);
+
+/* A short English description for people ("invalid command (3)"). Never NULL;
+ * the string is static for known codes and thread-local otherwise. */
+const char *sl_strerror(int code);
+
+#endif

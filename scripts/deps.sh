@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Sluice needs, only those that are missing.
+# Idempotent: with everything present it changes nothing and asks no network.
+# Runs `apt-get update` only when something has to be installed.
+set -euo pipefail
+
+packages=(
+  build-essential   # gcc, make
+  cmake             # the build
+  clang             # second compiler, libFuzzer
+  libclang-rt-14-dev # sanitizer and libFuzzer runtimes for clang
+  pkg-config
+  libxxhash-dev     # XXH3-64 / XXH32 (header-only use, inline)
+  libcmocka-dev     # unit tests
+  liburing-dev      # io_uring event loop (server)
+  libargon2-dev     # password hashing (server)
+  libssl-dev        # BLAKE3-free hashing helpers, TLS later
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "deps.sh: installing ${missing[*]}" >&2
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  sudo_cmd=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
