@@ -14,7 +14,7 @@ packages=(
   libcmocka-dev     # unit tests
   liburing-dev      # io_uring event loop (server)
   libargon2-dev     # password hashing (server)
-  libssl-dev        # BLAKE3-free hashing helpers, TLS later
+  libssl-dev        # SHA-256 digests of personal access tokens
 )
 
 missing=()
