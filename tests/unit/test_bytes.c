@@ -99,7 +99,11 @@ static void test_reader_exact_and_short(void **state)
         assert_int_equal(r.pos, 0);
         free(shorter);
     }
+}
 
+static void test_reader_f32_span_take(void **state)
+{
+    (void)state;
     /* f32: bit pattern of 1.5f is 0x3fc00000. */
     const uint8_t f[4] = {0x00, 0x00, 0xc0, 0x3f};
     sl_reader_t r = sl_reader(sl_span(f, 4));
@@ -619,6 +623,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reader_exact_and_short),
+        cmocka_unit_test(test_reader_f32_span_take),
         cmocka_unit_test(test_reader_sticky_and_rest),
         cmocka_unit_test(test_writer_growth_and_encoding),
         cmocka_unit_test(test_writer_empty_before_allocation),
