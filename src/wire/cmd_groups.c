@@ -17,9 +17,9 @@ static int target_decode(sl_span_t body, sl_group_target_t *out)
 {
     sl_reader_t r = sl_reader(body);
     *out = (sl_group_target_t){0};
-    if (!sl_ident_decode(&r, &out->stream) || !sl_ident_decode(&r, &out->topic))
-        return -SL_ERR_INVALID_COMMAND;
-    sl_ident_decode(&r, &out->group);
+    /* The reader's failure is sticky: one check at the end covers all three. */
+    if (sl_ident_decode(&r, &out->stream) && sl_ident_decode(&r, &out->topic))
+        sl_ident_decode(&r, &out->group);
     return sl_request_decode_end(&r);
 }
 
