@@ -59,9 +59,12 @@ bool sl_buf_reserve(sl_buf_t *b, size_t n)
 
 uint8_t *sl_buf_extend(sl_buf_t *b, size_t n)
 {
+    /* A buffer that has not allocated yet can still take zero bytes; NULL + 0
+     * is undefined in C, so those get a pointer to no bytes instead. */
+    static uint8_t no_bytes[1];
     if (!sl_buf_reserve(b, n))
         return NULL;
-    uint8_t *p = b->data + b->len;
+    uint8_t *p = b->data ? b->data + b->len : no_bytes;
     b->len += n;
     return p;
 }

@@ -20,17 +20,22 @@ static const error_name_t error_names[] = {
 
 #define ERROR_NAME_COUNT (sizeof(error_names) / sizeof(error_names[0]))
 
+/* |code| without overflow: -INT_MIN does not fit an int. */
+static long long magnitude(int code)
+{
+    return code < 0 ? -(long long)code : code;
+}
+
 const char *sl_err_name(int code)
 {
-    if (code < 0)
-        code = -code;
+    long long want = magnitude(code);
     /* The table is sorted by number; a binary search keeps lookups cheap. */
     size_t lo = 0, hi = ERROR_NAME_COUNT;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (error_names[mid].code == code)
+        if (error_names[mid].code == want)
             return error_names[mid].name;
-        if (error_names[mid].code < code)
+        if (error_names[mid].code < want)
             lo = mid + 1;
         else
             hi = mid;
@@ -41,11 +46,10 @@ const char *sl_err_name(int code)
 const char *sl_strerror(int code)
 {
     static _Thread_local char text[96];
-    if (code < 0)
-        code = -code;
+    long long number = magnitude(code);
     const char *name = sl_err_name(code);
     if (!name) {
-        snprintf(text, sizeof(text), "unknown error (%d)", code);
+        snprintf(text, sizeof(text), "unknown error (%lld)", number);
         return text;
     }
     /* "InvalidCommand" -> "invalid command (3)" */
@@ -56,6 +60,6 @@ const char *sl_strerror(int code)
             text[o++] = ' ';
         text[o++] = (char)tolower(c);
     }
-    snprintf(text + o, sizeof(text) - o, " (%d)", code);
+    snprintf(text + o, sizeof(text) - o, " (%lld)", number);
     return text;
 }
