@@ -127,7 +127,10 @@ typedef struct sl_reader {
 
 static inline sl_reader_t sl_reader(sl_span_t s)
 {
-    return (sl_reader_t){s.ptr, s.len, 0, false};
+    /* An empty span may carry a NULL pointer; point at a real byte so that
+     * taking zero bytes never does arithmetic on NULL. */
+    static const uint8_t none[1];
+    return (sl_reader_t){s.ptr ? s.ptr : none, s.ptr ? s.len : 0, 0, false};
 }
 
 static inline size_t sl_reader_left(const sl_reader_t *r)
@@ -144,6 +147,12 @@ static inline bool sl_reader_ok(const sl_reader_t *r)
 static inline bool sl_reader_done(const sl_reader_t *r)
 {
     return !r->failed && r->pos == r->len;
+}
+
+/* Marks the reader failed (a rule of the format was broken). */
+static inline void sl_reader_fail(sl_reader_t *r)
+{
+    r->failed = true;
 }
 
 /* Claims n bytes; NULL (and the reader failed) when fewer are left. */
