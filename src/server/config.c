@@ -1,0 +1,990 @@
+/* The settings table of sluiced and everything that reads it: value parsers,
+ * the TOML file, environment overrides, validation, --print-config and the
+ * command line (server/config.h). */
+#include "server/config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <sluice/error.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "base/bytes.h"
+#include "server/toml.h"
+
+#ifndef SLUICE_VERSION
+#define SLUICE_VERSION "0.1.0"
+#endif
+
+#define US_PER_MS 1000ull
+#define US_PER_S  (1000ull * US_PER_MS)
+#define US_PER_M  (60ull * US_PER_S)
+#define US_PER_H  (60ull * US_PER_M)
+#define US_PER_D  (24ull * US_PER_H)
+#define US_PER_W  (7ull * US_PER_D)
+#define KIB       1024ull
+#define MIB       (1024ull * KIB)
+#define GIB       (1024ull * MIB)
+#define TIB       (1024ull * GIB)
+
+/* Shards are threads pinned one per core; more than this is a typo. */
+#define SHARDS_MAX 64u
+
+#define FIELD(member) offsetof(sl_config_t, member), sizeof(((sl_config_t *)0)->member)
+
+/* clang-format off */
+static const sl_setting_t settings[] = {
+    {"tcp.enabled", SL_SETTING_BOOL, FIELD(tcp.enabled), "true", 0, 1, "IGGY_TCP_ENABLED", 0,
+     "Serve the binary protocol over TCP; it is Sluice's only transport, so keep it true."},
+    {"tcp.address", SL_SETTING_ADDRESS, FIELD(tcp.address), "127.0.0.1:8090", 0, 0,
+     "IGGY_TCP_ADDRESS", 0,
+     "Address the TCP listener binds: IPv4 host:port or [IPv6]:port (port 0 = any free port)."},
+    {"tcp.max_connections", SL_SETTING_U32, FIELD(tcp.max_connections), "10000", 1, 1000000,
+     "IGGY_TCP_MAX_CONNECTIONS", 0,
+     "Client connections open at once; a connection beyond it is closed on accept."},
+    {"quic.enabled", SL_SETTING_BOOL, FIELD(quic.enabled), "false", 0, 1, "IGGY_QUIC_ENABLED", 0,
+     "Reported only (cluster metadata): Sluice does not serve QUIC."},
+    {"quic.address", SL_SETTING_ADDRESS, FIELD(quic.address), "127.0.0.1:8080", 0, 0,
+     "IGGY_QUIC_ADDRESS", 0, "Reported QUIC address when quic.enabled is true."},
+    {"http.enabled", SL_SETTING_BOOL, FIELD(http.enabled), "false", 0, 1, "IGGY_HTTP_ENABLED", 0,
+     "Reported only (cluster metadata): Sluice does not serve the HTTP API."},
+    {"http.address", SL_SETTING_ADDRESS, FIELD(http.address), "127.0.0.1:3000", 0, 0,
+     "IGGY_HTTP_ADDRESS", 0, "Reported HTTP address when http.enabled is true."},
+    {"websocket.enabled", SL_SETTING_BOOL, FIELD(websocket.enabled), "false", 0, 1,
+     "IGGY_WEBSOCKET_ENABLED", 0,
+     "Reported only (cluster metadata): Sluice does not serve WebSocket."},
+    {"websocket.address", SL_SETTING_ADDRESS, FIELD(websocket.address), "127.0.0.1:8092", 0, 0,
+     "IGGY_WEBSOCKET_ADDRESS", 0, "Reported WebSocket address when websocket.enabled is true."},
+    {"heartbeat.enabled", SL_SETTING_BOOL, FIELD(heartbeat.enabled), "true", 0, 1,
+     "IGGY_HEARTBEAT_ENABLED", 0,
+     "Evict consumer-group members that stay silent longer than 1.2 x heartbeat.interval."},
+    {"heartbeat.interval", SL_SETTING_DURATION, FIELD(heartbeat.interval_us), "30 s",
+     10 * US_PER_MS, US_PER_D, "IGGY_HEARTBEAT_INTERVAL", 0,
+     "How often silent clients are checked; SDKs ping every 5 s."},
+    {"message_bus.max_message_size", SL_SETTING_BYTES, FIELD(message_bus.max_message_size),
+     "64 MiB", MIB, GIB, "IGGY_MESSAGE_BUS_MAX_MESSAGE_SIZE", 0,
+     "Largest frame (256-byte header included); a larger frame closes the connection."},
+    {"metadata.clients_table_max", SL_SETTING_U32, FIELD(metadata.clients_table_max), "8192",
+     SL_CLIENTS_TABLE_MIN, SL_CLIENTS_TABLE_MAX, "IGGY_METADATA_CLIENTS_TABLE_MAX", 0,
+     "Client-table slots for request deduplication; when full the oldest client is evicted."},
+    {"metadata.checkpoint_interval", SL_SETTING_U32, FIELD(metadata.checkpoint_interval), "1024",
+     1, 1048576, "IGGY_METADATA_CHECKPOINT_INTERVAL", 0,
+     "Metadata operations between snapshots; at most metadata.journal_slots."},
+    {"metadata.journal_slots", SL_SETTING_U32, FIELD(metadata.journal_slots), "1024", 2, 1048576,
+     "IGGY_METADATA_JOURNAL_SLOTS", 0,
+     "Entries of the metadata journal index kept in memory between snapshots."},
+    {"personal_access_token.max_tokens_per_user", SL_SETTING_U32,
+     FIELD(personal_access_token.max_tokens_per_user), "100", 1, 100000,
+     "IGGY_PERSONAL_ACCESS_TOKEN_MAX_TOKENS_PER_USER", 0,
+     "Personal access tokens one user may hold (status 52 beyond it)."},
+    {"server.per_connection_work_max", SL_SETTING_U32, FIELD(server.per_connection_work_max), "16",
+     1, 1024, "IGGY_SERVER_PER_CONNECTION_WORK_MAX", 0,
+     "Requests served for one connection per event-loop turn, so no client starves the rest."},
+    {"system.path", SL_SETTING_STRING, FIELD(system.path), "local_data", 1,
+     SL_CONFIG_PATH_CAPACITY - 1, "IGGY_SYSTEM_PATH", 0,
+     "Data directory (streams, metadata); relative paths start at the working directory."},
+    {"system.logging.level", SL_SETTING_LOG_LEVEL, FIELD(system.logging.level), "info", 0, 0,
+     "IGGY_SYSTEM_LOGGING_LEVEL", 0, "Log level: error, warn, info, debug or trace."},
+    {"system.partition.validate_checksum", SL_SETTING_BOOL,
+     FIELD(system.partition.validate_checksum), "true", 0, 1,
+     "IGGY_SYSTEM_PARTITION_VALIDATE_CHECKSUM", 0,
+     "Verify each stored batch's checksum when it is read back from disk."},
+    {"system.sharding.shards", SL_SETTING_U32, FIELD(system.sharding.shards), "0", 0, SHARDS_MAX,
+     "IGGY_SYSTEM_SHARDING_SHARDS", 0,
+     "Shard threads (one io_uring ring each); 0 = one per online core."},
+    {"root.username", SL_SETTING_STRING, FIELD(root.username), "", SL_USERNAME_LEN_MIN,
+     SL_USERNAME_LEN_MAX, "IGGY_ROOT_USERNAME", SL_SETTING_ENV_ONLY | SL_SETTING_OPTIONAL,
+     "Root username at first start; set together with IGGY_ROOT_PASSWORD."},
+    {"root.password", SL_SETTING_STRING, FIELD(root.password), "", SL_PASSWORD_LEN_MIN,
+     SL_PASSWORD_LEN_MAX, "IGGY_ROOT_PASSWORD",
+     SL_SETTING_ENV_ONLY | SL_SETTING_OPTIONAL | SL_SETTING_SECRET,
+     "Root password at first start; without it a random one is logged once."},
+};
+/* clang-format on */
+
+static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
+
+const sl_setting_t *sl_config_settings(size_t *count)
+{
+    *count = SL_ARRAY_LEN(settings);
+    return settings;
+}
+
+const sl_setting_t *sl_config_setting_find(const char *name)
+{
+    for (size_t i = 0; i < SL_ARRAY_LEN(settings); i++)
+        if (strcmp(settings[i].name, name) == 0)
+            return &settings[i];
+    return NULL;
+}
+
+__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t err_len, const char *fmt,
+                                                      ...)
+{
+    if (err_len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, err_len, fmt, ap);
+        va_end(ap);
+    }
+    return -SL_ERR_INVALID_CONFIGURATION;
+}
+
+static int why_fail(const char **why, const char *text)
+{
+    *why = text;
+    return -SL_ERR_INVALID_CONFIGURATION;
+}
+
+/* --- value parsers ----------------------------------------------------------- */
+
+typedef struct unit {
+    const char *name;
+    uint64_t factor;
+} unit_t;
+
+static const unit_t duration_units[] = {
+    {"us", 1},
+    {"usec", 1},
+    {"\xC2\xB5s", 1},
+    {"ms", US_PER_MS},
+    {"msec", US_PER_MS},
+    {"s", US_PER_S},
+    {"sec", US_PER_S},
+    {"secs", US_PER_S},
+    {"second", US_PER_S},
+    {"seconds", US_PER_S},
+    {"m", US_PER_M},
+    {"min", US_PER_M},
+    {"mins", US_PER_M},
+    {"minute", US_PER_M},
+    {"minutes", US_PER_M},
+    {"h", US_PER_H},
+    {"hr", US_PER_H},
+    {"hrs", US_PER_H},
+    {"hour", US_PER_H},
+    {"hours", US_PER_H},
+    {"d", US_PER_D},
+    {"day", US_PER_D},
+    {"days", US_PER_D},
+    {"w", US_PER_W},
+    {"week", US_PER_W},
+    {"weeks", US_PER_W},
+};
+
+static const unit_t size_units[] = {
+    {"b", 1},
+    {"kb", 1000ull},
+    {"mb", 1000000ull},
+    {"gb", 1000000000ull},
+    {"tb", 1000000000000ull},
+    {"kib", KIB},
+    {"mib", MIB},
+    {"gib", GIB},
+    {"tib", TIB},
+};
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static bool is_space(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* Unit words are letters; bytes >= 0x80 let "µs" through. */
+static bool is_unit_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (unsigned char)c >= 0x80;
+}
+
+static void skip_spaces(const char *text, size_t len, size_t *i)
+{
+    while (*i < len && is_space(text[*i]))
+        (*i)++;
+}
+
+/* Reads decimal digits at *i; false on none or overflow. */
+static bool read_digits(const char *text, size_t len, size_t *i, uint64_t *out)
+{
+    size_t start = *i;
+    uint64_t n = 0;
+    while (*i < len && is_digit(text[*i])) {
+        uint64_t d = (uint64_t)(text[*i] - '0');
+        if (n > (UINT64_MAX - d) / 10)
+            return false;
+        n = n * 10 + d;
+        (*i)++;
+    }
+    *out = n;
+    return *i > start;
+}
+
+static const unit_t *find_unit(const unit_t *units, size_t count, const char *word, size_t len,
+                               bool any_case)
+{
+    for (size_t u = 0; u < count; u++) {
+        if (strlen(units[u].name) != len)
+            continue;
+        if (any_case ? strncasecmp(units[u].name, word, len) == 0
+                     : memcmp(units[u].name, word, len) == 0)
+            return &units[u];
+    }
+    return NULL;
+}
+
+int sl_parse_duration_us(const char *text, size_t len, uint64_t *out, const char **why)
+{
+    size_t i = 0;
+    uint64_t total = 0;
+    skip_spaces(text, len, &i);
+    if (i == len)
+        return why_fail(why, "empty duration (write for example \"30 s\")");
+    /* Each turn reads one "<number> <unit>" part or fails: bounded by len. */
+    while (i < len) {
+        uint64_t n;
+        if (!is_digit(text[i]))
+            return why_fail(why, "expected a number, as in \"30 s\" or \"1h 30m\"");
+        if (!read_digits(text, len, &i, &n))
+            return why_fail(why, "duration too long");
+        skip_spaces(text, len, &i);
+        size_t unit_start = i;
+        while (i < len && is_unit_char(text[i]))
+            i++;
+        if (i == unit_start)
+            return why_fail(why, "a unit must follow the number (us, ms, s, m, h, d, w)");
+        const unit_t *unit = find_unit(duration_units, SL_ARRAY_LEN(duration_units),
+                                       text + unit_start, i - unit_start, false);
+        if (!unit)
+            return why_fail(why, "unknown unit (use us, ms, s, m, h, d or w)");
+        if (n > UINT64_MAX / unit->factor || total > UINT64_MAX - n * unit->factor)
+            return why_fail(why, "duration too long");
+        total += n * unit->factor;
+        skip_spaces(text, len, &i);
+    }
+    *out = total;
+    return 0;
+}
+
+int sl_parse_byte_size(const char *text, size_t len, uint64_t *out, const char **why)
+{
+    size_t i = 0;
+    uint64_t n;
+    skip_spaces(text, len, &i);
+    if (i == len)
+        return why_fail(why, "empty size (write for example \"64 MiB\")");
+    if (!is_digit(text[i]))
+        return why_fail(why, "expected a whole number, as in \"64 MiB\" or \"1048576\"");
+    if (!read_digits(text, len, &i, &n))
+        return why_fail(why, "size too large");
+    skip_spaces(text, len, &i);
+    size_t unit_start = i;
+    while (i < len && is_unit_char(text[i]))
+        i++;
+    uint64_t factor = 1;
+    if (i > unit_start) {
+        const unit_t *unit = find_unit(size_units, SL_ARRAY_LEN(size_units), text + unit_start,
+                                       i - unit_start, true);
+        if (!unit)
+            return why_fail(why, "unknown unit (use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)");
+        factor = unit->factor;
+    }
+    skip_spaces(text, len, &i);
+    if (i != len)
+        return why_fail(why, "unexpected text after the size");
+    if (n > UINT64_MAX / factor)
+        return why_fail(why, "size too large");
+    *out = n * factor;
+    return 0;
+}
+
+/* Splits "host:port" or "[v6]:port" inside buf (modified in place). */
+static int split_address(char *buf, char **host, char **port, bool *ipv6, const char **why)
+{
+    if (buf[0] == '[') {
+        char *close = strchr(buf, ']');
+        if (!close)
+            return why_fail(why, "missing ']' after the IPv6 address");
+        if (close[1] != ':')
+            return why_fail(why, "expected ':' and a port after ']'");
+        *close = '\0';
+        *host = buf + 1;
+        *port = close + 2;
+        *ipv6 = true;
+        return 0;
+    }
+    char *colon = strrchr(buf, ':');
+    if (!colon)
+        return why_fail(why, "expected host:port, as in 127.0.0.1:8090");
+    if (memchr(buf, ':', (size_t)(colon - buf)))
+        return why_fail(why, "write an IPv6 address in brackets, as in [::1]:8090");
+    *colon = '\0';
+    *host = buf;
+    *port = colon + 1;
+    *ipv6 = false;
+    return 0;
+}
+
+static void address_fill(sl_config_address_t *out, const void *ip, uint16_t port, bool ipv6)
+{
+    out->port = port;
+    out->ipv6 = ipv6;
+    if (ipv6) {
+        struct sockaddr_in6 *sa = (struct sockaddr_in6 *)&out->sockaddr;
+        sa->sin6_family = AF_INET6;
+        sa->sin6_port = htons(port);
+        memcpy(&sa->sin6_addr, ip, sizeof(sa->sin6_addr));
+        out->sockaddr_len = sizeof(*sa);
+        inet_ntop(AF_INET6, ip, out->host, sizeof(out->host));
+        snprintf(out->text, sizeof(out->text), "[%s]:%u", out->host, (unsigned)port);
+    } else {
+        struct sockaddr_in *sa = (struct sockaddr_in *)&out->sockaddr;
+        sa->sin_family = AF_INET;
+        sa->sin_port = htons(port);
+        memcpy(&sa->sin_addr, ip, sizeof(sa->sin_addr));
+        out->sockaddr_len = sizeof(*sa);
+        inet_ntop(AF_INET, ip, out->host, sizeof(out->host));
+        snprintf(out->text, sizeof(out->text), "%s:%u", out->host, (unsigned)port);
+    }
+}
+
+int sl_parse_address(const char *text, size_t len, sl_config_address_t *out, const char **why)
+{
+    char buf[SL_CONFIG_ADDRESS_TEXT_CAPACITY];
+    if (len == 0)
+        return why_fail(why, "empty address (write for example 127.0.0.1:8090)");
+    if (len >= sizeof(buf) || memchr(text, '\0', len))
+        return why_fail(why, "not an address");
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    char *host, *port_text;
+    bool ipv6;
+    if (split_address(buf, &host, &port_text, &ipv6, why))
+        return -SL_ERR_INVALID_CONFIGURATION;
+    size_t i = 0, port_len = strlen(port_text);
+    uint64_t port;
+    if (port_len == 0)
+        return why_fail(why, "missing port after ':'");
+    if (!read_digits(port_text, port_len, &i, &port) || i != port_len || port > 65535)
+        return why_fail(why, "the port must be a number 0..65535");
+    unsigned char ip[sizeof(struct in6_addr)];
+    if (inet_pton(ipv6 ? AF_INET6 : AF_INET, host, ip) != 1)
+        return why_fail(why, ipv6 ? "invalid IPv6 address"
+                                  : "the host must be an IPv4 address such as 127.0.0.1 or "
+                                    "0.0.0.0 (names are not resolved)");
+    memset(out, 0, sizeof(*out));
+    address_fill(out, ip, (uint16_t)port, ipv6);
+    return 0;
+}
+
+static int append(char *buf, size_t len, size_t *at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* snprintf that keeps counting past the end, like snprintf itself. */
+static int append(char *buf, size_t len, size_t *at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(*at < len ? buf + *at : NULL, *at < len ? len - *at : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *at += (size_t)n;
+    return n;
+}
+
+int sl_format_duration_us(uint64_t us, char *buf, size_t len)
+{
+    static const unit_t parts[] = {{"d", US_PER_D}, {"h", US_PER_H},   {"m", US_PER_M},
+                                   {"s", US_PER_S}, {"ms", US_PER_MS}, {"us", 1}};
+    if (us == 0)
+        return snprintf(buf, len, "0 s");
+    size_t at = 0;
+    if (len)
+        buf[0] = '\0';
+    for (size_t i = 0; i < SL_ARRAY_LEN(parts); i++) {
+        uint64_t n = us / parts[i].factor;
+        us %= parts[i].factor;
+        if (n)
+            append(buf, len, &at, "%s%llu %s", at ? " " : "", (unsigned long long)n, parts[i].name);
+    }
+    return (int)at;
+}
+
+int sl_format_byte_size(uint64_t bytes, char *buf, size_t len)
+{
+    static const unit_t exact[] = {{"TiB", TIB},
+                                   {"GiB", GIB},
+                                   {"MiB", MIB},
+                                   {"KiB", KIB},
+                                   {"TB", 1000000000000ull},
+                                   {"GB", 1000000000ull},
+                                   {"MB", 1000000ull},
+                                   {"KB", 1000ull}};
+    for (size_t i = 0; bytes && i < SL_ARRAY_LEN(exact); i++)
+        if (bytes % exact[i].factor == 0)
+            return snprintf(buf, len, "%llu %s", (unsigned long long)(bytes / exact[i].factor),
+                            exact[i].name);
+    return snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+}
+
+/* --- reading and writing one setting ------------------------------------- */
+
+static void *field_of(sl_config_t *cfg, const sl_setting_t *row)
+{
+    return (char *)cfg + row->offset;
+}
+
+static const void *field_in(const sl_config_t *cfg, const sl_setting_t *row)
+{
+    return (const char *)cfg + row->offset;
+}
+
+static bool is_number(sl_setting_type_t type)
+{
+    return type == SL_SETTING_U32 || type == SL_SETTING_U64 || type == SL_SETTING_DURATION ||
+           type == SL_SETTING_BYTES;
+}
+
+static uint64_t number_get(const sl_config_t *cfg, const sl_setting_t *row)
+{
+    if (row->type == SL_SETTING_U32)
+        return *(const uint32_t *)field_in(cfg, row);
+    return *(const uint64_t *)field_in(cfg, row);
+}
+
+static void format_number(const sl_setting_t *row, uint64_t v, char *buf, size_t len)
+{
+    if (row->type == SL_SETTING_DURATION)
+        sl_format_duration_us(v, buf, len);
+    else if (row->type == SL_SETTING_BYTES)
+        sl_format_byte_size(v, buf, len);
+    else
+        snprintf(buf, len, "%llu", (unsigned long long)v);
+}
+
+/* The bounds rule of one row for a number, explained in its own units. */
+static int number_check(const sl_setting_t *row, uint64_t v, char *why, size_t why_len)
+{
+    if (v >= row->min && v <= row->max)
+        return 0;
+    char got[48], lo[48], hi[48];
+    format_number(row, v, got, sizeof(got));
+    format_number(row, row->min, lo, sizeof(lo));
+    format_number(row, row->max, hi, sizeof(hi));
+    return fail(why, why_len, "%s is outside the allowed range %s .. %s", got, lo, hi);
+}
+
+static int number_set(sl_config_t *cfg, const sl_setting_t *row, uint64_t v, char *why,
+                      size_t why_len)
+{
+    int rc = number_check(row, v, why, why_len);
+    if (rc)
+        return rc;
+    if (row->type == SL_SETTING_U32)
+        *(uint32_t *)field_of(cfg, row) = (uint32_t)v;
+    else
+        *(uint64_t *)field_of(cfg, row) = v;
+    return 0;
+}
+
+static int string_check(const sl_setting_t *row, const char *text, size_t len, char *why,
+                        size_t why_len)
+{
+    if (len == 0 && (row->flags & SL_SETTING_OPTIONAL))
+        return 0;
+    if (memchr(text, '\0', len) || !sl_utf8_valid((const uint8_t *)text, len))
+        return fail(why, why_len, "must be valid UTF-8 text");
+    if (len < row->min || len > row->max)
+        return fail(why, why_len, "must be %llu..%llu bytes long (got %zu)",
+                    (unsigned long long)row->min, (unsigned long long)row->max, len);
+    return 0;
+}
+
+static int log_level_parse(const char *text, size_t len, sl_log_level_t *out)
+{
+    for (size_t i = 0; i < SL_ARRAY_LEN(level_names); i++) {
+        if (strlen(level_names[i]) == len && strncasecmp(level_names[i], text, len) == 0) {
+            *out = (sl_log_level_t)i;
+            return 0;
+        }
+    }
+    return -SL_ERR_INVALID_CONFIGURATION;
+}
+
+/* Text values shared by the environment, the defaults and TOML strings. */
+static int set_text(sl_config_t *cfg, const sl_setting_t *row, const char *text, size_t len,
+                    char *why, size_t why_len)
+{
+    const char *reason = NULL;
+    uint64_t v = 0;
+    int64_t i = 0;
+    switch (row->type) {
+    case SL_SETTING_BOOL:
+        if ((len == 4 && memcmp(text, "true", 4) == 0) || (len == 5 && !memcmp(text, "false", 5))) {
+            *(bool *)field_of(cfg, row) = len == 4;
+            return 0;
+        }
+        return fail(why, why_len, "expected true or false");
+    case SL_SETTING_U32:
+    case SL_SETTING_U64:
+        if (sl_toml_parse_integer(text, len, &i, &reason))
+            return fail(why, why_len, "%s", reason);
+        if (i < 0)
+            return fail(why, why_len, "must not be negative");
+        return number_set(cfg, row, (uint64_t)i, why, why_len);
+    case SL_SETTING_DURATION:
+        if (sl_parse_duration_us(text, len, &v, &reason))
+            return fail(why, why_len, "%s", reason);
+        return number_set(cfg, row, v, why, why_len);
+    case SL_SETTING_BYTES:
+        if (sl_parse_byte_size(text, len, &v, &reason))
+            return fail(why, why_len, "%s", reason);
+        return number_set(cfg, row, v, why, why_len);
+    case SL_SETTING_STRING: {
+        int rc = string_check(row, text, len, why, why_len);
+        if (rc)
+            return rc;
+        char *dst = field_of(cfg, row);
+        memset(dst, 0, row->size);
+        memcpy(dst, text, len);
+        return 0;
+    }
+    case SL_SETTING_LOG_LEVEL:
+        if (log_level_parse(text, len, field_of(cfg, row)))
+            return fail(why, why_len, "expected error, warn, info, debug or trace");
+        return 0;
+    case SL_SETTING_ADDRESS:
+        if (sl_parse_address(text, len, field_of(cfg, row), &reason))
+            return fail(why, why_len, "%s", reason);
+        return 0;
+    }
+    return fail(why, why_len, "unknown setting type");
+}
+
+static const char *expected_toml(sl_setting_type_t type)
+{
+    switch (type) {
+    case SL_SETTING_BOOL:
+        return "true or false";
+    case SL_SETTING_U32:
+    case SL_SETTING_U64:
+        return "an integer";
+    case SL_SETTING_DURATION:
+        return "a duration string such as \"30 s\"";
+    case SL_SETTING_BYTES:
+        return "a size such as \"64 MiB\" or a number of bytes";
+    case SL_SETTING_LOG_LEVEL:
+        return "a level string such as \"info\"";
+    case SL_SETTING_ADDRESS:
+        return "an address string such as \"127.0.0.1:8090\"";
+    case SL_SETTING_STRING:
+        break;
+    }
+    return "a string";
+}
+
+static int set_toml(sl_config_t *cfg, const sl_setting_t *row, const sl_toml_value_t *v, char *why,
+                    size_t why_len)
+{
+    bool number = row->type == SL_SETTING_U32 || row->type == SL_SETTING_U64;
+    if (row->type == SL_SETTING_BOOL && v->type == SL_TOML_BOOL) {
+        *(bool *)field_of(cfg, row) = v->boolean;
+        return 0;
+    }
+    if ((number || row->type == SL_SETTING_BYTES) && v->type == SL_TOML_INTEGER) {
+        if (v->integer < 0)
+            return fail(why, why_len, "must not be negative");
+        return number_set(cfg, row, (uint64_t)v->integer, why, why_len);
+    }
+    if (!number && row->type != SL_SETTING_BOOL && v->type == SL_TOML_STRING)
+        return set_text(cfg, row, v->string, v->string_len, why, why_len);
+    return fail(why, why_len, "expected %s, got %s %s", expected_toml(row->type),
+                v->type == SL_TOML_INTEGER ? "an" : "a", sl_toml_type_name(v->type));
+}
+
+/* Stores through fn; the field keeps its old value when fn fails. */
+static int set_guarded(sl_config_t *cfg, const sl_setting_t *row, const char *text, size_t len,
+                       const sl_toml_value_t *value, char *why, size_t why_len)
+{
+    unsigned char saved[SL_CONFIG_PATH_CAPACITY];
+    sl_assert(row->size <= sizeof(saved));
+    memcpy(saved, field_of(cfg, row), row->size);
+    int rc = value ? set_toml(cfg, row, value, why, why_len)
+                   : set_text(cfg, row, text, len, why, why_len);
+    if (rc)
+        memcpy(field_of(cfg, row), saved, row->size);
+    return rc;
+}
+
+int sl_config_set(sl_config_t *cfg, const sl_setting_t *row, const char *text, char *err,
+                  size_t err_len)
+{
+    char why[256];
+    if (set_guarded(cfg, row, text, strlen(text), NULL, why, sizeof(why)))
+        return fail(err, err_len, "%s: %s", row->name, why);
+    return 0;
+}
+
+void sl_config_defaults(sl_config_t *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    for (size_t i = 0; i < SL_ARRAY_LEN(settings); i++) {
+        char why[256];
+        const sl_setting_t *row = &settings[i];
+        /* A default the table cannot parse is a bug in the table. */
+        int rc = set_text(cfg, row, row->default_text, strlen(row->default_text), why, sizeof(why));
+        sl_assert(rc == 0);
+    }
+}
+
+/* --- file and environment ------------------------------------------------- */
+
+static int apply_entry(sl_config_t *cfg, const sl_toml_entry_t *e, const char *file_name, char *err,
+                       size_t err_len)
+{
+    const sl_setting_t *row = sl_config_setting_find(e->name);
+    if (!row)
+        return fail(err, err_len, "%s:%u:%u: unknown setting '%s'", file_name, e->line, e->column,
+                    e->name);
+    if (row->flags & SL_SETTING_ENV_ONLY)
+        return fail(err, err_len,
+                    "%s:%u:%u: %s cannot be set in a file; use %s (or "
+                    "--with-default-root-credentials)",
+                    file_name, e->line, e->column, e->name, row->env);
+    char why[256];
+    if (set_guarded(cfg, row, NULL, 0, &e->value, why, sizeof(why)))
+        return fail(err, err_len, "%s:%u:%u: %s: %s", file_name, e->value.line, e->value.column,
+                    e->name, why);
+    return 0;
+}
+
+int sl_config_apply_toml(sl_config_t *cfg, const char *text, size_t len, const char *file_name,
+                         char *err, size_t err_len)
+{
+    sl_toml_doc_t doc;
+    sl_toml_error_t terr;
+    int rc = sl_toml_parse(text, len, &doc, &terr);
+    if (rc) {
+        sl_toml_error_format(&terr, file_name, err, err_len);
+        sl_toml_doc_free(&doc);
+        return rc;
+    }
+    for (uint32_t i = 0; i < doc.count && rc == 0; i++)
+        rc = apply_entry(cfg, &doc.entries[i], file_name, err, err_len);
+    sl_toml_doc_free(&doc);
+    return rc;
+}
+
+int sl_config_apply_file(sl_config_t *cfg, const char *path, char *err, size_t err_len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return fail(err, err_len, "%s: cannot open: %s", path, strerror(errno));
+    char *text = malloc(SL_CONFIG_FILE_MAX + 1);
+    if (!text) {
+        fclose(f);
+        return fail(err, err_len, "%s: out of memory", path);
+    }
+    size_t len = fread(text, 1, SL_CONFIG_FILE_MAX + 1, f);
+    int rc = 0;
+    if (ferror(f))
+        rc = fail(err, err_len, "%s: cannot read: %s", path, strerror(errno));
+    else if (len > SL_CONFIG_FILE_MAX)
+        rc = fail(err, err_len, "%s: larger than %u bytes", path, SL_CONFIG_FILE_MAX);
+    else
+        rc = sl_config_apply_toml(cfg, text, len, path, err, err_len);
+    free(text);
+    fclose(f);
+    if (rc == 0)
+        snprintf(cfg->config_path, sizeof(cfg->config_path), "%s", path);
+    return rc;
+}
+
+int sl_config_apply_env(sl_config_t *cfg, char *err, size_t err_len)
+{
+    for (size_t i = 0; i < SL_ARRAY_LEN(settings); i++) {
+        const sl_setting_t *row = &settings[i];
+        const char *text = getenv(row->env);
+        if (!text)
+            continue;
+        char why[256];
+        if (set_guarded(cfg, row, text, strlen(text), NULL, why, sizeof(why)) == 0)
+            continue;
+        if (row->flags & SL_SETTING_SECRET)
+            return fail(err, err_len, "%s (%s): %s", row->env, row->name, why);
+        return fail(err, err_len, "%s=\"%.64s\" (%s): %s", row->env, text, row->name, why);
+    }
+    return 0;
+}
+
+/* --- validation --------------------------------------------------------------- */
+
+static int check_row(const sl_config_t *cfg, const sl_setting_t *row, char *why, size_t why_len)
+{
+    if (is_number(row->type))
+        return number_check(row, number_get(cfg, row), why, why_len);
+    if (row->type == SL_SETTING_STRING) {
+        const char *s = field_in(cfg, row);
+        return string_check(row, s, strnlen(s, row->size), why, why_len);
+    }
+    if (row->type == SL_SETTING_LOG_LEVEL) {
+        sl_log_level_t level = *(const sl_log_level_t *)field_in(cfg, row);
+        if ((unsigned)level >= SL_ARRAY_LEN(level_names))
+            return fail(why, why_len, "unknown log level");
+    }
+    return 0;
+}
+
+static int validate_root(const sl_config_t *cfg, char *err, size_t err_len)
+{
+    const sl_setting_t *user = sl_config_setting_find("root.username");
+    const sl_setting_t *pass = sl_config_setting_find("root.password");
+    bool has_user = cfg->root.username[0] != '\0';
+    bool has_pass = cfg->root.password[0] != '\0';
+    if (has_user != has_pass)
+        return fail(err, err_len, "%s and %s must be set together (only %s is set)", user->env,
+                    pass->env, has_user ? user->env : pass->env);
+    return 0;
+}
+
+int sl_config_validate(const sl_config_t *cfg, char *err, size_t err_len)
+{
+    for (size_t i = 0; i < SL_ARRAY_LEN(settings); i++) {
+        char why[256];
+        if (check_row(cfg, &settings[i], why, sizeof(why)))
+            return fail(err, err_len, "%s: %s", settings[i].name, why);
+    }
+    if (!cfg->tcp.enabled)
+        return fail(err, err_len,
+                    "tcp.enabled is false, but TCP is the only transport Sluice "
+                    "serves: there would be nothing to listen on");
+    if (cfg->metadata.checkpoint_interval > cfg->metadata.journal_slots)
+        return fail(err, err_len,
+                    "metadata.checkpoint_interval (%u) exceeds metadata.journal_slots (%u): the "
+                    "journal must hold every operation since the last snapshot",
+                    cfg->metadata.checkpoint_interval, cfg->metadata.journal_slots);
+    return validate_root(cfg, err, err_len);
+}
+
+/* --- printing --------------------------------------------------------------------- */
+
+/* A TOML basic string with the escapes our parser reads back. */
+static void format_string(const char *s, char *buf, size_t len, size_t *at)
+{
+    append(buf, len, at, "\"");
+    for (const char *p = s; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '"' || c == '\\')
+            append(buf, len, at, "\\%c", c);
+        else if (c == '\n')
+            append(buf, len, at, "\\n");
+        else if (c == '\t')
+            append(buf, len, at, "\\t");
+        else if (c < 0x20 || c == 0x7f)
+            append(buf, len, at, "\\u%04X", c);
+        else
+            append(buf, len, at, "%c", c);
+    }
+    append(buf, len, at, "\"");
+}
+
+int sl_config_format(const sl_config_t *cfg, const sl_setting_t *row, bool reveal, char *buf,
+                     size_t len)
+{
+    char text[64];
+    size_t at = 0;
+    if (len)
+        buf[0] = '\0';
+    switch (row->type) {
+    case SL_SETTING_BOOL:
+        append(buf, len, &at, "%s", *(const bool *)field_in(cfg, row) ? "true" : "false");
+        break;
+    case SL_SETTING_U32:
+    case SL_SETTING_U64:
+        append(buf, len, &at, "%llu", (unsigned long long)number_get(cfg, row));
+        break;
+    case SL_SETTING_DURATION:
+    case SL_SETTING_BYTES:
+        format_number(row, number_get(cfg, row), text, sizeof(text));
+        append(buf, len, &at, "\"%s\"", text);
+        break;
+    case SL_SETTING_LOG_LEVEL: {
+        unsigned level = (unsigned)*(const sl_log_level_t *)field_in(cfg, row);
+        append(buf, len, &at, "\"%s\"",
+               level < SL_ARRAY_LEN(level_names) ? level_names[level] : "?");
+        break;
+    }
+    case SL_SETTING_ADDRESS:
+        append(buf, len, &at, "\"%s\"", ((const sl_config_address_t *)field_in(cfg, row))->text);
+        break;
+    case SL_SETTING_STRING: {
+        const char *s = field_in(cfg, row);
+        bool hide = !reveal && (row->flags & SL_SETTING_SECRET) && s[0] != '\0';
+        format_string(hide ? "<hidden>" : s, buf, len, &at);
+        break;
+    }
+    }
+    return (int)at;
+}
+
+/* The TOML table of a row: its name up to the last dot. */
+static size_t table_len_of(const sl_setting_t *row)
+{
+    const char *dot = strrchr(row->name, '.');
+    return dot ? (size_t)(dot - row->name) : 0;
+}
+
+void sl_config_print(FILE *f, const sl_config_t *cfg)
+{
+    fprintf(f, "# sluiced configuration (TOML). Every key is optional: a missing key keeps its\n"
+               "# default. IGGY_<SECTION>_<KEY> environment variables override this file.\n"
+               "# Print the effective settings with: sluiced --config FILE --print-config\n");
+    const sl_setting_t *prev = NULL;
+    for (size_t i = 0; i < SL_ARRAY_LEN(settings); i++) {
+        const sl_setting_t *row = &settings[i];
+        size_t tlen = table_len_of(row);
+        bool env_only = row->flags & SL_SETTING_ENV_ONLY;
+        bool new_table =
+            !prev || table_len_of(prev) != tlen || memcmp(prev->name, row->name, tlen) != 0;
+        if (new_table && env_only)
+            fprintf(f,
+                    "\n# [%.*s] is read only from the environment (or "
+                    "--with-default-root-credentials),\n# never from this file.\n",
+                    (int)tlen, row->name);
+        else if (new_table)
+            fprintf(f, "\n[%.*s]\n", (int)tlen, row->name);
+        /* Room for a path whose every byte needs a \\uXXXX escape. */
+        char value[6 * SL_CONFIG_PATH_CAPACITY + 8];
+        sl_config_format(cfg, row, false, value, sizeof(value));
+        fprintf(f, "# %s Env: %s\n", row->description, row->env);
+        if (env_only)
+            fprintf(f, "# %s = %s\n", row->name, value);
+        else
+            fprintf(f, "%s = %s\n", row->name + (tlen ? tlen + 1 : 0), value);
+        prev = row;
+    }
+}
+
+/* --- the command line ---------------------------------------------------------------- */
+
+static const char usage_text[] =
+    "usage: sluiced [--config PATH] [--with-default-root-credentials] [--print-config]\n"
+    "               [--help] [--version]\n"
+    "\n"
+    "  --config PATH                    read settings from a TOML file\n"
+    "  --with-default-root-credentials  root user iggy/iggy unless IGGY_ROOT_USERNAME or\n"
+    "                                   IGGY_ROOT_PASSWORD say otherwise (development only)\n"
+    "  --print-config                   print the effective settings as TOML and exit\n"
+    "  --help                           print this help and exit\n"
+    "  --version                        print the version and exit\n"
+    "\n"
+    "Environment variables IGGY_<SECTION>_<KEY> override the file, for example\n"
+    "IGGY_TCP_ADDRESS=0.0.0.0:8090. All settings: docs/configuration.md.\n";
+
+typedef struct cli {
+    const char *config_path;
+    bool default_root;
+    bool print_config;
+    bool help;
+    bool version;
+} cli_t;
+
+static int parse_args(int argc, char **argv, cli_t *cli, char *err, size_t err_len)
+{
+    *cli = (cli_t){0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--config") == 0) {
+            if (i + 1 >= argc || argv[i + 1][0] == '\0')
+                return fail(err, err_len, "--config needs a PATH\n\n%s", usage_text);
+            cli->config_path = argv[++i];
+        } else if (strncmp(a, "--config=", 9) == 0 && a[9] != '\0') {
+            cli->config_path = a + 9;
+        } else if (strcmp(a, "--with-default-root-credentials") == 0) {
+            cli->default_root = true;
+        } else if (strcmp(a, "--print-config") == 0) {
+            cli->print_config = true;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            cli->help = true;
+        } else if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+            cli->version = true;
+        } else {
+            return fail(err, err_len, "unknown option '%.200s'\n\n%s", a, usage_text);
+        }
+    }
+    return 0;
+}
+
+/* The flag fills each root credential the environment left unset. */
+static void apply_default_root(sl_config_t *cfg)
+{
+    if (cfg->root.username[0] == '\0')
+        snprintf(cfg->root.username, sizeof(cfg->root.username), "iggy");
+    if (cfg->root.password[0] == '\0')
+        snprintf(cfg->root.password, sizeof(cfg->root.password), "iggy");
+}
+
+static void warn_reported_only(const sl_config_t *cfg)
+{
+    const sl_config_reported_listener_t *l[] = {&cfg->quic, &cfg->http, &cfg->websocket};
+    const char *names[] = {"quic", "http", "websocket"};
+    for (size_t i = 0; i < SL_ARRAY_LEN(l); i++)
+        if (l[i]->enabled)
+            sl_log_warn("%s.enabled is true: Sluice does not serve %s, it only reports %s",
+                        names[i], names[i], l[i]->address.text);
+}
+
+int sl_config_load(sl_config_t *cfg, int argc, char **argv, FILE *out, char *err, size_t err_len,
+                   bool *exit_now)
+{
+    *exit_now = false;
+    out = out ? out : stdout;
+    sl_config_defaults(cfg);
+    cli_t cli;
+    int rc = parse_args(argc, argv, &cli, err, err_len);
+    if (rc)
+        return rc;
+    if (cli.help || cli.version) {
+        if (cli.help)
+            fputs(usage_text, out);
+        else
+            fprintf(out, "sluiced %s (Apache Iggy binary protocol 0.11.0)\n", SLUICE_VERSION);
+        *exit_now = true;
+        return 0;
+    }
+    if (cli.config_path && (rc = sl_config_apply_file(cfg, cli.config_path, err, err_len)))
+        return rc;
+    if ((rc = sl_config_apply_env(cfg, err, err_len)))
+        return rc;
+    if (cli.default_root)
+        apply_default_root(cfg);
+    if ((rc = sl_config_validate(cfg, err, err_len)))
+        return rc;
+    if (cli.print_config) {
+        sl_config_print(out, cfg);
+        *exit_now = true;
+        return 0;
+    }
+    warn_reported_only(cfg);
+    return 0;
+}
+
+uint32_t sl_config_shard_count(const sl_config_t *cfg)
+{
+    if (cfg->system.sharding.shards)
+        return cfg->system.sharding.shards;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1)
+        return 1;
+    return cores > (long)SHARDS_MAX ? SHARDS_MAX : (uint32_t)cores;
+}
+
+bool sl_config_has_root_credentials(const sl_config_t *cfg)
+{
+    return cfg->root.username[0] != '\0' && cfg->root.password[0] != '\0';
+}

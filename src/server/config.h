@@ -1,0 +1,185 @@
+/* The configuration of sluiced: one declarative table of settings (name,
+ * type, default, bounds, environment variable, secrecy, description) that the
+ * TOML file reader, the environment overrides, validation, --print-config and
+ * docs/configuration.md all follow. Precedence, lowest first: the table's
+ * defaults, the --config file, IGGY_* environment variables, then
+ * --with-default-root-credentials for root credentials the environment left
+ * unset. */
+#ifndef SL_SERVER_CONFIG_H
+#define SL_SERVER_CONFIG_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+#include "base/assert.h"
+#include "base/limits.h"
+#include "base/log.h"
+
+/* Capacities of the string settings, terminator included. */
+#define SL_CONFIG_PATH_CAPACITY         4096u
+#define SL_CONFIG_ADDRESS_TEXT_CAPACITY 64u
+/* Configuration files larger than this are refused (toml.h). */
+#define SL_CONFIG_FILE_MAX (1u << 20)
+
+/* A listener address: an IP literal and a port. Host names are not resolved:
+ * a server binds to an address it owns. */
+typedef struct sl_config_address {
+    char text[SL_CONFIG_ADDRESS_TEXT_CAPACITY]; /* canonical: "127.0.0.1:8090", "[::1]:8090" */
+    char host[INET6_ADDRSTRLEN];                /* "127.0.0.1", "::1" */
+    uint16_t port;                              /* 0 = any free port (tests) */
+    bool ipv6;
+    struct sockaddr_storage sockaddr; /* ready for bind(2) */
+    socklen_t sockaddr_len;
+} sl_config_address_t;
+
+/* A transport Sluice does not serve: its settings are only reported (for
+ * example in GetClusterMetadata, with port 0 when disabled). */
+typedef struct sl_config_reported_listener {
+    bool enabled;
+    sl_config_address_t address;
+} sl_config_reported_listener_t;
+
+/* Every effective setting. Plain data, no pointers: copy it freely. Durations
+ * are microseconds, sizes bytes. */
+typedef struct sl_config {
+    struct {
+        bool enabled;
+        sl_config_address_t address;
+        uint32_t max_connections;
+    } tcp;
+    sl_config_reported_listener_t quic;
+    sl_config_reported_listener_t http;
+    sl_config_reported_listener_t websocket;
+    struct {
+        bool enabled;
+        uint64_t interval_us;
+    } heartbeat;
+    struct {
+        uint64_t max_message_size; /* bytes of a frame, header included */
+    } message_bus;
+    struct {
+        uint32_t clients_table_max;
+        uint32_t checkpoint_interval; /* operations between snapshots */
+        uint32_t journal_slots;
+    } metadata;
+    struct {
+        uint32_t max_tokens_per_user;
+    } personal_access_token;
+    struct {
+        uint32_t per_connection_work_max; /* requests per connection per loop turn */
+    } server;
+    struct {
+        char path[SL_CONFIG_PATH_CAPACITY];
+        struct {
+            sl_log_level_t level;
+        } logging;
+        struct {
+            bool validate_checksum;
+        } partition;
+        struct {
+            uint32_t shards; /* 0 = one per online core (sl_config_shard_count) */
+        } sharding;
+    } system;
+    /* Root credentials, only from the environment or the flag. Both empty =
+     * not given: at first start the root user is "iggy" with a random
+     * password. Both set = used when the root user is first created. */
+    struct {
+        char username[SL_USERNAME_LEN_MAX + 1];
+        char password[SL_PASSWORD_LEN_MAX + 1];
+    } root;
+    /* The --config path given, "" without one. Not a setting. */
+    char config_path[SL_CONFIG_PATH_CAPACITY];
+} sl_config_t;
+
+typedef enum sl_setting_type {
+    SL_SETTING_BOOL = 1,  /* true / false */
+    SL_SETTING_U32,       /* integer */
+    SL_SETTING_U64,       /* integer */
+    SL_SETTING_STRING,    /* "text"; bounds are byte lengths */
+    SL_SETTING_DURATION,  /* "30 s", "1h 30m", "500 ms"; stored in microseconds */
+    SL_SETTING_BYTES,     /* "64 MiB", "1GB", 1048576 */
+    SL_SETTING_LOG_LEVEL, /* "error" .. "trace" */
+    SL_SETTING_ADDRESS,   /* "127.0.0.1:8090", "[::1]:8090" */
+} sl_setting_type_t;
+
+enum sl_setting_flag {
+    SL_SETTING_SECRET = 1u << 0,   /* printed as "<hidden>" */
+    SL_SETTING_ENV_ONLY = 1u << 1, /* refused in the file: environment (or a flag) only */
+    SL_SETTING_OPTIONAL = 1u << 2, /* a string that may be empty (= not given), bounds aside */
+};
+
+/* One row of the settings table. */
+typedef struct sl_setting {
+    const char *name; /* dotted TOML name, Iggy's where one exists: "tcp.address" */
+    sl_setting_type_t type;
+    size_t offset;            /* of the field in sl_config_t */
+    size_t size;              /* of that field (capacity for strings) */
+    const char *default_text; /* the default, written as in the environment */
+    uint64_t min;             /* numbers: value bounds (µs, bytes); strings: byte length */
+    uint64_t max;
+    const char *env; /* IGGY_<NAME upper-cased, dots as underscores> */
+    unsigned flags;
+    const char *description; /* one line, for --print-config and the docs */
+} sl_setting_t;
+
+/* The table, in print order (rows of one TOML table are adjacent). Static. */
+const sl_setting_t *sl_config_settings(size_t *count);
+/* The row with that dotted name, or NULL. */
+const sl_setting_t *sl_config_setting_find(const char *name);
+
+/* Fills cfg with every default of the table. */
+void sl_config_defaults(sl_config_t *cfg);
+
+/* The whole start-up path: defaults, then the flags of argv (--config PATH,
+ * --with-default-root-credentials, --print-config, --help, --version), the
+ * file, the environment, and validation. --help, --version and --print-config
+ * write to out (stdout when NULL) and set *exit_now: the caller exits 0.
+ * Returns 0 or -SL_ERR_INVALID_CONFIGURATION with a one-paragraph message in
+ * err naming the file and line, the environment variable or the flag (usage
+ * errors include the usage text). */
+SL_WUR int sl_config_load(sl_config_t *cfg, int argc, char **argv, FILE *out, char *err,
+                          size_t err_len, bool *exit_now);
+
+/* The steps of sl_config_load, for tests and tools. file_name only labels
+ * errors ("sluiced.toml:12:9: ..."). */
+SL_WUR int sl_config_apply_toml(sl_config_t *cfg, const char *text, size_t len,
+                                const char *file_name, char *err, size_t err_len);
+SL_WUR int sl_config_apply_file(sl_config_t *cfg, const char *path, char *err, size_t err_len);
+/* Reads every row's environment variable (getenv); unset variables change nothing. */
+SL_WUR int sl_config_apply_env(sl_config_t *cfg, char *err, size_t err_len);
+/* Sets one setting from text as the environment would write it. */
+SL_WUR int sl_config_set(sl_config_t *cfg, const sl_setting_t *row, const char *text, char *err,
+                         size_t err_len);
+/* Rules between settings and the root-credential rules of defaults.md 2. */
+SL_WUR int sl_config_validate(const sl_config_t *cfg, char *err, size_t err_len);
+
+/* Prints every setting as TOML that sl_config_apply_toml reads back: secrets
+ * as "<hidden>", environment-only rows as comments. */
+void sl_config_print(FILE *f, const sl_config_t *cfg);
+/* One setting's value as TOML ("true", "8192", "\"30 s\""). Secrets read
+ * "<hidden>" unless reveal. Returns the length, truncating like snprintf. */
+int sl_config_format(const sl_config_t *cfg, const sl_setting_t *row, bool reveal, char *buf,
+                     size_t len);
+
+/* Shards to run: system.sharding.shards, or the online cores (at most 64)
+ * when it is 0. */
+uint32_t sl_config_shard_count(const sl_config_t *cfg);
+/* True when root credentials were given (environment or flag). */
+bool sl_config_has_root_credentials(const sl_config_t *cfg);
+
+/* Value parsers shared by the file, the environment and the defaults. Each
+ * reads the whole text and returns 0, or -SL_ERR_INVALID_CONFIGURATION with
+ * *why pointing at a static explanation. */
+SL_WUR int sl_parse_duration_us(const char *text, size_t len, uint64_t *out, const char **why);
+SL_WUR int sl_parse_byte_size(const char *text, size_t len, uint64_t *out, const char **why);
+SL_WUR int sl_parse_address(const char *text, size_t len, sl_config_address_t *out,
+                            const char **why);
+/* Writers for the forms above: "1 h 30 m", "64 MiB". Return like snprintf. */
+int sl_format_duration_us(uint64_t us, char *buf, size_t len);
+int sl_format_byte_size(uint64_t bytes, char *buf, size_t len);
+
+#endif
