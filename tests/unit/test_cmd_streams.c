@@ -484,6 +484,10 @@ static void test_create_stream_request(void **state)
                      -SL_ERR_INVALID_COMMAND);
     in.options = sl_buf_span(&k);
     assert_int_equal(sl_create_stream_request_encode(&f->buf, &in), -SL_ERR_INVALID_COMMAND);
+    /* A key that is not UTF-8 breaks the block's structure: 3, not 4041. */
+    const uint8_t bad_key[] = {1, 'x', 2, 1, 0, 0, 0, 0xfe, 2, 1, 0, 0, 0, 'v'};
+    assert_int_equal(sl_create_stream_request_decode(sl_span(bad_key, sizeof(bad_key)), &out),
+                     -SL_ERR_INVALID_COMMAND);
     /* Names: empty, not UTF-8, too long to encode. */
     const uint8_t empty_name[] = {0};
     assert_int_equal(sl_create_stream_request_decode(sl_span(empty_name, 1), &out),
@@ -540,6 +544,9 @@ static void test_update_stream_request(void **state)
     /* Bad identifier and name. */
     const uint8_t bad_id[] = {1, 3, 0, 0, 0, 1, 'a'};
     assert_int_equal(sl_update_stream_request_decode(sl_span(bad_id, sizeof(bad_id)), &out),
+                     -SL_ERR_INVALID_COMMAND);
+    const uint8_t bad_utf8[] = {1, 4, 0, 0, 0, 0, 1, 0x80};
+    assert_int_equal(sl_update_stream_request_decode(sl_span(bad_utf8, sizeof(bad_utf8)), &out),
                      -SL_ERR_INVALID_COMMAND);
     const uint8_t bad_name[] = {1, 4, 0, 0, 0, 0, 0};
     assert_int_equal(sl_update_stream_request_decode(sl_span(bad_name, sizeof(bad_name)), &out),

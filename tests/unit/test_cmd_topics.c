@@ -416,6 +416,16 @@ static void test_create_topic_request_hostile(void **state)
         {"02 01 ff 02 00 00 00 01 61", -SL_ERR_INVALID_COMMAND},              /* ident UTF-8 */
         {"01 04 00 00 00 00 e9 03 00 00 01 61", -SL_ERR_TOO_MANY_PARTITIONS}, /* 1001 */
         {"01 04 00 00 00 00 00 00 00 00 01 61", 0},                           /* 0 partitions */
+        /* Block: key not UTF-8; key kind Raw; value kind 0. */
+        {"01 04 00 00 00 00 01 00 00 00 01 61 02 01 00 00 00 ff 02 01 00 00 00 61",
+         -SL_ERR_INVALID_COMMAND},
+        {"01 04 00 00 00 00 01 00 00 00 01 61 01 01 00 00 00 61 02 01 00 00 00 61",
+         -SL_ERR_INVALID_COMMAND},
+        {"01 04 00 00 00 00 01 00 00 00 01 61 02 01 00 00 00 61 00 01 00 00 00 61",
+         -SL_ERR_INVALID_COMMAND},
+        /* The same block with valid parts: an unknown key. */
+        {"01 04 00 00 00 00 01 00 00 00 01 61 02 01 00 00 00 61 02 01 00 00 00 61",
+         -SL_ERR_UNSUPPORTED_OPTION_KEY},
         /* Block: key length beyond the body. */
         {"01 04 00 00 00 00 01 00 00 00 01 61 02 ff ff ff ff 61", -SL_ERR_INVALID_COMMAND},
     };
@@ -465,6 +475,19 @@ static void test_update_topic_request(void **state)
     for (size_t len = 0; len < body.len; len++) {
         int want = len == fixed ? 0 : -SL_ERR_INVALID_COMMAND;
         assert_int_equal(sl_update_topic_request_decode(sl_span(body.ptr, len), &out), want);
+    }
+    /* Names: empty, not UTF-8; the topic identifier not UTF-8. */
+    const char *bad_bodies[] = {
+        "01 04 01 00 00 00 01 04 02 00 00 00 00",
+        "01 04 01 00 00 00 01 04 02 00 00 00 02 e2 82",
+        "01 04 01 00 00 00 02 02 c0 af 01 61",
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(bad_bodies); i++) {
+        size_t n;
+        uint8_t *b = tu_hex(bad_bodies[i], &n);
+        assert_int_equal(sl_update_topic_request_decode(sl_span(b, n), &out),
+                         -SL_ERR_INVALID_COMMAND);
+        free(b);
     }
     /* A create-only key: 4041; a bad value: 4042. */
     sl_buf_reset(&k);

@@ -617,64 +617,85 @@ static void test_update_size_floor_is_1019(void **state)
     assert_int_equal(sl_topic_patch_check_size(&patch, GIB), 0);
 }
 
-static void test_update_patch_semantics(void **state)
-{
-    (void)state;
-    /* A topic created with explicit segment_size, the rest derived. */
-    blk_t k;
+/* A topic created with explicit segment_size (the rest derived) and an
+ * update sending expiry as text, max size 0 (the sentinel) and a gzip code. */
+typedef struct update_scenario {
     sl_topic_config_t cfg;
+    uint8_t mem[2][1024];
+    sl_buf_t explicit_block, derived_block;
+    blk_t update;
+    sl_topic_patch_t patch;
+} update_scenario_t;
+
+static void update_scenario(update_scenario_t *s)
+{
+    blk_t k;
     blk_init(&k);
     put_u64(&k, "segment_size", 128 * MIB);
-    assert_int_equal(resolve(&k, 2, &cfg), 0);
-    uint8_t m1[1024], m2[1024];
-    sl_buf_t ex, de;
-    sl_buf_init_fixed(&ex, m1, sizeof(m1));
-    sl_buf_init_fixed(&de, m2, sizeof(m2));
-    encode_blocks(&cfg, &ex, &de);
+    assert_int_equal(resolve(&k, 2, &s->cfg), 0);
+    sl_buf_init_fixed(&s->explicit_block, s->mem[0], sizeof(s->mem[0]));
+    sl_buf_init_fixed(&s->derived_block, s->mem[1], sizeof(s->mem[1]));
+    encode_blocks(&s->cfg, &s->explicit_block, &s->derived_block);
+    blk_init(&s->update);
+    put_str(&s->update, "message_expiry", "10s");
+    put_u64(&s->update, "max_topic_size", 0);
+    put_byte(&s->update, "compression_algorithm", SL_KIND_UINT8, 2);
+    assert_int_equal(update_parse(&s->update, &s->patch), 0);
+}
 
-    /* The update sends expiry as text, max size 0 (sentinel), gzip code. */
-    blk_t u;
-    blk_init(&u);
-    put_str(&u, "message_expiry", "10s");
-    put_u64(&u, "max_topic_size", 0);
-    put_byte(&u, "compression_algorithm", SL_KIND_UINT8, 2);
-    sl_topic_patch_t patch;
-    assert_int_equal(update_parse(&u, &patch), 0);
-    assert_int_equal(patch.keys, SL_TOPIC_KEYS_UPDATABLE);
-    assert_int_equal(sl_topic_patch_check_size(&patch, cfg.segment_size), 0);
-    sl_topic_patch_apply(&patch, &cfg);
-    assert_int_equal(cfg.message_expiry, 10000000);
-    assert_true(cfg.max_topic_size == UINT64_MAX); /* unchanged by the sentinel */
-    assert_int_equal(cfg.compression_algorithm, SL_COMPRESSION_GZIP);
-    assert_int_equal(cfg.segment_size, 128 * MIB); /* not sent: kept */
+static void test_update_patches_fixed_fields(void **state)
+{
+    (void)state;
+    update_scenario_t s;
+    update_scenario(&s);
+    assert_int_equal(s.patch.keys, SL_TOPIC_KEYS_UPDATABLE);
+    assert_int_equal(sl_topic_patch_check_size(&s.patch, s.cfg.segment_size), 0);
+    sl_topic_patch_apply(&s.patch, &s.cfg);
+    assert_int_equal(s.cfg.message_expiry, 10000000);
+    assert_true(s.cfg.max_topic_size == UINT64_MAX); /* unchanged by the sentinel */
+    assert_int_equal(s.cfg.compression_algorithm, SL_COMPRESSION_GZIP);
+    assert_int_equal(s.cfg.segment_size, 128 * MIB); /* not sent: kept */
+    assert_int_equal(s.cfg.explicit_keys,
+                     SL_TOPIC_KEYS_UPDATABLE | SL_TOPIC_KEY_BIT(SL_TOPIC_KEY_SEGMENT_SIZE));
+    /* A non-zero size replaces the field. */
+    s.patch.max_topic_size = 5 * GIB;
+    sl_topic_patch_apply(&s.patch, &s.cfg);
+    assert_int_equal(s.cfg.max_topic_size, 5 * GIB);
+}
 
+static void test_update_stores_entries_verbatim(void **state)
+{
+    (void)state;
+    update_scenario_t s;
+    update_scenario(&s);
     uint8_t m3[1024], m4[1024];
-    sl_buf_t ex2, de2;
-    sl_buf_init_fixed(&ex2, m3, sizeof(m3));
-    sl_buf_init_fixed(&de2, m4, sizeof(m4));
-    assert_int_equal(
-        sl_topic_options_patch_blocks(sl_buf_span(&ex), sl_buf_span(&de), blk_span(&u), &ex2, &de2),
-        0);
+    sl_buf_t ex, de;
+    sl_buf_init_fixed(&ex, m3, sizeof(m3));
+    sl_buf_init_fixed(&de, m4, sizeof(m4));
+    assert_int_equal(sl_topic_options_patch_blocks(sl_buf_span(&s.explicit_block),
+                                                   sl_buf_span(&s.derived_block),
+                                                   blk_span(&s.update), &ex, &de),
+                     0);
     uint32_t pe, pd;
-    assert_true(sl_options_validate(sl_buf_span(&ex2), &pe));
-    assert_true(sl_options_validate(sl_buf_span(&de2), &pd));
+    assert_true(sl_options_validate(sl_buf_span(&ex), &pe));
+    assert_true(sl_options_validate(sl_buf_span(&de), &pd));
     assert_int_equal(pe, 4);
     assert_int_equal(pd, 4);
-    /* Stored verbatim: the client's kinds and bytes. */
+    /* The client's kinds and bytes, replacing the derived entries. */
     sl_tlv_field_t v;
-    assert_true(block_value(sl_buf_span(&ex2), "message_expiry", &v));
+    assert_true(block_value(sl_buf_span(&ex), "message_expiry", &v));
     assert_int_equal(v.kind, SL_KIND_STRING);
     assert_span_str(v.data, "10s");
-    assert_true(block_value(sl_buf_span(&ex2), "max_topic_size", &v));
+    assert_true(block_value(sl_buf_span(&ex), "max_topic_size", &v));
     assert_int_equal(v.kind, SL_KIND_UINT64);
     assert_int_equal(sl_load_u64(v.data.ptr), 0);
-    assert_true(block_value(sl_buf_span(&ex2), "compression_algorithm", &v));
+    assert_true(block_value(sl_buf_span(&ex), "compression_algorithm", &v));
     assert_int_equal(v.kind, SL_KIND_UINT8);
-    assert_true(block_value(sl_buf_span(&ex2), "segment_size", &v));
-    assert_false(block_value(sl_buf_span(&de2), "message_expiry", &v));
-    assert_true(block_value(sl_buf_span(&de2), "enforce_fsync", &v));
-    /* Sorted by key bytes: compression, max_topic_size, message_expiry, segment. */
-    sl_tlv_iter_t it = sl_tlv_iter(sl_buf_span(&ex2));
+    assert_true(block_value(sl_buf_span(&ex), "segment_size", &v));
+    assert_false(block_value(sl_buf_span(&de), "message_expiry", &v));
+    assert_true(block_value(sl_buf_span(&de), "enforce_fsync", &v));
+    /* Sorted by key bytes. */
+    sl_tlv_iter_t it = sl_tlv_iter(sl_buf_span(&ex));
     sl_tlv_entry_t e;
     const char *order[] = {"compression_algorithm", "max_topic_size", "message_expiry",
                            "segment_size"};
@@ -682,28 +703,47 @@ static void test_update_patch_semantics(void **state)
         assert_true(sl_tlv_next(&it, &e));
         assert_span_str(e.key.data, order[i]);
     }
-
-    /* The stored blocks read back: the sentinel keeps the earlier value. */
+    /* Read back, the sentinel keeps the earlier value. */
     sl_topic_config_t back;
-    sl_topic_config_from_blocks(sl_buf_span(&ex2), sl_buf_span(&de2), &back);
-    assert_int_equal(back.message_expiry, 10000000);
-    assert_true(back.max_topic_size == UINT64_MAX);
-    assert_int_equal(back.compression_algorithm, SL_COMPRESSION_GZIP);
-    assert_int_equal(back.segment_size, 128 * MIB);
-    assert_int_equal(back.explicit_keys, cfg.explicit_keys);
+    sl_topic_config_from_blocks(sl_buf_span(&ex), sl_buf_span(&de), &back);
+    sl_topic_patch_apply(&s.patch, &s.cfg);
+    assert_config_equal(&back, &s.cfg);
+}
 
-    /* Blocks beyond what a topic stores are refused. */
+static void test_update_blocks_refuse_oversized(void **state)
+{
+    (void)state;
+    /* A topic stores at most one entry per catalog key in each block. */
     blk_t big;
     blk_init(&big);
     for (int i = 0; i < 9; i++) {
         char key[2] = {(char)('a' + i), 0};
         put_str(&big, key, "1");
     }
-    sl_buf_reset(&ex2);
-    sl_buf_reset(&de2);
-    assert_int_equal(sl_topic_options_patch_blocks(blk_span(&big), sl_span(NULL, 0),
-                                                   sl_span(NULL, 0), &ex2, &de2),
+    uint8_t m1[1024], m2[1024];
+    sl_buf_t ex, de;
+    sl_buf_init_fixed(&ex, m1, sizeof(m1));
+    sl_buf_init_fixed(&de, m2, sizeof(m2));
+    sl_span_t none = sl_span(NULL, 0);
+    assert_int_equal(sl_topic_options_patch_blocks(blk_span(&big), none, none, &ex, &de),
                      -SL_ERR_INVALID_FORMAT);
+    assert_int_equal(sl_topic_options_patch_blocks(none, blk_span(&big), none, &ex, &de),
+                     -SL_ERR_INVALID_FORMAT);
+    /* A buffer too small for the result. */
+    sl_buf_t tiny;
+    uint8_t tiny_mem[8];
+    sl_buf_init_fixed(&tiny, tiny_mem, sizeof(tiny_mem));
+    update_scenario_t s;
+    update_scenario(&s);
+    assert_int_equal(sl_topic_options_patch_blocks(sl_buf_span(&s.explicit_block),
+                                                   sl_buf_span(&s.derived_block),
+                                                   blk_span(&s.update), &tiny, &de),
+                     -SL_ERR_COMMAND_LENGTH_ERROR);
+    sl_buf_reset(&tiny);
+    assert_int_equal(sl_topic_options_encode(&tiny, &s.cfg, false), -SL_ERR_COMMAND_LENGTH_ERROR);
+    /* An unencodable compression code. */
+    s.cfg.compression_algorithm = 7;
+    assert_int_equal(sl_topic_options_encode(&ex, &s.cfg, false), -SL_ERR_INVALID_COMMAND);
 }
 
 /* --- options.md 4.3 string forms ----------------------------------------------------- */
@@ -758,6 +798,13 @@ static void test_byte_size_strings(void **state)
     assert_int_equal(byte_size("0.5"), 1);
     assert_int_equal(byte_size("1.0000000000000000000001 KB"), 1001);
 
+    assert_int_equal(byte_size("1e"), 1000000000000000000ull);
+    assert_int_equal(byte_size("18446744073709551615"), UINT64_MAX);
+}
+
+static void test_byte_size_rejects(void **state)
+{
+    (void)state;
     static const char *const bad[] = {
         "",
         " ",
@@ -785,9 +832,6 @@ static void test_byte_size_strings(void **state)
         if (sl_parse_byte_size(sl_span_str(bad[i]), &v))
             fail_msg("'%s' parsed as %llu", bad[i], (unsigned long long)v);
     }
-    /* "1e3" fails because 'e' alone is the exa prefix with junk after. */
-    assert_int_equal(byte_size("1e"), 1000000000000000000ull);
-    assert_int_equal(byte_size("18446744073709551615"), UINT64_MAX);
 }
 
 static void test_max_topic_size_strings(void **state)
@@ -1060,8 +1104,11 @@ int main(void)
         cmocka_unit_test(test_update_key_gate_is_4041),
         cmocka_unit_test(test_update_bad_value_is_4042),
         cmocka_unit_test(test_update_size_floor_is_1019),
-        cmocka_unit_test(test_update_patch_semantics),
+        cmocka_unit_test(test_update_patches_fixed_fields),
+        cmocka_unit_test(test_update_stores_entries_verbatim),
+        cmocka_unit_test(test_update_blocks_refuse_oversized),
         cmocka_unit_test(test_byte_size_strings),
+        cmocka_unit_test(test_byte_size_rejects),
         cmocka_unit_test(test_max_topic_size_strings),
         cmocka_unit_test(test_duration_strings),
         cmocka_unit_test(test_other_string_forms),
