@@ -238,7 +238,7 @@ static const unit_t *find_unit(const unit_t *units, size_t count, const char *wo
     return NULL;
 }
 
-int sl_parse_duration_us(const char *text, size_t len, uint64_t *out, const char **why)
+int sl_config_parse_duration_us(const char *text, size_t len, uint64_t *out, const char **why)
 {
     size_t i = 0;
     uint64_t total = 0;
@@ -271,7 +271,7 @@ int sl_parse_duration_us(const char *text, size_t len, uint64_t *out, const char
     return 0;
 }
 
-int sl_parse_byte_size(const char *text, size_t len, uint64_t *out, const char **why)
+int sl_config_parse_byte_size(const char *text, size_t len, uint64_t *out, const char **why)
 {
     size_t i = 0;
     uint64_t n;
@@ -538,11 +538,11 @@ static int set_text(sl_config_t *cfg, const sl_setting_t *row, const char *text,
             return fail(why, why_len, "must not be negative");
         return number_set(cfg, row, (uint64_t)i, why, why_len);
     case SL_SETTING_DURATION:
-        if (sl_parse_duration_us(text, len, &v, &reason))
+        if (sl_config_parse_duration_us(text, len, &v, &reason))
             return fail(why, why_len, "%s", reason);
         return number_set(cfg, row, v, why, why_len);
     case SL_SETTING_BYTES:
-        if (sl_parse_byte_size(text, len, &v, &reason))
+        if (sl_config_parse_byte_size(text, len, &v, &reason))
             return fail(why, why_len, "%s", reason);
         return number_set(cfg, row, v, why, why_len);
     case SL_SETTING_STRING: {

@@ -21,7 +21,7 @@ static const uint8_t default_size_to_save[] = {0x00, 0x00, 0x10, 0x00, 0x00, 0x0
         (a), sizeof(a)                                                                             \
     }
 
-const sl_option_descriptor_t sl_topic_option_catalog[SL_TOPIC_KEY_COUNT] = {
+const sl_topic_option_info_t sl_topic_option_catalog[SL_TOPIC_KEY_COUNT] = {
     [SL_TOPIC_KEY_COMPRESSION_ALGORITHM] =
         {"compression_algorithm", SL_KIND_STRING, STATIC_SPAN(default_compression),
          "Compression recorded for the topic: \"none\" or \"gzip\" (any letter case), or a "
@@ -68,7 +68,7 @@ static const sl_topic_key_t sorted_keys[SL_TOPIC_KEY_COUNT] = {
     SL_TOPIC_KEY_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE,
 };
 
-int sl_option_catalog(uint8_t scope, const sl_option_descriptor_t **items, uint32_t *count)
+int sl_option_catalog(uint8_t scope, const sl_topic_option_info_t **items, uint32_t *count)
 {
     *items = NULL;
     *count = 0;

@@ -162,18 +162,18 @@ int sl_topic_options_patch_blocks(sl_span_t explicit_block, sl_span_t derived_bl
 
 /* One DescribeOptions descriptor. Strings are static and NUL-terminated;
  * default_value borrows static bytes in the canonical kind's encoding. */
-typedef struct sl_option_descriptor {
+typedef struct sl_topic_option_info {
     const char *key;
     uint8_t kind; /* sl_kind_t */
     sl_span_t default_value;
     const char *description;
-} sl_option_descriptor_t;
+} sl_topic_option_info_t;
 
 /* The 8 topic descriptors, indexed by sl_topic_key_t (DescribeOptions order). */
-extern const sl_option_descriptor_t sl_topic_option_catalog[SL_TOPIC_KEY_COUNT];
+extern const sl_topic_option_info_t sl_topic_option_catalog[SL_TOPIC_KEY_COUNT];
 
 /* The catalog of a DescribeOptions scope: 1 topic (8 entries), 2 stream and
  * 3 user (0 entries, *items NULL). Any other scope -SL_ERR_INVALID_COMMAND. */
-int sl_option_catalog(uint8_t scope, const sl_option_descriptor_t **items, uint32_t *count) SL_WUR;
+int sl_option_catalog(uint8_t scope, const sl_topic_option_info_t **items, uint32_t *count) SL_WUR;
 
 #endif

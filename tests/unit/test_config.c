@@ -709,7 +709,7 @@ static void test_duration_parse(void **state)
     for (size_t i = 0; i < SL_ARRAY_LEN(good); i++) {
         uint64_t us = 1;
         const char *why = NULL;
-        if (sl_parse_duration_us(good[i].text, strlen(good[i].text), &us, &why) != 0)
+        if (sl_config_parse_duration_us(good[i].text, strlen(good[i].text), &us, &why) != 0)
             fail_msg("\"%s\": %s", good[i].text, why);
         if (us != good[i].us)
             fail_msg("\"%s\": %llu us", good[i].text, (unsigned long long)us);
@@ -734,7 +734,7 @@ static void test_duration_parse(void **state)
     for (size_t i = 0; i < SL_ARRAY_LEN(bad); i++) {
         uint64_t us;
         const char *why = NULL;
-        if (sl_parse_duration_us(bad[i].text, strlen(bad[i].text), &us, &why) !=
+        if (sl_config_parse_duration_us(bad[i].text, strlen(bad[i].text), &us, &why) !=
                 -SL_ERR_INVALID_CONFIGURATION ||
             !strstr(why, bad[i].why))
             fail_msg("\"%s\": want %s, got %s", bad[i].text, bad[i].why, why ? why : "ok");
@@ -762,7 +762,7 @@ static void test_duration_format(void **state)
         assert_int_equal(n, strlen(shown[i].text));
         uint64_t back;
         const char *why;
-        assert_int_equal(sl_parse_duration_us(buf, strlen(buf), &back, &why), 0);
+        assert_int_equal(sl_config_parse_duration_us(buf, strlen(buf), &back, &why), 0);
         assert_true(back == shown[i].us);
     }
     char tiny[8];
@@ -792,7 +792,7 @@ static void test_byte_sizes(void **state)
     for (size_t i = 0; i < SL_ARRAY_LEN(good); i++) {
         uint64_t v = 1;
         const char *why = NULL;
-        if (sl_parse_byte_size(good[i].text, strlen(good[i].text), &v, &why) != 0)
+        if (sl_config_parse_byte_size(good[i].text, strlen(good[i].text), &v, &why) != 0)
             fail_msg("\"%s\": %s", good[i].text, why);
         if (v != good[i].bytes)
             fail_msg("\"%s\": %llu", good[i].text, (unsigned long long)v);
@@ -814,7 +814,7 @@ static void test_byte_sizes(void **state)
     for (size_t i = 0; i < SL_ARRAY_LEN(bad); i++) {
         uint64_t v;
         const char *why = NULL;
-        if (sl_parse_byte_size(bad[i].text, strlen(bad[i].text), &v, &why) !=
+        if (sl_config_parse_byte_size(bad[i].text, strlen(bad[i].text), &v, &why) !=
                 -SL_ERR_INVALID_CONFIGURATION ||
             !strstr(why, bad[i].why))
             fail_msg("\"%s\": want %s, got %s", bad[i].text, bad[i].why, why ? why : "ok");
@@ -839,7 +839,7 @@ static void test_byte_sizes(void **state)
         assert_string_equal(buf, shown[i].text);
         uint64_t back;
         const char *why;
-        assert_int_equal(sl_parse_byte_size(buf, strlen(buf), &back, &why), 0);
+        assert_int_equal(sl_config_parse_byte_size(buf, strlen(buf), &back, &why), 0);
         assert_true(back == shown[i].bytes);
     }
 }

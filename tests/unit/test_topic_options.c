@@ -1017,7 +1017,7 @@ static void test_describe_catalog(void **state)
          "00",
          {"disk", "segment_size * partitions_count", "68719476736"}},
     };
-    const sl_option_descriptor_t *items;
+    const sl_topic_option_info_t *items;
     uint32_t count;
     assert_int_equal(sl_option_catalog(1, &items, &count), 0);
     assert_int_equal(count, 8);
