@@ -83,16 +83,18 @@ typedef struct sl_loop_config {
     const char *host; /* numeric address to bind when listen_fd < 0 */
     uint16_t port;    /* 0: an ephemeral port (see sl_loop_port) */
     int listen_fd;    /* >= 0: a listening socket shared by shards, not closed */
+    /* Largest frame, header included; a bigger size field closes the
+     * connection. Frame memory is bounded by max_conns * max_frame. */
     uint32_t max_frame;
-    uint32_t max_conns;
-    uint32_t frames_per_turn;
+    uint32_t max_conns;       /* more are accepted and closed at once */
+    uint32_t frames_per_turn; /* per connection */
     uint32_t tick_ms;
     uint32_t stop_grace_ms;
     uint32_t ring_entries;
-    uint32_t buf_count;
-    uint32_t buf_size;
-    sl_loop_callbacks_t cb;
-    void *ctx;
+    uint32_t buf_count;     /* power of two, at most 32768 */
+    uint32_t buf_size;      /* at least one header */
+    sl_loop_callbacks_t cb; /* on_frame is required, the rest optional */
+    void *ctx;              /* first argument of every callback */
     sl_loop_faults_t faults;
 } sl_loop_config_t;
 

@@ -31,6 +31,7 @@ enum {
     ACT_REPLY_CLOSE = 2, /* echo, then close */
     ACT_TAKE = 3,        /* take the frame buffer over, echo from it */
     ACT_CLOSE = 4,       /* sl_conn_close, no reply */
+    ACT_HOLD = 5,        /* never answered (stop's grace period) */
 };
 
 enum { MODE_NOW, MODE_DEFER }; /* answer in on_frame, or on the next tick */
@@ -50,6 +51,7 @@ typedef struct tconn {
 
 typedef struct tctx {
     int mode;
+    const char *peer_prefix; /* what every peer text starts with */
     atomic_uint opens, closes, frames, sent, ticks, violations, bad_peer;
     uint32_t max_in_turn; /* loop thread; read after join */
     sl_conn_t *deferred[MAX_DEFERRED];
@@ -65,7 +67,8 @@ static void h_open(void *ctxp, sl_conn_t *conn)
     if (!tc)
         abort(); /* no cmocka assertion off the test's thread */
     sl_conn_set_user(conn, tc);
-    if (strncmp(sl_conn_peer(conn), "127.0.0.1:", 10) != 0 || sl_conn_id(conn) == 0)
+    const char *want = ctx->peer_prefix ? ctx->peer_prefix : "127.0.0.1:";
+    if (strncmp(sl_conn_peer(conn), want, strlen(want)) != 0 || sl_conn_id(conn) == 0)
         ctx->bad_peer++;
     if (ctx->nids < MAX_IDS)
         ctx->ids[ctx->nids++] = sl_conn_id(conn);
@@ -88,6 +91,8 @@ static void h_answer(tctx_t *ctx, sl_conn_t *conn)
             sl_conn_close(conn);
         return;
     }
+    if (act == ACT_HOLD)
+        return;
     if (act == ACT_TAKE) {
         tc->taken = sl_conn_take_frame(conn);
         if (tc->taken != f || sl_conn_take_frame(conn) != NULL)
@@ -98,15 +103,25 @@ static void h_answer(tctx_t *ctx, sl_conn_t *conn)
                            .operation = f[SL_REQ_OFF_OPERATION],
                            .client = {1, 0}};
     sl_reply_header_encode(tc->hdr, &h);
-    struct iovec iov[2] = {{tc->hdr, SL_HEADER_SIZE},
-                           {(void *)(uintptr_t)(f + SL_HEADER_SIZE), tc->size - SL_HEADER_SIZE}};
+    /* The body goes back in 1..7 runs (past the 4 kept inline), with an
+     * empty run in front, all pointing into the request frame. */
+    struct iovec iov[9] = {{tc->hdr, SL_HEADER_SIZE}, {tc->hdr, 0}};
+    uint32_t body = tc->size - SL_HEADER_SIZE, runs = 1 + tc->size % 7, off = 0;
+    int n = 2;
+    for (uint32_t i = 0; i < runs; i++, n++) {
+        uint32_t len = i + 1 == runs ? body - off : body / runs;
+        iov[n] = (struct iovec){(void *)(uintptr_t)(f + SL_HEADER_SIZE + off), len};
+        off += len;
+    }
     tc->frame = NULL;
+    if (sl_conn_reply(conn, iov, 0) != -EINVAL || sl_conn_reply(conn, NULL, 1) != -EINVAL)
+        ctx->violations++;
     int err =
-        act == ACT_REPLY_CLOSE ? sl_conn_reply_close(conn, iov, 2) : sl_conn_reply(conn, iov, 2);
+        act == ACT_REPLY_CLOSE ? sl_conn_reply_close(conn, iov, n) : sl_conn_reply(conn, iov, n);
     if (err != 0 && !(err == -ECONNRESET && sl_conn_closing(conn)))
         ctx->violations++;
     /* Lockstep: a second answer to the same frame is refused. */
-    if (err == 0 && sl_conn_reply(conn, iov, 2) != -EINVAL)
+    if (err == 0 && sl_conn_reply(conn, iov, n) != -EINVAL)
         ctx->violations++;
 }
 
@@ -659,6 +674,59 @@ static void test_stop_with_frame_in_flight(void **state)
     free(s);
 }
 
+/* A handler that never answers cannot hold stop up for ever: after the
+ * grace period the connection is closed and run returns. */
+static void test_stop_grace_closes_unanswered(void **state)
+{
+    (void)state;
+    server_t *s = calloc(1, sizeof(*s));
+    assert_non_null(s);
+    sl_loop_config_t cfg;
+    server_config(&cfg, s);
+    cfg.tick_ms = 10;
+    cfg.stop_grace_ms = 20;
+    server_start_cfg(s, &cfg, MODE_NOW);
+    int fd = cl_connect(s->port);
+    uint32_t size;
+    uint8_t *f = make_frame(10, 1, ACT_HOLD, &size);
+    cl_send(fd, f, size);
+    free(f);
+    wait_for(&s->ctx.frames, 1);
+    server_stop(s);
+    assert_true(cl_closed(fd));
+    assert_int_equal(s->ctx.sent, 0);
+    close(fd);
+    free(s);
+}
+
+/* An IPv6 listener gives "[::1]:port" peers; skipped without IPv6. */
+static void test_ipv6_peer_text(void **state)
+{
+    (void)state;
+    server_t *s = calloc(1, sizeof(*s));
+    assert_non_null(s);
+    sl_loop_config_t cfg;
+    server_config(&cfg, s);
+    cfg.host = "::1";
+    s->ctx.peer_prefix = "[::1]:";
+    if (sl_loop_create(&cfg, &s->loop) != 0) {
+        free(s);
+        skip();
+    }
+    s->port = sl_loop_port(s->loop);
+    assert_int_equal(pthread_create(&s->thread, NULL, server_main, s), 0);
+    int fd = socket(AF_INET6, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons(s->port)};
+    a.sin6_addr = in6addr_loopback;
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    cl_roundtrip(fd, 33, 1);
+    close(fd);
+    server_stop(s); /* checks bad_peer == 0 */
+    assert_int_equal(s->stats.frames, 1);
+    free(s);
+}
+
 static void test_max_connections(void **state)
 {
     (void)state;
@@ -884,6 +952,8 @@ int main(void)
         cmocka_unit_test(test_64_connections_starved_buffers),
         cmocka_unit_test(test_disconnect_mid_frame),
         cmocka_unit_test(test_stop_with_frame_in_flight),
+        cmocka_unit_test(test_stop_grace_closes_unanswered),
+        cmocka_unit_test(test_ipv6_peer_text),
         cmocka_unit_test(test_max_connections),
         cmocka_unit_test(test_fairness_cap_and_drops),
         cmocka_unit_test(test_step_budget),
