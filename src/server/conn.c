@@ -1,0 +1,554 @@
+/* One client connection of the event loop: assembling whole frames from the
+ * byte stream, lockstep delivery, vectored replies, and a close that never
+ * frees memory the kernel still points at.
+ *
+ * How a frame is read (the copy budget). The 256-byte header is received
+ * into a buffer of the loop's provided-buffer ring, so an idle connection
+ * pins no receive memory. As soon as the header is complete its size is
+ * checked and a buffer of exactly that size is allocated; the header and
+ * whatever else that receive brought (at most one provided buffer, 16 KiB by
+ * default) are copied into it, and the rest of the body is received by plain
+ * recv straight into the frame at its fill offset. A 1 MiB SendMessages
+ * frame therefore costs one copy of at most 16 KiB (under 2% of it) and the
+ * buffer is never grown or moved; the handler may take it over by ownership
+ * (sl_conn_take_frame). Small frames usually arrive whole in one provided
+ * buffer and are copied once. Bytes past the end of a frame (a client that
+ * pipelines) are kept in a small spill buffer until the frame is answered. */
+#include "server/conn.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "wire/header.h"
+
+/* Connection numbers are process-wide so that logs of different shards
+ * never reuse one; 0 is skipped so it can mean "none". */
+static _Atomic uint32_t conn_next_id;
+
+static uint32_t conn_new_id(void)
+{
+    uint32_t id = atomic_fetch_add(&conn_next_id, 1) + 1;
+    /* The counter wraps after 2^32 connections; one retry skips 0. */
+    if (id == 0)
+        id = atomic_fetch_add(&conn_next_id, 1) + 1;
+    return id;
+}
+
+static void conn_peer_text(sl_conn_t *c)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    snprintf(c->peer, sizeof(c->peer), "?");
+    if (getpeername(c->fd, (struct sockaddr *)&ss, &len) != 0)
+        return;
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+        inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+        port = ntohs(a->sin_port);
+        snprintf(c->peer, sizeof(c->peer), "%s:%u", host, port);
+    } else if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+        port = ntohs(a->sin6_port);
+        snprintf(c->peer, sizeof(c->peer), "[%s]:%u", host, port);
+    }
+}
+
+sl_conn_t *sl_conn_new(sl_loop_t *loop, int fd)
+{
+    sl_conn_t *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->loop = loop;
+    c->fd = fd;
+    c->id = conn_new_id();
+    c->state = SL_CONN_HEAD;
+    sl_dlist_init(&c->all_link);
+    sl_dlist_init(&c->run_link);
+    sl_dlist_init(&c->starve_link);
+    /* Replies are whole frames written at once; Nagle would only delay the
+     * last segment of each until the client's delayed ACK. */
+    int one = 1;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0)
+        sl_log_debug("conn %u: TCP_NODELAY: %s", c->id, strerror(errno));
+    conn_peer_text(c);
+    return c;
+}
+
+static void conn_frame_release(sl_conn_t *c)
+{
+    free(c->frame);
+    c->frame = NULL;
+    c->frame_size = c->frame_have = 0;
+}
+
+static void conn_iov_release(sl_conn_t *c)
+{
+    if (c->iov != c->iov_inline)
+        free(c->iov);
+    c->iov = NULL;
+    c->iov_cnt = c->iov_idx = 0;
+}
+
+void sl_conn_free(sl_conn_t *c)
+{
+    sl_assert(c->inflight == 0);
+    close(c->fd);
+    conn_frame_release(c);
+    conn_iov_release(c);
+    free(c->spill);
+    free(c);
+}
+
+/* Queues the connection for on_close and free once nothing is in flight. */
+static void conn_maybe_dead(sl_conn_t *c)
+{
+    if (!c->closing || c->inflight > 0 || c->dead)
+        return;
+    c->dead = true;
+    c->dead_next = c->loop->dead;
+    c->loop->dead = c;
+}
+
+static void conn_cancel(sl_conn_t *c, unsigned tag)
+{
+    struct io_uring_sqe *sqe = sl_loop_sqe(c->loop);
+    io_uring_prep_cancel64(sqe, sl_ud(c, tag), 0);
+    io_uring_sqe_set_data64(sqe, SL_UD_IGNORE);
+}
+
+void sl_conn_close(sl_conn_t *c)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    /* The receive and the send point into this connection's memory: ask the
+     * kernel to let go of them; their completions bring inflight to 0. */
+    if (c->recv_armed)
+        conn_cancel(c, SL_UD_RECV);
+    if (c->send_armed)
+        conn_cancel(c, SL_UD_SEND);
+    conn_maybe_dead(c);
+}
+
+/* --- frame assembly -------------------------------------------------------- */
+
+/* The header is complete: check its size (framing.md 9: out of range closes
+ * the connection) and allocate the whole frame. */
+static int conn_start_body(sl_conn_t *c)
+{
+    uint32_t size = sl_header_size(c->hdr);
+    if (size < SL_HEADER_SIZE || size > c->loop->cfg.max_frame) {
+        c->loop->stats.bad_frames++;
+        sl_log_debug("conn %u (%s): frame size %u out of range", c->id, c->peer, size);
+        return -EPROTO;
+    }
+    c->frame = malloc(size);
+    if (!c->frame) {
+        sl_log_warn("conn %u: no memory for a %u-byte frame", c->id, size);
+        return -ENOMEM;
+    }
+    memcpy(c->frame, c->hdr, SL_HEADER_SIZE);
+    c->frame_size = size;
+    c->frame_have = SL_HEADER_SIZE;
+    c->hdr_have = 0;
+    c->state = size == SL_HEADER_SIZE ? SL_CONN_READY : SL_CONN_BODY;
+    return 0;
+}
+
+/* Consumes bytes into the frame being assembled and stops at its end.
+ * Returns how many bytes were used, or -errno for a frame to refuse. */
+static int64_t conn_feed(sl_conn_t *c, const uint8_t *data, uint32_t n)
+{
+    uint32_t used = 0;
+    if (c->state == SL_CONN_HEAD) {
+        uint32_t take = SL_HEADER_SIZE - c->hdr_have;
+        take = take < n ? take : n;
+        memcpy(c->hdr + c->hdr_have, data, take);
+        c->hdr_have += take;
+        used = take;
+        if (c->hdr_have < SL_HEADER_SIZE)
+            return used;
+        int err = conn_start_body(c);
+        if (err)
+            return err;
+    }
+    if (c->state == SL_CONN_BODY) {
+        uint32_t take = c->frame_size - c->frame_have;
+        take = take < n - used ? take : n - used;
+        memcpy(c->frame + c->frame_have, data + used, take);
+        c->frame_have += take;
+        used += take;
+        if (c->frame_have == c->frame_size)
+            c->state = SL_CONN_READY;
+    }
+    return used;
+}
+
+/* Bytes from a provided buffer: feed them, keep what follows a complete
+ * frame, so the buffer can go back to the ring at once. */
+static void conn_take_bytes(sl_conn_t *c, const uint8_t *data, uint32_t n)
+{
+    int64_t used = conn_feed(c, data, n);
+    if (used < 0) {
+        sl_conn_close(c);
+        return;
+    }
+    if ((uint32_t)used == n)
+        return;
+    sl_assert(c->spill == NULL);
+    c->spill = malloc(n - (uint32_t)used);
+    if (!c->spill) {
+        sl_conn_close(c);
+        return;
+    }
+    memcpy(c->spill, data + used, n - (uint32_t)used);
+    c->spill_off = 0;
+    c->spill_len = n - (uint32_t)used;
+}
+
+static void conn_feed_spill(sl_conn_t *c)
+{
+    int64_t used = conn_feed(c, c->spill + c->spill_off, c->spill_len - c->spill_off);
+    if (used < 0) {
+        sl_conn_close(c);
+        return;
+    }
+    c->spill_off += (uint32_t)used;
+    if (c->spill_off == c->spill_len) {
+        free(c->spill);
+        c->spill = NULL;
+        c->spill_off = c->spill_len = 0;
+    }
+}
+
+/* --- receiving ------------------------------------------------------------- */
+
+static void conn_arm_recv(sl_conn_t *c)
+{
+    const sl_loop_config_t *cfg = &c->loop->cfg;
+    if (c->starved)
+        sl_loop_starve(c->loop, c, false);
+    struct io_uring_sqe *sqe = sl_loop_sqe(c->loop);
+    if (c->state == SL_CONN_HEAD) {
+        /* The kernel picks a provided buffer when data arrives. */
+        uint32_t len = cfg->buf_size;
+        if (cfg->faults.recv_max && cfg->faults.recv_max < len)
+            len = cfg->faults.recv_max;
+        io_uring_prep_recv(sqe, c->fd, NULL, len, 0);
+        sqe->flags |= IOSQE_BUFFER_SELECT;
+        sqe->buf_group = SL_LOOP_BGID;
+    } else {
+        /* The body goes straight to its place in the frame. MSG_WAITALL
+         * lets the kernel retry short receives itself (one completion per
+         * body); a short count still comes back on close or error. */
+        uint32_t len = c->frame_size - c->frame_have;
+        if (cfg->faults.recv_max && cfg->faults.recv_max < len)
+            len = cfg->faults.recv_max;
+        io_uring_prep_recv(sqe, c->fd, c->frame + c->frame_have, len, MSG_WAITALL);
+    }
+    io_uring_sqe_set_data64(sqe, sl_ud(c, SL_UD_RECV));
+    c->recv_armed = true;
+    c->inflight++;
+}
+
+/* Nothing complete is buffered: read more, unless the loop is stopping, in
+ * which case a partly read frame is abandoned and the connection closed. */
+static void conn_read_more(sl_conn_t *c)
+{
+    if (c->loop->stopping) {
+        sl_conn_close(c);
+        return;
+    }
+    if (!c->recv_armed)
+        conn_arm_recv(c);
+}
+
+static void conn_recv_error(sl_conn_t *c, int res)
+{
+    if (res == -ENOBUFS) {
+        /* Backpressure: more connections had data than the ring had
+         * buffers. Buffers go back as completions are handled; the loop
+         * re-arms parked receives after that, a ring's worth per turn. */
+        c->loop->stats.enobufs++;
+        sl_loop_starve(c->loop, c, true);
+        return;
+    }
+    if (res == -EINTR || res == -EAGAIN) {
+        sl_loop_enqueue(c->loop, c);
+        return;
+    }
+    if (res != 0 && res != -ECONNRESET)
+        sl_log_debug("conn %u (%s): recv: %s", c->id, c->peer, strerror(-res));
+    sl_conn_close(c); /* 0: the peer closed */
+}
+
+void sl_conn_on_recv(sl_conn_t *c, int res, uint32_t flags)
+{
+    sl_assert(c->inflight > 0 && c->recv_armed);
+    c->inflight--;
+    c->recv_armed = false;
+    if (flags & IORING_CQE_F_BUFFER) {
+        /* A provided buffer must go back even when the connection is
+         * closing, or the ring would lose it. */
+        uint16_t bid = (uint16_t)(flags >> IORING_CQE_BUFFER_SHIFT);
+        if (res > 0 && !c->closing)
+            conn_take_bytes(c, sl_loop_buf(c->loop, bid), (uint32_t)res);
+        sl_loop_buf_return(c->loop, bid);
+    } else if (res > 0 && !c->closing) {
+        c->frame_have += (uint32_t)res;
+        if (c->frame_have == c->frame_size)
+            c->state = SL_CONN_READY;
+    }
+    if (c->closing) {
+        conn_maybe_dead(c);
+        return;
+    }
+    if (res <= 0) {
+        conn_recv_error(c, res);
+        return;
+    }
+    sl_loop_enqueue(c->loop, c);
+}
+
+/* --- delivery -------------------------------------------------------------- */
+
+static void conn_deliver(sl_conn_t *c)
+{
+    sl_loop_t *loop = c->loop;
+    c->state = SL_CONN_HANDLER;
+    loop->stats.frames++;
+    loop->cfg.cb.on_frame(loop->cfg.ctx, c, c->frame, c->frame_size);
+}
+
+bool sl_conn_step(sl_conn_t *c, uint32_t budget)
+{
+    /* Each pass delivers one frame or feeds the spill up to the end of the
+     * next frame, so 2 * budget + 2 passes cover a whole budget. */
+    const uint32_t passes = 2 * budget + 2;
+    for (uint32_t pass = 0; pass < passes; pass++) {
+        if (c->closing)
+            return false;
+        switch (c->state) {
+        case SL_CONN_READY:
+            if (budget == 0)
+                return true;
+            budget--;
+            conn_deliver(c);
+            break;
+        case SL_CONN_HANDLER:
+        case SL_CONN_SENDING:
+            return false; /* lockstep: wait for the answer */
+        case SL_CONN_HEAD:
+        case SL_CONN_BODY:
+            if (c->spill) {
+                conn_feed_spill(c);
+                break;
+            }
+            conn_read_more(c);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The handler is finished with the frame: read or deliver the next one. */
+static void conn_next(sl_conn_t *c)
+{
+    conn_frame_release(c);
+    c->state = SL_CONN_HEAD;
+    sl_loop_enqueue(c->loop, c);
+}
+
+void sl_conn_done(sl_conn_t *c)
+{
+    if (c->state != SL_CONN_HANDLER) {
+        sl_assert_debug(c->closing);
+        return;
+    }
+    conn_next(c);
+}
+
+uint8_t *sl_conn_take_frame(sl_conn_t *c)
+{
+    if (c->state != SL_CONN_HANDLER)
+        return NULL;
+    uint8_t *frame = c->frame;
+    c->frame = NULL;
+    return frame;
+}
+
+/* --- replies --------------------------------------------------------------- */
+
+static void conn_arm_send(sl_conn_t *c)
+{
+    uint32_t cap = c->loop->cfg.faults.send_max;
+    memset(&c->msg, 0, sizeof(c->msg));
+    c->msg.msg_iov = c->iov + c->iov_idx;
+    c->msg.msg_iovlen = c->iov_cnt - c->iov_idx;
+    if (cap && c->iov[c->iov_idx].iov_len > cap) {
+        c->iov_capped = (struct iovec){c->iov[c->iov_idx].iov_base, cap};
+        c->msg.msg_iov = &c->iov_capped;
+        c->msg.msg_iovlen = 1;
+    } else if (cap) {
+        c->msg.msg_iovlen = 1;
+    }
+    struct io_uring_sqe *sqe = sl_loop_sqe(c->loop);
+    /* MSG_NOSIGNAL: a vanished peer is an error result, not a SIGPIPE.
+     * MSG_WAITALL: the kernel retries short sends itself; short counts
+     * that still come back are handled by conn_advance. */
+    io_uring_prep_sendmsg(sqe, c->fd, &c->msg, MSG_NOSIGNAL | MSG_WAITALL);
+    io_uring_sqe_set_data64(sqe, sl_ud(c, SL_UD_SEND));
+    c->send_armed = true;
+    c->inflight++;
+}
+
+/* Drops the written bytes from the front of the iovec array; returns true
+ * when all of it is written. Bounded by the array's length. */
+static bool conn_advance(sl_conn_t *c, size_t written)
+{
+    while (c->iov_idx < c->iov_cnt) {
+        struct iovec *v = &c->iov[c->iov_idx];
+        if (written < v->iov_len) {
+            v->iov_base = (uint8_t *)v->iov_base + written;
+            v->iov_len -= written;
+            return false;
+        }
+        written -= v->iov_len;
+        c->iov_idx++;
+    }
+    return true;
+}
+
+static void conn_send_finished(sl_conn_t *c)
+{
+    sl_loop_t *loop = c->loop;
+    conn_iov_release(c);
+    if (loop->cfg.cb.on_sent)
+        loop->cfg.cb.on_sent(loop->cfg.ctx, c);
+    if (c->close_after_send) {
+        conn_frame_release(c);
+        sl_conn_close(c);
+        return;
+    }
+    conn_next(c);
+}
+
+void sl_conn_on_send(sl_conn_t *c, int res)
+{
+    sl_assert(c->inflight > 0 && c->send_armed);
+    c->inflight--;
+    c->send_armed = false;
+    if (c->closing) {
+        conn_maybe_dead(c);
+        return;
+    }
+    if (res == -EINTR || res == -EAGAIN) {
+        conn_arm_send(c);
+        return;
+    }
+    if (res <= 0) {
+        /* 0 bytes for a non-empty send means the socket is unusable. */
+        sl_log_debug("conn %u (%s): send: %s", c->id, c->peer, res ? strerror(-res) : "0 bytes");
+        sl_conn_close(c);
+        return;
+    }
+    if (conn_advance(c, (size_t)res))
+        conn_send_finished(c);
+    else
+        conn_arm_send(c);
+}
+
+/* Copies the iovec array, leaving out empty runs; returns how many remain
+ * or -ENOMEM. */
+static int conn_copy_iov(sl_conn_t *c, const struct iovec *iov, int iovcnt)
+{
+    c->iov = c->iov_inline;
+    if (iovcnt > SL_CONN_IOV_INLINE) {
+        c->iov = malloc((size_t)iovcnt * sizeof(*iov));
+        if (!c->iov)
+            return -ENOMEM;
+    }
+    uint32_t n = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len > 0)
+            c->iov[n++] = iov[i];
+    }
+    c->iov_cnt = n;
+    c->iov_idx = 0;
+    return (int)n;
+}
+
+static int conn_reply(sl_conn_t *c, const struct iovec *iov, int iovcnt, bool close_after)
+{
+    if (c->closing)
+        return -ECONNRESET;
+    if (c->state != SL_CONN_HANDLER || iovcnt < 1 || iovcnt > SL_LOOP_IOV_MAX || !iov)
+        return -EINVAL;
+    int n = conn_copy_iov(c, iov, iovcnt);
+    if (n < 0) {
+        sl_conn_close(c);
+        return n;
+    }
+    c->close_after_send = close_after;
+    c->state = SL_CONN_SENDING;
+    if (n == 0) {
+        conn_send_finished(c); /* nothing to write is written at once */
+        return 0;
+    }
+    conn_arm_send(c);
+    return 0;
+}
+
+int sl_conn_reply(sl_conn_t *c, const struct iovec *iov, int iovcnt)
+{
+    return conn_reply(c, iov, iovcnt, false);
+}
+
+int sl_conn_reply_close(sl_conn_t *c, const struct iovec *iov, int iovcnt)
+{
+    return conn_reply(c, iov, iovcnt, true);
+}
+
+/* --- accessors ------------------------------------------------------------- */
+
+void *sl_conn_user(const sl_conn_t *c)
+{
+    return c->user;
+}
+
+void sl_conn_set_user(sl_conn_t *c, void *user)
+{
+    c->user = user;
+}
+
+const char *sl_conn_peer(const sl_conn_t *c)
+{
+    return c->peer;
+}
+
+uint32_t sl_conn_id(const sl_conn_t *c)
+{
+    return c->id;
+}
+
+sl_loop_t *sl_conn_loop(const sl_conn_t *c)
+{
+    return c->loop;
+}
+
+bool sl_conn_closing(const sl_conn_t *c)
+{
+    return c->closing;
+}

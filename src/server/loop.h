@@ -1,0 +1,176 @@
+/* The transport of sluiced: one io_uring event loop per shard thread that
+ * accepts TCP connections, assembles whole frames (framing.md 1) and writes
+ * vectored replies. It knows nothing of commands: frames go to a callback.
+ *
+ * Threads. A loop belongs to the thread that calls sl_loop_run; every
+ * function here except sl_loop_stop must be called on that thread (the
+ * callbacks run there too). sl_loop_stop is safe from any thread and from a
+ * signal handler.
+ *
+ * Lockstep. A connection has at most one frame in the handler's hands. After
+ * on_frame the loop delivers nothing more on that connection until the
+ * handler answers with exactly one of sl_conn_reply, sl_conn_reply_close,
+ * sl_conn_done or sl_conn_close, now or later (from another callback on the
+ * same thread), and until a reply has been completely written.
+ *
+ * Ownership and lifetimes.
+ * - The frame passed to on_frame is owned by the loop and stays valid until
+ *   the reply has been written (on_sent), until sl_conn_done, or until
+ *   on_close, whichever comes first. A reply may point into it. The handler
+ *   may take the buffer over with sl_conn_take_frame (it then frees it).
+ * - Reply bytes are borrowed: the iovec array is copied, the bytes it points
+ *   at must stay valid until on_sent or on_close for that connection.
+ * - sl_conn_t pointers are valid from on_open until on_close returns. on_close
+ *   runs exactly once per opened connection, after the kernel holds no
+ *   reference to anything of it; free the user pointer there.
+ */
+#ifndef SL_SERVER_LOOP_H
+#define SL_SERVER_LOOP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "base/assert.h"
+#include "base/limits.h"
+
+typedef struct sl_loop sl_loop_t;
+typedef struct sl_conn sl_conn_t;
+
+/* --- defaults (the server's config table refers to these) ---------------- */
+
+/* Connections one loop holds, closing ones included: bounds memory. */
+#define SL_LOOP_MAX_CONNS_DEFAULT 1024u
+/* Frames one connection may have delivered per loop turn: fairness. */
+#define SL_LOOP_FRAMES_PER_TURN_DEFAULT 4u
+/* Period of on_tick; heartbeat checks need no finer grain. */
+#define SL_LOOP_TICK_MS_DEFAULT 1000u
+/* How long a stopping loop waits for handlers to answer before it closes. */
+#define SL_LOOP_STOP_GRACE_MS_DEFAULT 5000u
+/* Submission queue entries; the kernel sizes the completion queue twice. */
+#define SL_LOOP_RING_ENTRIES_DEFAULT 1024u
+/* Provided receive buffers: count (a power of two) and size of each. A
+ * frame's header and the start of its body arrive in one of them. */
+#define SL_LOOP_BUF_COUNT_DEFAULT 256u
+#define SL_LOOP_BUF_SIZE_DEFAULT  (16u * 1024u)
+/* Most iovec entries one reply may have (the kernel's IOV_MAX). */
+#define SL_LOOP_IOV_MAX 1024
+
+/* --- configuration --------------------------------------------------------- */
+
+typedef struct sl_loop_callbacks {
+    /* A connection was accepted; may set the user pointer or close it. */
+    void (*on_open)(void *ctx, sl_conn_t *conn);
+    /* One whole frame, header included (size >= 256, <= max_frame). */
+    void (*on_frame)(void *ctx, sl_conn_t *conn, const uint8_t *frame, uint32_t size);
+    /* The last reply was completely written; its bytes may be released. */
+    void (*on_sent)(void *ctx, sl_conn_t *conn);
+    /* Last call for a connection (see the ownership notes above). */
+    void (*on_close)(void *ctx, sl_conn_t *conn);
+    /* Every tick_ms, also while stopping. Optional. */
+    void (*on_tick)(void *ctx, sl_loop_t *loop);
+} sl_loop_callbacks_t;
+
+/* Test hooks that make the kernel look slow: every send and every body
+ * receive moves at most this many bytes (0: no cap), so the short-write and
+ * short-read paths run deterministically. */
+typedef struct sl_loop_faults {
+    uint32_t send_max;
+    uint32_t recv_max;
+} sl_loop_faults_t;
+
+typedef struct sl_loop_config {
+    const char *host; /* numeric address to bind when listen_fd < 0 */
+    uint16_t port;    /* 0: an ephemeral port (see sl_loop_port) */
+    int listen_fd;    /* >= 0: a listening socket shared by shards, not closed */
+    /* Largest frame, header included; a bigger size field closes the
+     * connection. Frame memory is bounded by max_conns * max_frame. */
+    uint32_t max_frame;
+    uint32_t max_conns;       /* more are accepted and closed at once */
+    uint32_t frames_per_turn; /* per connection */
+    uint32_t tick_ms;
+    uint32_t stop_grace_ms;
+    uint32_t ring_entries;
+    uint32_t buf_count;     /* power of two, at most 32768 */
+    uint32_t buf_size;      /* at least one header */
+    sl_loop_callbacks_t cb; /* on_frame is required, the rest optional */
+    void *ctx;              /* first argument of every callback */
+    sl_loop_faults_t faults;
+} sl_loop_config_t;
+
+/* Fills every field with its default: 127.0.0.1, ephemeral port, no shared
+ * socket, 64 MiB frames. Callbacks and ctx are left NULL. */
+void sl_loop_config_init(sl_loop_config_t *cfg);
+
+/* Counters for logs and tests; read on the loop thread or after run. */
+typedef struct sl_loop_stats {
+    uint64_t turns;
+    uint64_t accepted;
+    uint64_t refused; /* accepted then closed at once: at max_conns or stopping */
+    uint64_t closed;
+    uint64_t frames;
+    uint64_t bad_frames; /* size < 256 or above max_frame */
+    uint64_t enobufs;    /* receives that found the buffer ring empty */
+    uint32_t conns;
+} sl_loop_stats_t;
+
+/* --- the loop -------------------------------------------------------------- */
+
+/* Sets up the ring, the provided buffers and the listening socket. Returns 0
+ * or -errno; when the ring itself cannot be created the error is the one of
+ * io_uring_queue_init and sl_loop_diagnose explains it. */
+int sl_loop_create(const sl_loop_config_t *cfg, sl_loop_t **out) SL_WUR;
+/* Runs until stopped, on the calling thread; once per loop. Returns 0, or
+ * -errno when the ring fails (connections are then closed by destroy). */
+int sl_loop_run(sl_loop_t *loop) SL_WUR;
+/* Asks the loop to stop: accept nothing more, hand frames already read to
+ * the handler, write their replies, close every connection, return from
+ * run. Async-signal-safe and callable from any thread, before or during run. */
+void sl_loop_stop(sl_loop_t *loop);
+/* Frees everything. The loop must not be running. */
+void sl_loop_destroy(sl_loop_t *loop);
+
+/* The local port of the listening socket (the ephemeral one when port 0). */
+uint16_t sl_loop_port(const sl_loop_t *loop);
+/* Increments once per loop turn: "the same turn" for per-turn budgets. */
+uint64_t sl_loop_turn(const sl_loop_t *loop);
+void sl_loop_stats(const sl_loop_t *loop, sl_loop_stats_t *out);
+
+/* A human explanation of an sl_loop_create error (-errno) naming the likely
+ * cause: kernel.io_uring_disabled, seccomp, RLIMIT_MEMLOCK or an old kernel.
+ * The text is thread-local and valid until the next call on the thread. */
+const char *sl_loop_diagnose(int err);
+
+/* A listening TCP socket on a numeric host and port (SO_REUSEADDR), for
+ * several loops to share. Returns 0 or -errno. */
+int sl_loop_listen(const char *host, uint16_t port, int backlog, int *fd_out) SL_WUR;
+
+/* --- connections ----------------------------------------------------------- */
+
+/* Answers the delivered frame with iovcnt (1..SL_LOOP_IOV_MAX) runs of bytes,
+ * written in full with as many sends as it takes. 0, -EINVAL when no frame
+ * awaits an answer or iovcnt is out of range, -ECONNRESET when the connection
+ * is closing (nothing is written; on_close follows). */
+int sl_conn_reply(sl_conn_t *conn, const struct iovec *iov, int iovcnt) SL_WUR;
+/* Like sl_conn_reply, then closes once the reply is written (evictions). */
+int sl_conn_reply_close(sl_conn_t *conn, const struct iovec *iov, int iovcnt) SL_WUR;
+/* The delivered frame needs no reply (a dropped frame). */
+void sl_conn_done(sl_conn_t *conn);
+/* Closes now: pending reads and writes are cancelled, on_close follows
+ * once the kernel has let go. Idempotent. */
+void sl_conn_close(sl_conn_t *conn);
+/* Hands the delivered frame's buffer to the caller (free() it), so a large
+ * frame can be passed on by ownership instead of copied. NULL if taken or
+ * none is delivered. The handler must still answer. */
+uint8_t *sl_conn_take_frame(sl_conn_t *conn);
+
+void *sl_conn_user(const sl_conn_t *conn);
+void sl_conn_set_user(sl_conn_t *conn, void *user);
+/* "127.0.0.1:51234" or "[::1]:51234"; valid as long as the connection. */
+const char *sl_conn_peer(const sl_conn_t *conn);
+/* Unique per process, never 0. */
+uint32_t sl_conn_id(const sl_conn_t *conn);
+sl_loop_t *sl_conn_loop(const sl_conn_t *conn);
+bool sl_conn_closing(const sl_conn_t *conn);
+
+#endif
