@@ -228,6 +228,7 @@ int main(void)
     printf("%-40s %10.2f  %-8s\n", "request header decode", header_ns[0], "ns/call");
     printf("%-40s %10.2f  %-8s\n", "request header encode", header_ns[1], "ns/call");
     printf("%-40s %10.2f  %-8s\n", "reply header encode", header_ns[2], "ns/call");
+    printf("(ratios: median of per-run ratios, the figures taking turns within each run)\n");
     (void)header_ratio;
     sl_buf_free(&buf);
     return 0;
