@@ -39,7 +39,9 @@ done
 rm -rf "$work/seeds"
 "$bin_dir/sl_fuzz_seeds" "$repo/tests/vectors" "$work/seeds"
 
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+# libFuzzer reports the crash and writes the input itself; abort_on_error
+# would make it report the same crash twice.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 # One target: a writable corpus (new inputs land there), the seeds read-only,
