@@ -17,10 +17,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* See fuzz_request.c: one poisoned-tail stack buffer per decoded reply. */
 #define STRUCT_MAX 16384u
 #define FILL_BYTE  0xa5
-/* Hostile counts must be bounded by the payload before allocating: an
- * arena refusing more than this turns a huge allocation into a failure
- * that the round trip then reports. */
-#define ARENA_MAX (64u * 1024 * 1024)
+/* A hostile count must not make a decoder allocate much (codec.h: counts
+ * are bounded by the bytes present first). The arena refuses more than
+ * ARENA_MAX in all, and one decode may grow it by at most ARENA_SLACK plus
+ * BYTES_PER_PAYLOAD_BYTE for each payload byte: far above what any list
+ * entry needs, far below what an unchecked u32 count asks for. */
+#define ARENA_CHUNK            (64u * 1024)
+#define ARENA_MAX              (64u * 1024 * 1024)
+#define ARENA_SLACK            (4 * ARENA_CHUNK)
+#define BYTES_PER_PAYLOAD_BYTE 1024u
 
 static sl_arena_t arenas[2];
 static bool arenas_ready;
@@ -54,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!arenas_ready) {
         for (int i = 0; i < 2; i++)
-            sl_arena_init(&arenas[i], 64 * 1024, ARENA_MAX);
+            sl_arena_init(&arenas[i], ARENA_CHUNK, ARENA_MAX);
         arenas_ready = true;
     }
     if (size < 2)
@@ -70,8 +75,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ASAN_POISON_MEMORY_REGION(second + row->reply_size, STRUCT_MAX - row->reply_size);
 
     memset(first, FILL_BYTE, row->reply_size);
+    size_t before = arenas[0].used_bytes;
     int rc = row->reply_decode(payload, &arenas[0], first);
     sl_assert(rc <= 0);
+    size_t grown = arenas[0].used_bytes - before;
+    if (grown > ARENA_SLACK + BYTES_PER_PAYLOAD_BYTE * payload.len) {
+        fprintf(stderr, "%s: reply_decode took %zu arena bytes for a %zu-byte payload\n", row->name,
+                grown, payload.len);
+        sl_assert(grown <= ARENA_SLACK + BYTES_PER_PAYLOAD_BYTE * payload.len);
+    }
     if (rc == 0) {
         sl_buf_t b1, b2;
         sl_buf_init(&b1, 0);
