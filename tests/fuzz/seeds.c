@@ -1,0 +1,332 @@
+/* Builds the seed corpus of every fuzz target: the golden vectors of
+ * tests/vectors cut to each target's input format, plus a few inputs made
+ * with the project's own encoders. Usage: sl_fuzz_seeds VECTORS_DIR OUT_DIR
+ * (OUT_DIR/<target>/ is created for each target; run.sh calls this). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/bytes.h"
+#include "wire/codec.h"
+#include "wire/header.h"
+#include "wire/perms.h"
+#include "wire/prim.h"
+#include "wire/tlv.h"
+#ifdef SL_FUZZ_HAVE_COMMANDS
+#include "wire/command.h"
+#endif
+
+static const char *vectors_dir;
+static const char *out_dir;
+
+static _Noreturn void die(const char *what, const char *path)
+{
+    fprintf(stderr, "sl_fuzz_seeds: %s %s: %s\n", what, path, strerror(errno));
+    exit(1);
+}
+
+static int hex_digit(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+/* Reads a vector file into b: the hex column is characters 10..58 of each
+ * line (tests/vectors/README.md). */
+static void load_vector(sl_buf_t *b, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", vectors_dir, name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        die("cannot open", path);
+    char line[256];
+    while (fgets(line, sizeof(line), f)) {
+        size_t n = strlen(line);
+        for (size_t i = 10; i + 1 < n && i < 58; i += 3) {
+            int hi = hex_digit(line[i]), lo = hex_digit(line[i + 1]);
+            if (hi < 0 || lo < 0)
+                break;
+            sl_put_u8(b, (uint8_t)(hi << 4 | lo));
+        }
+    }
+    fclose(f);
+    if (!sl_buf_ok(b) || b->len == 0)
+        die("empty or unreadable vector", path);
+}
+
+/* A vector's bytes [from, to), to == 0 meaning its end. */
+static sl_buf_t vector_slice(const char *name, size_t from, size_t to)
+{
+    sl_buf_t all, out;
+    sl_buf_init(&all, 0);
+    sl_buf_init(&out, 0);
+    load_vector(&all, name);
+    if (to == 0)
+        to = all.len;
+    if (from > to || to > all.len) {
+        errno = ERANGE;
+        die("vector too short:", name);
+    }
+    /* A zero-length put on a fresh buffer would compute NULL + 0. */
+    if (to > from)
+        sl_put_bytes(&out, all.data + from, to - from);
+    sl_buf_free(&all);
+    return out;
+}
+
+static void make_dir(const char *path)
+{
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+        die("cannot create", path);
+}
+
+/* Writes OUT_DIR/target/name = prefix || body, then empties body. */
+static void emit(const char *target, const char *name, sl_span_t prefix, sl_buf_t *body)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", out_dir, target);
+    make_dir(path);
+    snprintf(path, sizeof(path), "%s/%s/%s", out_dir, target, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || !sl_buf_ok(body))
+        die("cannot write", path);
+    bool ok = (prefix.len == 0 || fwrite(prefix.ptr, 1, prefix.len, f) == prefix.len) &&
+              (body->len == 0 || fwrite(body->data, 1, body->len, f) == body->len);
+    if (fclose(f) != 0 || !ok)
+        die("cannot write", path);
+    sl_buf_reset(body);
+}
+
+static const sl_span_t no_prefix = {NULL, 0};
+
+/* --- fuzz_header: whole frames ------------------------------------------- */
+
+static void seeds_header(void)
+{
+    static const char *const frames[] = {
+        "a_ping_request.hex",
+        "b_login_register_request.hex",
+        "c2_send_messages_request.hex",
+        "f_eviction_incompatible_protocol.hex",
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(frames); i++) {
+        sl_buf_t v = vector_slice(frames[i], 0, 0);
+        emit("fuzz_header", frames[i], no_prefix, &v);
+        sl_buf_free(&v);
+    }
+    sl_buf_t b;
+    sl_buf_init(&b, 0);
+    uint8_t *hdr = sl_buf_extend(&b, SL_HEADER_SIZE);
+    sl_reply_header_t reply = {.size = 300,
+                               .view = 1,
+                               .request = 7,
+                               .operation = SL_OP_CREATE_STREAM,
+                               .client = {1, 2},
+                               .op = 9,
+                               .commit = 9,
+                               .timestamp = 5};
+    sl_reply_header_encode(hdr, &reply);
+    emit("fuzz_header", "reply_ok", no_prefix, &b);
+    hdr = sl_buf_extend(&b, SL_HEADER_SIZE);
+    reply.size = SL_HEADER_SIZE;
+    reply.status = 3;
+    sl_reply_header_encode(hdr, &reply);
+    emit("fuzz_header", "reply_status", no_prefix, &b);
+    for (uint8_t reason = 1; reason <= SL_EVICT_MALFORMED_LOGIN; reason += 7) {
+        sl_eviction_header_t evict = {.client = {3, 0}, .reason = reason};
+        char name[32];
+        snprintf(name, sizeof(name), "eviction_%u", reason);
+        hdr = sl_buf_extend(&b, SL_HEADER_SIZE);
+        sl_eviction_header_encode(hdr, &evict);
+        emit("fuzz_header", name, no_prefix, &b);
+    }
+    sl_buf_free(&b);
+}
+
+/* --- fuzz_tlv: [mode byte][block] ------------------------------------------ */
+
+static void seeds_tlv(void)
+{
+    static const uint8_t user_headers = 0, options = 1, poptions = 2;
+    /* Frame 1 of vector c carries a 12-byte user-header block at body 329. */
+    sl_buf_t b = vector_slice("c_send_messages_body.hex", 329, 341);
+    emit("fuzz_tlv", "user_headers_c", sl_span(&user_headers, 1), &b);
+
+    sl_buf_t block;
+    sl_buf_init(&block, 0);
+    uint8_t seconds[8] = {60};
+    sl_tlv_put_pair(&block, "message_expiry", SL_KIND_UINT64, sl_span(seconds, 8));
+    sl_tlv_put_pair(&block, "compression", SL_KIND_STRING, sl_span_str("gzip"));
+    sl_tlv_put_pair(&block, "replicated", SL_KIND_BOOL, sl_span("\x01", 1));
+    sl_put_span(&b, sl_buf_span(&block));
+    emit("fuzz_tlv", "options", sl_span(&options, 1), &b);
+    sl_put_span(&b, sl_buf_span(&block));
+    emit("fuzz_tlv", "options_as_headers", sl_span(&user_headers, 1), &b);
+    sl_poptions_encode(&b, sl_buf_span(&block));
+    sl_poptions_encode(&b, sl_span(NULL, 0));
+    emit("fuzz_tlv", "poptions", sl_span(&poptions, 1), &b);
+    sl_buf_free(&block);
+    sl_buf_free(&b);
+}
+
+/* --- fuzz_prim_perms: [selector][primitive]... ----------------------------- */
+
+/* Selectors of fuzz_prim_perms.c. */
+enum {
+    P_NAME,
+    P_STR8,
+    P_STR32,
+    P_IDENT,
+    P_CONSUMER,
+    P_OPT,
+    P_PARTITIONING,
+    P_STRATEGY,
+    P_ACK,
+    P_PERMS
+};
+
+static void put_permissions(sl_buf_t *b)
+{
+    sl_topic_perms_t topics[2] = {{.topic_id = 1, .read_topic = true},
+                                  {.topic_id = 2, .send_messages = true}};
+    sl_stream_perms_t streams[2] = {
+        {.stream_id = 1, .read_stream = true, .topics_count = 2, .topics = topics},
+        {.stream_id = 7, .manage_topics = true},
+    };
+    sl_permissions_t p = {
+        .read_users = true, .poll_messages = true, .streams_count = 2, .streams = streams};
+    sl_put_u8(b, P_PERMS);
+    sl_permissions_encode(b, &p);
+}
+
+static void seeds_prim_perms(void)
+{
+    sl_buf_t b;
+    sl_buf_init(&b, 0);
+    sl_ident_t stream = sl_ident_name("s"), number = sl_ident_number(42);
+    sl_consumer_t group = {SL_CONSUMER_GROUP, sl_ident_number(3)};
+    sl_partitioning_t by_id = {.kind = SL_PARTITIONING_PARTITION_ID, .partition_id = 1};
+    sl_partitioning_t by_key = {.kind = SL_PARTITIONING_MESSAGES_KEY, .key = sl_span_str("key")};
+    sl_partitioning_t balanced = {.kind = SL_PARTITIONING_BALANCED};
+
+    sl_put_u8(&b, P_NAME);
+    sl_name_encode(&b, sl_span_str("orders"));
+    sl_put_u8(&b, P_STR8);
+    sl_str8_encode(&b, sl_span_str(""));
+    sl_put_u8(&b, P_STR32);
+    sl_str32_encode(&b, sl_span_str("c-sdk"));
+    sl_put_u8(&b, P_IDENT);
+    sl_ident_encode(&b, &stream);
+    sl_put_u8(&b, P_IDENT);
+    sl_ident_encode(&b, &number);
+    sl_put_u8(&b, P_CONSUMER);
+    sl_consumer_encode(&b, &group);
+    sl_put_u8(&b, P_OPT);
+    sl_opt_partition_encode(&b, (sl_opt_partition_t){true, 1});
+    sl_put_u8(&b, P_PARTITIONING);
+    sl_partitioning_encode(&b, &by_id);
+    sl_put_u8(&b, P_PARTITIONING);
+    sl_partitioning_encode(&b, &by_key);
+    sl_put_u8(&b, P_PARTITIONING);
+    sl_partitioning_encode(&b, &balanced);
+    sl_put_u8(&b, P_STRATEGY);
+    sl_strategy_encode(&b, (sl_strategy_t){SL_STRATEGY_OFFSET, 10});
+    sl_put_u8(&b, P_ACK);
+    sl_put_u8(&b, SL_ACK_QUORUM);
+    put_permissions(&b);
+    emit("fuzz_prim_perms", "all_primitives", no_prefix, &b);
+
+    sl_permissions_t root = sl_permissions_root();
+    sl_put_u8(&b, P_PERMS);
+    sl_permissions_encode(&b, &root);
+    emit("fuzz_prim_perms", "perms_root", no_prefix, &b);
+    put_permissions(&b);
+    emit("fuzz_prim_perms", "perms_grants", no_prefix, &b);
+    sl_buf_free(&b);
+}
+
+/* --- fuzz_request / fuzz_reply: [row u16][body] ------------------------------ */
+
+#ifdef SL_FUZZ_HAVE_COMMANDS
+/* Writes [row selector][vector bytes from its offset `from` on] for the
+ * row of a command code. */
+static void emit_row(const char *target, uint32_t code, const char *vector, size_t from)
+{
+    const sl_command_t *row = sl_command_by_code(code);
+    if (!row) {
+        fprintf(stderr, "sl_fuzz_seeds: no row for command %u, seed %s skipped\n", code, vector);
+        return;
+    }
+    uint8_t sel[2];
+    sl_store_u16(sel, (uint16_t)(row - sl_commands));
+    sl_buf_t b = vector_slice(vector, from, 0);
+    char name[128];
+    snprintf(name, sizeof(name), "%s_%s", row->stem, vector);
+    emit(target, name, sl_span(sel, 2), &b);
+    sl_buf_free(&b);
+}
+
+static void seeds_commands(void)
+{
+    /* Vector a is a bare header: PING has an empty body. */
+    emit_row("fuzz_request", SL_CMD_PING, "a_ping_request.hex", SL_HEADER_SIZE);
+    emit_row("fuzz_request", SL_CMD_LOGIN_REGISTER, "b_login_register_request.hex", SL_HEADER_SIZE);
+    emit_row("fuzz_request", SL_CMD_SEND_MESSAGES, "c_send_messages_body.hex", 0);
+    emit_row("fuzz_reply", SL_CMD_POLL_MESSAGES, "e_poll_reply_body_sliced.hex", 0);
+    uint8_t sel[2];
+    sl_buf_t b;
+    sl_buf_init(&b, 0);
+    /* An empty body for every row, so that each codec is reached at once. */
+    for (size_t i = 0; i < sl_commands_count; i++) {
+        char name[64];
+        snprintf(name, sizeof(name), "empty_%s", sl_commands[i].stem);
+        sl_store_u16(sel, (uint16_t)i);
+        emit("fuzz_request", name, sl_span(sel, 2), &b);
+        emit("fuzz_reply", name, sl_span(sel, 2), &b);
+    }
+    sl_buf_free(&b);
+}
+#endif
+
+/* --- fuzz_batch: [expected_count u32][record] -------------------------------- */
+
+static void seeds_batch(void)
+{
+    uint8_t count[4];
+    sl_store_u32(count, 2);
+    /* Vector c's batch record starts after the 20-byte metadata section. */
+    sl_buf_t b = vector_slice("c_send_messages_body.hex", 20, 0);
+    emit("fuzz_batch", "batch_c", sl_span(count, 4), &b);
+    sl_buf_free(&b);
+    b = vector_slice("d_stored_batch.hex", 0, 0);
+    emit("fuzz_batch", "batch_d", sl_span(count, 4), &b);
+    /* A rejected result section: {count 1, index 0, code 3}. */
+    sl_result_put_error(&b, 3);
+    emit("fuzz_batch", "result_error", no_prefix, &b);
+    sl_buf_free(&b);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s VECTORS_DIR OUT_DIR\n", argv[0]);
+        return 2;
+    }
+    vectors_dir = argv[1];
+    out_dir = argv[2];
+    make_dir(out_dir);
+    seeds_header();
+    seeds_tlv();
+    seeds_prim_perms();
+#ifdef SL_FUZZ_HAVE_COMMANDS
+    seeds_commands();
+#endif
+    seeds_batch();
+    return 0;
+}
