@@ -274,7 +274,11 @@ static bool descriptor_decode(sl_reader_t *r, sl_option_descriptor_t *d)
     sl_read_u32(r, &default_len);
     sl_read_span(r, default_len, &d->default_value);
     sl_str32_decode(r, &d->description);
-    return sl_reader_ok(r) && require(r, d->kind != 0);
+    /* A default of a fixed-width kind is empty or exactly that wide: the
+     * same rule the encoder applies, so what decodes re-encodes. */
+    uint32_t width = sl_kind_width(d->kind);
+    bool default_ok = width == 0 || default_len == 0 || default_len == width;
+    return sl_reader_ok(r) && require(r, d->kind != 0 && default_ok);
 }
 
 int sl_describe_options_reply_decode(sl_span_t payload, sl_arena_t *arena,

@@ -656,6 +656,15 @@ static void test_describe_options_hostile(void **state)
         sl_buf_reset(&b);
         assert_int_equal(sl_describe_options_reply_encode(&b, &r), -SL_ERR_INVALID_COMMAND);
     }
+    /* Decoder: the same wrong-width default (Uint64 with 1 byte) is refused,
+     * so whatever decodes can be encoded again (found by fuzz_reply). */
+    size_t n;
+    uint8_t *w = tu_hex("01000000 01 40 0c 01000000 dd 00000000", &n);
+    assert_int_equal(sl_describe_options_reply_decode(sl_span(w, n), &arena, &d),
+                     -SL_ERR_INVALID_FORMAT);
+    w[6] = 2; /* String: any default length */
+    assert_int_equal(sl_describe_options_reply_decode(sl_span(w, n), &arena, &d), 0);
+    free(w);
     sl_buf_free(&b);
 }
 

@@ -1,0 +1,51 @@
+/* The integration-test harness: starts the real sluiced binary on an
+ * ephemeral loopback port with a temporary data directory, and gives raw
+ * socket helpers for protocol-level tests. Tests talk to it over TCP only
+ * (libsluice or raw frames); nothing runs in-process. */
+#ifndef SL_TEST_HARNESS_H
+#define SL_TEST_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct th_server {
+    pid_t pid;
+    uint16_t port;
+    char data_dir[256];
+    char log_path[320];
+    char config_path[320];
+    bool keep_data; /* leave the directory for a restart */
+} th_server_t;
+
+typedef struct th_options {
+    const char *root_username; /* NULL: --with-default-root-credentials (iggy/iggy) */
+    const char *root_password;
+    const char *extra_config;  /* appended to the generated config file */
+    const char *data_dir;      /* reuse an existing directory (restart) */
+} th_options_t;
+
+/* Starts sluiced and waits until it listens. Fails the test on error.
+ * Returns false when io_uring is unavailable here (the caller skips). */
+bool th_start(th_server_t *srv, const th_options_t *opt);
+/* Sends sig (SIGTERM, SIGKILL, ...) and waits; returns the exit status as
+ * waitpid gives it. Keeps the data directory. */
+int th_stop(th_server_t *srv, int sig);
+/* Removes the data directory. */
+void th_cleanup(th_server_t *srv);
+/* True while the process is alive. */
+bool th_alive(th_server_t *srv);
+/* The server's stderr so far, NUL-terminated (static buffer). */
+const char *th_log(th_server_t *srv);
+
+/* Raw TCP to the server. */
+int th_connect(uint16_t port);
+bool th_send_all(int fd, const void *p, size_t n);
+/* Reads one frame (header + body) into buf (cap bytes); returns its size,
+ * 0 on EOF, -1 on error or timeout (ms). */
+int th_read_frame(int fd, uint8_t *buf, size_t cap, int timeout_ms);
+/* True when the peer closes (EOF or reset) within timeout_ms. */
+bool th_wait_closed(int fd, int timeout_ms);
+
+#endif
