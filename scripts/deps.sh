@@ -15,6 +15,7 @@ packages=(
   liburing-dev      # io_uring event loop (server)
   libargon2-dev     # password hashing (server)
   libssl-dev        # SHA-256 digests of personal access tokens
+  libzip-dev        # GetSnapshot ZIP archives (server)
 )
 
 missing=()
