@@ -5,18 +5,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Paths are remembered only for fds below this while a hook is installed. */
-#define IO_TRACKED_FDS 1024
-
 static sl_io_hook_fn io_hook;
 static void *io_hook_ctx;
-static char *io_fd_paths[IO_TRACKED_FDS];
 
 static const char *const io_call_names[SL_IO_CALL_COUNT] = {
     [SL_IO_OPEN] = "open",           [SL_IO_WRITE] = "write",     [SL_IO_PWRITE] = "pwrite",
@@ -31,28 +28,27 @@ const char *sl_io_call_name(sl_io_call_t call)
     return (unsigned)call < SL_IO_CALL_COUNT ? io_call_names[call] : "?";
 }
 
-static void io_forget_paths(void)
-{
-    for (size_t i = 0; i < IO_TRACKED_FDS; i++) {
-        free(io_fd_paths[i]);
-        io_fd_paths[i] = NULL;
-    }
-}
-
 void sl_io_set_hook(sl_io_hook_fn fn, void *ctx)
 {
     io_hook = fn;
     io_hook_ctx = ctx;
-    if (!fn)
-        io_forget_paths();
 }
 
 /* Asks the hook about a call: 0 to run it (with *len possibly lowered) or -errno. */
 static int io_ask(sl_io_call_t call, int fd, const char *path, const char *path2, size_t *len)
 {
     sl_io_op_t op = {call, fd, path, path2, len ? *len : 0};
-    if (fd >= 0 && fd < IO_TRACKED_FDS && !path)
-        op.path = io_fd_paths[fd];
+    /* The kernel knows each fd's current path; asking costs a syscall, paid only by tests. */
+    char fd_path[PATH_MAX];
+    if (fd >= 0 && !path) {
+        char link[32];
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, fd_path, sizeof(fd_path) - 1);
+        if (n > 0) {
+            fd_path[n] = '\0';
+            op.path = fd_path;
+        }
+    }
     int error = io_hook(io_hook_ctx, &op);
     if (error)
         return -error;
@@ -81,21 +77,11 @@ int sl_io_open(const char *path, int flags, mode_t mode)
     do
         fd = open(path, flags | O_CLOEXEC, mode);
     while (fd < 0 && errno == EINTR);
-    if (fd < 0)
-        return -errno;
-    if (io_hook && fd < IO_TRACKED_FDS) {
-        free(io_fd_paths[fd]);
-        io_fd_paths[fd] = strdup(path);
-    }
-    return fd;
+    return fd < 0 ? -errno : fd;
 }
 
 int sl_io_close(int fd)
 {
-    if (fd >= 0 && fd < IO_TRACKED_FDS && io_fd_paths[fd]) {
-        free(io_fd_paths[fd]);
-        io_fd_paths[fd] = NULL;
-    }
     /* Not offered to the hook: close has no durable effect here, and Linux releases the fd
      * even when close reports an error, so callers have nothing to recover. */
     return close(fd) == 0 ? 0 : -errno;

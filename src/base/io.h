@@ -50,7 +50,7 @@ typedef enum sl_io_call {
 typedef struct sl_io_op {
     sl_io_call_t call;
     int fd;            /* -1 for calls made by path */
-    const char *path;  /* the path, or for fd calls the path it was opened with (NULL unknown) */
+    const char *path;  /* the path; for fd calls the file's current path (from /proc) */
     const char *path2; /* rename: the target; else NULL */
     size_t len;        /* reads and writes: bytes asked for; the hook may lower it */
 } sl_io_op_t;
@@ -60,8 +60,8 @@ typedef struct sl_io_op {
 typedef int (*sl_io_hook_fn)(void *ctx, sl_io_op_t *op);
 
 /* Installs (fn != NULL) or removes the hook. Tests only: not thread-safe against calls in
- * flight. While a hook is installed the layer remembers the path of every fd it opens (for fds
- * below 1024) so fd calls can be matched by path. */
+ * flight. The path of an fd call is looked up when the call is made, so files opened before the
+ * hook was installed are matched by path too. */
 void sl_io_set_hook(sl_io_hook_fn fn, void *ctx);
 
 /* --- the wrappers: -errno on failure ----------------------------------------------------- */
