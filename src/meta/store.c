@@ -231,6 +231,15 @@ static int replay_one(void *ctx, const sl_meta_entry_t *e)
  * covers are dropped now (a checkpoint that stopped before its journal rewrite). */
 static int recover_journal(sl_meta_store_t *s, char *err, size_t err_len)
 {
+    /* The journal exists from the first open on and rewrites replace it atomically: without it
+     * the ops committed after the checkpoint would vanish unnoticed. */
+    char path[PATH_MAX];
+    if (s->superblock.found && path_in(path, s->dir, SL_META_JOURNAL_FILE) &&
+        access(path, F_OK) != 0) {
+        snprintf(err, err_len, "metadata: %s is missing but a superblock exists; refusing to boot",
+                 path);
+        return -SL_ERR_STATE_FILE_CORRUPTED;
+    }
     sl_meta_journal_info_t info;
     int rc = sl_meta_journal_open(&s->journal, s->dir, &info, err, err_len);
     if (rc < 0)

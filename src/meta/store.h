@@ -54,8 +54,9 @@ typedef struct sl_meta_store_info {
  * machine, whose ctx must hold the empty state. checkpoint_interval: ops between checkpoints,
  * 0 = only when sl_meta_store_checkpoint is called. On a refusal (unreadable superblock,
  * snapshot not matching it, ops missing between snapshot and journal, an entry that does not
- * apply) returns -SL_ERR_STATE_FILE_CORRUPTED with a message naming the files in err; I/O
- * errors give -SL_ERR_CANNOT_READ_FILE and similar. */
+ * apply, journal.wal missing next to a superblock) returns -SL_ERR_STATE_FILE_CORRUPTED with a
+ * message naming the files in err; I/O errors give -SL_ERR_CANNOT_READ_FILE and similar. After
+ * a failed open the machine's state is unspecified: discard it. */
 SL_WUR int sl_meta_store_open(sl_meta_store_t **out, const char *data_dir,
                               const sl_meta_machine_t *machine, uint32_t checkpoint_interval,
                               char *err, size_t err_len);

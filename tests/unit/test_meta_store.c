@@ -115,7 +115,8 @@ static void assert_machine_holds(const test_machine_t *m, uint64_t n)
 /* --- fixture and helpers -------------------------------------------------------------- */
 
 typedef struct fixture {
-    char dir[PATH_MAX];  /* the data directory */
+    char root[PATH_MAX]; /* the temporary directory, removed at teardown */
+    char dir[PATH_MAX];  /* the data directory: root or a directory inside it */
     char meta[PATH_MAX]; /* <dir>/metadata */
     test_machine_t machine;
     int quiet_fd;
@@ -133,18 +134,10 @@ static int setup(void **state)
     assert_non_null(f);
     char dir[PATH_MAX];
     assert_true(tu_tmpdir_make(dir, "sluice-metastore"));
+    snprintf(f->root, sizeof(f->root), "%s", dir);
     set_dir(f, dir);
     f->quiet_fd = -1;
     *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture_t *f = *state;
-    sl_io_fault_arm(NULL);
-    tu_tmpdir_remove(f->dir);
-    free(f);
     return 0;
 }
 
@@ -163,6 +156,16 @@ static void quiet(fixture_t *f, bool on)
         close(f->quiet_fd);
         f->quiet_fd = -1;
     }
+}
+
+static int teardown(void **state)
+{
+    fixture_t *f = *state;
+    sl_io_fault_arm(NULL);
+    quiet(f, false);
+    tu_tmpdir_remove(f->root); /* also when a failed test left f->dir inside it */
+    free(f);
+    return 0;
 }
 
 static char *meta_path(const fixture_t *f, const char *name)
@@ -456,6 +459,17 @@ static void test_store_snapshot_without_superblock_refuses_to_boot(void **state)
     unlink(meta_path(f, SL_META_SUPERBLOCK_A_FILE));
     const char *err = store_refuses(f, -SL_ERR_STATE_FILE_CORRUPTED);
     assert_non_null(strstr(err, "snapshot.bin exists but neither superblock does"));
+}
+
+static void test_store_missing_journal_next_to_a_superblock_refuses_to_boot(void **state)
+{
+    fixture_t *f = *state;
+    sl_meta_store_t *s = store_open(f, 3);
+    commit_range(s, &f->machine, 1, 5);
+    sl_meta_store_close(s);
+    unlink(meta_path(f, SL_META_JOURNAL_FILE));
+    const char *err = store_refuses(f, -SL_ERR_STATE_FILE_CORRUPTED);
+    assert_non_null(strstr(err, "journal.wal is missing"));
 }
 
 static void test_store_superblock_of_another_replica_refuses_to_boot(void **state)
@@ -827,6 +841,7 @@ int main(void)
         T(test_store_corrupt_superblock_refuses_to_boot),
         T(test_store_snapshot_not_matching_superblock_refuses_to_boot),
         T(test_store_snapshot_without_superblock_refuses_to_boot),
+        T(test_store_missing_journal_next_to_a_superblock_refuses_to_boot),
         T(test_store_superblock_of_another_replica_refuses_to_boot),
         T(test_store_ops_missing_between_snapshot_and_journal_refuses),
         T(test_store_append_fault_applies_nothing_and_leaves_no_trace),
