@@ -143,8 +143,8 @@ typedef struct sl_identity {
 int sl_client_ping(sl_client_t *client) SL_CLIENT_WUR;
 /* LOGIN_REGISTER (code 40). When already logged in, logs out first. out may
  * be NULL. Bad credentials arrive as an eviction: -SL_ERR_INVALID_CREDENTIALS.
- * A transient refusal (-SL_ERR_TRANSIENT_NOT_COMMITTED / _NOT_ACCEPTED) may
- * simply be retried; the library does not retry by itself. */
+ * The library does not retry transient refusals (-SL_ERR_TRANSIENT_NOT_ACCEPTED,
+ * _NOT_COMMITTED); calling login again registers under a new client id. */
 int sl_client_login(sl_client_t *client, const char *username, const char *password,
                     sl_identity_t *out) SL_CLIENT_WUR;
 /* LOGIN_REGISTER_WITH_PAT (code 45) with a personal access token. */

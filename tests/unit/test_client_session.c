@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 
 #include "base/xxh3.h"
 #include "wire/command.h"
@@ -376,6 +377,90 @@ static void test_raw_access(void **state)
     tf_close(&t);
 }
 
+/* --- large frames in pieces -------------------------------------------------------- */
+
+#define BIG_LEN (3u << 20) /* larger than any socket buffer here */
+
+typedef struct dribble {
+    int fd;
+    size_t request_len; /* what the server read */
+    uint32_t request_code;
+} dribble_t;
+
+/* The server side: reads the whole request in small bites, then answers
+ * with a BIG_LEN body written in uneven chunks. */
+static void *dribble_server(void *arg)
+{
+    dribble_t *d = arg;
+    uint8_t hdr[SL_HEADER_SIZE];
+    tf_read_exact(d->fd, hdr, sizeof(hdr));
+    d->request_code = sl_load_u32(hdr + SL_REQ_OFF_CODE);
+    size_t left = sl_header_size(hdr) - SL_HEADER_SIZE;
+    uint8_t chunk[4096];
+    d->request_len = SL_HEADER_SIZE;
+    while (left > 0) {
+        size_t n = left < 777 ? left : 777;
+        tf_read_exact(d->fd, chunk, n);
+        left -= n;
+        d->request_len += n;
+    }
+    sl_buf_t reply = tf_reply(SL_OP_NON_REPLICATED, 0, NULL, 0);
+    sl_store_u32(reply.data + SL_HDR_OFF_SIZE, SL_HEADER_SIZE + BIG_LEN);
+    send(d->fd, reply.data, reply.len, MSG_NOSIGNAL);
+    sl_buf_free(&reply);
+    for (size_t sent = 0, i = 0; sent < BIG_LEN; i++) {
+        size_t n = 1000 + (i % 7) * 333;
+        if (n > BIG_LEN - sent)
+            n = BIG_LEN - sent;
+        for (size_t k = 0; k < n; k++)
+            chunk[k] = (uint8_t)((sent + k) * 31u);
+        if (send(d->fd, chunk, n, MSG_NOSIGNAL) != (ssize_t)n)
+            break;
+        sent += n;
+    }
+    return NULL;
+}
+
+static void test_large_frames_in_pieces(void **state)
+{
+    (void)state;
+    sl_client_options_t o = {.frame_max = 8u << 20};
+    tf_conn_t t = tf_open(&o);
+    dribble_t d = {.fd = t.server};
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, dribble_server, &d), 0);
+    /* A 2 MiB raw request: partial sends while the server reads slowly. */
+    uint8_t *body = calloc(1, 2u << 20);
+    assert_non_null(body);
+    sl_raw_reply_t raw;
+    assert_int_equal(sl_client_request_raw(t.client, SL_OP_NON_REPLICATED, SL_CMD_GET_SNAPSHOT,
+                                           body, 2u << 20, &raw),
+                     0);
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    assert_int_equal(d.request_len, SL_HEADER_SIZE + (2u << 20));
+    assert_int_equal(d.request_code, SL_CMD_GET_SNAPSHOT);
+    assert_int_equal(raw.body_len, BIG_LEN);
+    for (size_t k = 0; k < BIG_LEN; k += 4099)
+        assert_int_equal(raw.body[k], (uint8_t)(k * 31u));
+    free(body);
+    /* The large buffers are given back at the next call. */
+    tf_queue(&t, tf_reply(SL_OP_NON_REPLICATED, 0, NULL, 0));
+    assert_int_equal(sl_client_ping(t.client), 0);
+    assert_true(t.client->rx.cap <= SL_CLIENT_KEEP_BYTES);
+    assert_true(t.client->tx.cap <= SL_CLIENT_KEEP_BYTES);
+    /* A request beyond the frame limit is refused before anything is sent. */
+    uint8_t *huge = calloc(1, 8u << 20);
+    assert_non_null(huge);
+    assert_int_equal(sl_client_request_raw(t.client, SL_OP_NON_REPLICATED, 1, huge, 8u << 20, &raw),
+                     -SL_ERR_COMMAND_LENGTH_ERROR);
+    free(huge);
+    assert_true(info_of(&t).connected);
+    tf_request_t q = tf_take(&t); /* the ping */
+    tf_request_free(&q);
+    assert_true(tf_nothing_sent(&t));
+    tf_close(&t);
+}
+
 /* A real TCP connection on loopback: the connect path, TCP_NODELAY, a
  * blocking socket, and one exchange with the test as the server. */
 static void test_tcp_connect_and_ping(void **state)
@@ -439,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_errors_that_keep_the_connection),
         cmocka_unit_test(test_errors_that_close_the_connection),
         cmocka_unit_test(test_raw_access),
+        cmocka_unit_test(test_large_frames_in_pieces),
         cmocka_unit_test(test_tcp_connect_and_ping),
         cmocka_unit_test(test_connect_errors),
     };
