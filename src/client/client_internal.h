@@ -1,0 +1,197 @@
+/* libsluice internals: the client object, the pure framing helpers (request
+ * numbering, reply processing) the unit tests drive directly, the socket
+ * layer and the conversions from wire structs to the public result types.
+ *
+ * Everything here is private to src/client and its tests; names carry the
+ * sl_client_ prefix so the library can be linked next to the server. */
+#ifndef SL_CLIENT_INTERNAL_H
+#define SL_CLIENT_INTERNAL_H
+
+#include <sluice/client.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "base/assert.h"
+#include "base/bytes.h"
+#include "wire/cmd_groups.h"
+#include "wire/cmd_streams.h"
+#include "wire/cmd_system.h"
+#include "wire/cmd_topics.h"
+#include "wire/cmd_users.h"
+#include "wire/header.h"
+
+/* --- limits of the client (reasons beside each) ----------------------------- */
+
+#define SL_CLIENT_VERSION                    "0.1.0"
+#define SL_CLIENT_SDK_NAME                   "sluice-c"
+#define SL_CLIENT_CONNECT_TIMEOUT_MS_DEFAULT 5000u
+/* Long enough for a snapshot or a purge on a slow disk. */
+#define SL_CLIENT_REQUEST_TIMEOUT_MS_DEFAULT 30000u
+/* Below this a frame could not hold a login reply with a long server version. */
+#define SL_CLIENT_FRAME_MIN 4096u
+/* Results take more room than the wire bytes they come from (a 13-byte group
+ * header becomes a 40-byte struct plus a name copy); this factor bounds the
+ * arena by the frame it was filled from. */
+#define SL_CLIENT_ARENA_FACTOR 8u
+/* Buffers and arena chunks above this are released at the start of the next
+ * call, so one large reply does not pin memory for the client's lifetime. */
+#define SL_CLIENT_KEEP_BYTES (1u << 20)
+/* First arena chunk. */
+#define SL_CLIENT_ARENA_CHUNK 16384u
+
+/* --- session state and request numbering (framing.md 3, 5) ------------------ */
+
+typedef struct sl_client_session {
+    sl_u128_t client_id; /* non-zero; fresh for every login */
+    uint64_t session;    /* epoch from the login reply; 0: not logged in */
+    uint64_t request;    /* counter: 1 after login, next advancing number */
+    uint32_t user_id;
+} sl_client_session_t;
+
+/* Whether requests of this operation carry request_checksum (the Rust SDK's
+ * rule: Register, Logout, metadata operations and DeleteSegments). */
+bool sl_client_op_stamped(uint8_t operation);
+/* Whether this operation takes the next counter value (all but Register
+ * and NonReplicated, framing.md 5.2's recommendation). */
+bool sl_client_op_advances(uint8_t operation);
+/* Completes a request frame in tx, which holds 256 reserved header bytes
+ * followed by the body: fills the header for operation (code only with
+ * operation 2) from s, advancing s->request when the operation advances.
+ * -SL_ERR_COMMAND_LENGTH_ERROR when tx failed or the frame exceeds frame_max;
+ * nothing is advanced then. */
+int sl_client_frame_finish(sl_buf_t *tx, sl_client_session_t *s, uint8_t operation, uint32_t code,
+                           uint32_t frame_max) SL_WUR;
+/* Drops the session: not logged in, counter back to 1 (the client id stays
+ * for pre-login pings). */
+void sl_client_session_reset(sl_client_session_t *s);
+
+/* --- reply processing (framing.md 7.2) -------------------------------------- */
+
+typedef enum sl_client_outcome {
+    SL_CLIENT_REPLY_OK,             /* payload ready */
+    SL_CLIENT_REPLY_STATUS,         /* non-zero status, empty body */
+    SL_CLIENT_REPLY_RESULT,         /* result section with a non-zero code */
+    SL_CLIENT_REPLY_EMPTY_REGISTER, /* login reply without a body: failed */
+    SL_CLIENT_REPLY_EVICTED,        /* eviction frame: the session is over */
+    SL_CLIENT_REPLY_BAD_RESULT,     /* framed body with a malformed section */
+    SL_CLIENT_REPLY_BAD_FRAME,      /* framing broken: close the connection */
+} sl_client_outcome_t;
+
+typedef struct sl_client_reply {
+    sl_client_outcome_t outcome;
+    sl_eviction_header_t eviction; /* when EVICTED */
+    sl_reply_header_t header;      /* Reply frames (size and status at least) */
+    sl_span_t frame;
+    sl_span_t body;    /* the bytes after the header */
+    sl_span_t payload; /* body without its result section */
+    bool framed;       /* the body started with a result section */
+    uint32_t result;   /* the section's code, 0 */
+} sl_client_reply_t;
+
+/* Steps 1-2 on a received header: the frame's total size, or
+ * -SL_ERR_INVALID_COMMAND for a size outside 256..frame_max, a command byte
+ * other than Reply (8) and Eviction (13), or an eviction with a body. */
+int sl_client_frame_size(const uint8_t hdr[SL_HEADER_SIZE], uint32_t frame_max,
+                         uint32_t *size) SL_WUR;
+/* Steps 1-7 on a whole frame: fills out and returns 0 (payload ready) or the
+ * negated error a call reports; out->outcome says which kind. A frame shorter
+ * than 256 bytes is -SL_ERR_EMPTY_RESPONSE. Spans borrow frame. */
+int sl_client_reply_process(sl_span_t frame, uint32_t frame_max, sl_client_reply_t *out) SL_WUR;
+
+/* --- the client object ---------------------------------------------------------- */
+
+struct sl_client {
+    int fd; /* -1 once closed after a transport or framing error */
+    uint32_t connect_timeout_ms;
+    uint32_t request_timeout_ms;
+    uint32_t frame_max;
+    char sdk_name[256];
+    char sdk_version[256];
+    sl_client_session_t session;
+    sl_buf_t tx; /* the request being built: header space, then body */
+    sl_buf_t rx; /* the last reply frame; results may borrow it */
+    sl_arena_t arena;
+};
+
+/* Wraps a connected stream socket (tests use one end of a socketpair). The
+ * client owns fd from then on, also on failure. */
+int sl_client_adopt(int fd, const sl_client_options_t *options, sl_client_t **out) SL_WUR;
+/* Forgets the previous call's results and reserves the request header. */
+void sl_client_call_begin(sl_client_t *c);
+/* Sends the request in c->tx and processes the reply: 0 with *reply filled
+ * and the payload ready, or the negated error. Applies the side effects:
+ * an eviction drops the session, a transport or framing error closes the
+ * connection. Replicated operations need a session. */
+int sl_client_call(sl_client_t *c, uint8_t operation, uint32_t code,
+                   sl_client_reply_t *reply) SL_WUR;
+/* The shape of most calls: when encode_rc (the body encoder's result) is 0,
+ * sends c->tx and leaves the reply payload in *payload. */
+int sl_client_run(sl_client_t *c, int encode_rc, uint8_t operation, uint32_t code,
+                  sl_span_t *payload) SL_WUR;
+/* Like sl_client_call for a request without a body. */
+int sl_client_call_empty(sl_client_t *c, uint8_t operation, uint32_t code,
+                         sl_client_reply_t *reply) SL_WUR;
+
+/* --- socket layer --------------------------------------------------------------- */
+
+/* Monotonic deadline timeout_ms from now, in microseconds. */
+uint64_t sl_client_deadline(uint32_t timeout_ms);
+int sl_client_tcp_connect(const char *host, uint16_t port, uint32_t timeout_ms, int *fd) SL_WUR;
+/* 0, -SL_ERR_TASK_TIMEOUT or -SL_ERR_DISCONNECTED. */
+int sl_client_send_all(int fd, const uint8_t *p, size_t n, uint64_t deadline_us) SL_WUR;
+/* 0 when n bytes arrived; *got says how many did otherwise. -SL_ERR_CONNECTION_CLOSED
+ * at end of stream, -SL_ERR_TASK_TIMEOUT or -SL_ERR_DISCONNECTED. */
+int sl_client_recv_exact(int fd, uint8_t *p, size_t n, uint64_t deadline_us, size_t *got) SL_WUR;
+/* Reads one frame into c->rx: header, size check, body. */
+int sl_client_read_frame(sl_client_t *c, uint64_t deadline_us, sl_span_t *frame) SL_WUR;
+/* Closes the socket after an error that leaves the stream unusable. */
+void sl_client_disconnect(sl_client_t *c);
+
+/* --- conversions to the public types (convert.c) ------------------------------ */
+
+/* Allocation failures are sticky: the conversions keep going with empty
+ * values and the call reports -SL_ERR_ERROR at the end. */
+typedef struct sl_client_conv {
+    sl_arena_t *arena;
+    bool failed;
+} sl_client_conv_t;
+
+int sl_client_conv_end(const sl_client_conv_t *cv) SL_WUR;
+const char *sl_client_conv_str(sl_client_conv_t *cv, sl_span_t s);
+void *sl_client_conv_alloc(sl_client_conv_t *cv, size_t size, size_t count, size_t align);
+#define SL_CONV_NEW(cv, type, n)                                                                   \
+    ((type *)sl_client_conv_alloc((cv), sizeof(type), (n), _Alignof(type)))
+
+/* A public identifier as a wire Identifier; false for an unknown kind. */
+bool sl_client_ident(sl_id_t id, sl_ident_t *out);
+
+void sl_client_conv_stream(sl_client_conv_t *cv, const sl_stream_header_t *in,
+                           const sl_topic_header_t *topics, sl_stream_t *out);
+void sl_client_conv_topic(sl_client_conv_t *cv, const sl_topic_header_t *in,
+                          const sl_partition_info_t *partitions, sl_topic_t *out);
+void sl_client_conv_user(sl_client_conv_t *cv, const sl_user_header_t *in, sl_user_t *out);
+void sl_client_conv_user_details(sl_client_conv_t *cv, const sl_user_details_t *in, sl_user_t *out);
+void sl_client_conv_client(sl_client_conv_t *cv, const sl_client_header_t *in,
+                           const sl_client_group_t *groups, sl_client_info_t *out);
+void sl_client_conv_stats(sl_client_conv_t *cv, const sl_get_stats_reply_t *in, sl_stats_t *out);
+void sl_client_conv_group(sl_client_conv_t *cv, const sl_group_header_t *in,
+                          const sl_group_member_t *members, sl_consumer_group_t *out);
+/* Copies an options block into entries (none when it is not a valid block). */
+void sl_client_conv_options(sl_client_conv_t *cv, sl_span_t block, const sl_option_t **items,
+                            uint32_t *count);
+/* The effective settings of a topic from its two stored blocks. */
+void sl_client_conv_settings(sl_span_t explicit_block, sl_span_t derived_block,
+                             sl_topic_options_t *out);
+
+/* The options block for a request: the set fields in canonical kinds sorted
+ * by key, then the extra entries. -SL_ERR_INVALID_COMMAND when an entry
+ * cannot be encoded, -SL_ERR_COMMAND_LENGTH_ERROR when b failed. */
+int sl_client_topic_options_encode(sl_buf_t *b, const sl_topic_options_t *in) SL_WUR;
+/* Encodes a public permission set (permissions.md 1) into b. */
+int sl_client_permissions_encode(sl_buf_t *b, sl_client_conv_t *cv,
+                                 const sl_permission_set_t *in) SL_WUR;
+/* Decodes an encoded set into a public one. */
+const sl_permission_set_t *sl_client_conv_permissions(sl_client_conv_t *cv, sl_span_t raw);
+
+#endif
