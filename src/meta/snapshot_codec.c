@@ -373,6 +373,22 @@ static bool decode_members(sl_reader_t *r, sl_meta_t *m, const sl_meta_topic_t *
     return true;
 }
 
+static bool decode_group(sl_reader_t *r, sl_meta_t *m, sl_meta_topic_t *t, uint32_t *stamp,
+                         uint32_t seq)
+{
+    uint32_t id;
+    sl_span_t name;
+    if (!sl_read_u32(r, &id) || !sl_name_decode(r, &name))
+        return false;
+    sl_ident_t by_name = {.kind = SL_IDENT_STRING, .name = name};
+    bool ascending = t->groups.count == 0 || sl_meta_vec_id(&t->groups, t->groups.count - 1) < id;
+    if (!ascending || id >= t->next_group_id || sl_meta_group_find(t, &by_name))
+        return false;
+    sl_meta_group_t *g = sl_meta_group_new(id, name);
+    sl_meta_group_link(m, t, g);
+    return sl_read_u64(r, &g->generation) && decode_members(r, m, t, g, stamp, seq);
+}
+
 static bool decode_groups(sl_reader_t *r, sl_meta_t *m, sl_meta_topic_t *t)
 {
     uint32_t count;
@@ -380,19 +396,8 @@ static bool decode_groups(sl_reader_t *r, sl_meta_t *m, sl_meta_topic_t *t)
         return false;
     uint32_t *stamp = sl_meta_calloc(t->partitions_count, sizeof(uint32_t));
     bool ok = true;
-    for (uint32_t i = 0; i < count && ok; i++) {
-        uint32_t id;
-        sl_span_t name;
-        ok = sl_read_u32(r, &id) && sl_name_decode(r, &name);
-        sl_ident_t by_name = {.kind = SL_IDENT_STRING, .name = name};
-        ok = ok && id < t->next_group_id && !sl_meta_group_find(t, &by_name) &&
-             (t->groups.count == 0 || sl_meta_vec_id(&t->groups, t->groups.count - 1) < id);
-        if (!ok)
-            break;
-        sl_meta_group_t *g = sl_meta_group_new(id, name);
-        sl_meta_group_link(m, t, g);
-        ok = sl_read_u64(r, &g->generation) && decode_members(r, m, t, g, stamp, i + 1);
-    }
+    for (uint32_t i = 0; i < count && ok; i++)
+        ok = decode_group(r, m, t, stamp, i + 1);
     free(stamp);
     return ok;
 }
