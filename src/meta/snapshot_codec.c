@@ -261,7 +261,7 @@ static bool decode_tokens(sl_reader_t *r, sl_meta_user_t *u)
     return true;
 }
 
-static bool decode_user_permissions(sl_reader_t *r, sl_meta_t *m, sl_meta_user_t *u)
+static bool decode_user_permissions(sl_reader_t *r, sl_meta_user_t *u)
 {
     bool has;
     sl_span_t raw = sl_span(NULL, 0);
@@ -273,7 +273,7 @@ static bool decode_user_permissions(sl_reader_t *r, sl_meta_t *m, sl_meta_user_t
         if (!sl_permissions_parse(&pr, &parsed) || !sl_reader_done(&pr))
             return false;
     }
-    return sl_meta_user_set_permissions(m, u, has, raw);
+    return sl_meta_user_set_permissions(u, has, raw);
 }
 
 static bool decode_user(sl_reader_t *r, sl_meta_t *m)
@@ -292,7 +292,7 @@ static bool decode_user(sl_reader_t *r, sl_meta_t *m)
         return false;
     sl_meta_user_t *u = sl_meta_user_new(id, created_at, status, username, hash);
     sl_meta_user_link(m, u); /* linked first so that m frees it on failure */
-    return decode_user_permissions(r, m, u) && decode_tokens(r, u);
+    return decode_user_permissions(r, u) && decode_tokens(r, u);
 }
 
 static bool decode_reply(sl_reader_t *r, sl_meta_t *m, sl_meta_client_t *cl)

@@ -237,6 +237,9 @@ static inline const sl_meta_group_t *sl_meta_group_at(const sl_meta_topic_t *t, 
     return i < t->groups.count ? (const sl_meta_group_t *)t->groups.items[i] : NULL;
 }
 
+/* How many tokens a user holds (0 for a missing user): the server refuses
+ * CreatePersonalAccessToken with status 52 at the cap before journaling. */
+uint32_t sl_meta_user_tokens_count(const sl_meta_t *m, uint32_t user_id);
 /* A user's token by exact name, or NULL. */
 const sl_meta_token_t *sl_meta_token_find(const sl_meta_user_t *u, sl_span_t name);
 /* The token with this digest and its user (*user), or NULL (PAT login).

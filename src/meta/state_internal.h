@@ -141,7 +141,7 @@ sl_meta_user_t *sl_meta_user_new(uint32_t id, uint64_t created_at, uint8_t statu
 void sl_meta_user_link(sl_meta_t *m, sl_meta_user_t *u);
 /* Stores raw (an encoded set that parsed) in canonical form; has == false
  * clears the permissions. false when raw does not unpack. */
-bool sl_meta_user_set_permissions(sl_meta_t *m, sl_meta_user_t *u, bool has, sl_span_t raw);
+bool sl_meta_user_set_permissions(sl_meta_user_t *u, bool has, sl_span_t raw);
 /* Appends a token (names ascending); digest must be valid. */
 void sl_meta_user_push_token(sl_meta_user_t *u, sl_span_t name, uint64_t expiry_at,
                              sl_span_t digest);

@@ -71,6 +71,12 @@ static uint32_t token_lower(const sl_meta_user_t *u, sl_span_t name)
     return lo;
 }
 
+uint32_t sl_meta_user_tokens_count(const sl_meta_t *m, uint32_t user_id)
+{
+    const sl_meta_user_t *u = sl_meta_user_by_id(m, user_id);
+    return u ? u->tokens_count : 0;
+}
+
 const sl_meta_token_t *sl_meta_token_find(const sl_meta_user_t *u, sl_span_t name)
 {
     uint32_t at = token_lower(u, name);
@@ -208,9 +214,8 @@ static bool canonical_permissions(sl_arena_t *arena, sl_span_t raw, sl_buf_t *ou
     return sl_permissions_encode(out, &p);
 }
 
-bool sl_meta_user_set_permissions(sl_meta_t *m, sl_meta_user_t *u, bool has, sl_span_t raw)
+bool sl_meta_user_set_permissions(sl_meta_user_t *u, bool has, sl_span_t raw)
 {
-    (void)m;
     sl_span_t canonical = sl_span(NULL, 0);
     if (has) {
         sl_arena_t arena;
@@ -334,7 +339,7 @@ int sl_meta_apply_create_user(sl_meta_ctx_t *c)
     /* Any status byte other than 2 is stored as active; the reply echoes it. */
     uint8_t status = q.status == SL_USER_INACTIVE ? SL_USER_INACTIVE : SL_USER_ACTIVE;
     sl_meta_user_t *u = sl_meta_user_new(id, c->e->timestamp, status, q.username, q.password);
-    bool ok = sl_meta_user_set_permissions(m, u, q.has_permissions, q.permissions);
+    bool ok = sl_meta_user_set_permissions(u, q.has_permissions, q.permissions);
     sl_assert(ok); /* the request decoder parsed the set */
     sl_meta_user_link(m, u);
     put_created_user(c, u, &q);
@@ -411,7 +416,7 @@ int sl_meta_apply_update_permissions(sl_meta_ctx_t *c)
         return rc;
     if (u->id == 0)
         return SL_ERR_CANNOT_CHANGE_PERMISSIONS;
-    bool ok = sl_meta_user_set_permissions(c->m, u, q.has_permissions, q.permissions);
+    bool ok = sl_meta_user_set_permissions(u, q.has_permissions, q.permissions);
     sl_assert(ok);
     sl_result_put_ok(c->out);
     return 0;

@@ -84,7 +84,8 @@ static sl_span_t create_stream_as(tm_t *t, sl_u128_t client, uint64_t request, s
                          tm_body_stream(t, name));
 }
 
-static void test_preflight_rows(void **state)
+/* Session rows and the first cached reply. */
+static void test_preflight_session_rows(void **state)
 {
     (void)state;
     tm_t t;
@@ -123,13 +124,25 @@ static void test_preflight_rows(void **state)
     /* The watermark's number reused with other bytes: dropped. */
     assert_int_equal(sl_meta_preflight(t.m, c, session, 1, y, &cached), SL_META_PREFLIGHT_DROP);
     assert_null(cached);
+    assert_string_equal(sl_meta_preflight_name(SL_META_PREFLIGHT_PAT_REPLAY), "pat_replay");
+    tm_free(&t);
+}
 
-    /* Five more: request 1 leaves the ring. */
-    const char *names[] = {"s2", "s3", "s4", "s5", "s6"};
-    for (uint64_t r = 2; r <= 6; r++)
-        create_stream_as(&t, c, r, (sl_u128_t){r, 0}, names[r - 2]);
+/* The 5-reply ring, gaps, cached rejections and rebinds. */
+static void test_preflight_ring_and_rebind(void **state)
+{
+    (void)state;
+    tm_t t;
+    tm_init(&t);
+    sl_u128_t c = tm_client(7), y = {0xBBBB, 2};
+    const sl_meta_reply_t *cached;
+    uint64_t session = tm_register(&t, c, 0);
+    const sl_meta_client_t *cl = sl_meta_client_find(t.m, c);
+    const char *names[] = {"s1", "s2", "s3", "s4", "s5", "s6"};
+    for (uint64_t r = 1; r <= 6; r++)
+        create_stream_as(&t, c, r, (sl_u128_t){r, 0}, names[r - 1]);
     assert_int_equal(cl->ring_count, SL_REPLY_RING_CAPACITY);
-    assert_int_equal(sl_meta_preflight(t.m, c, session, 1, x, &cached),
+    assert_int_equal(sl_meta_preflight(t.m, c, session, 1, (sl_u128_t){1, 0}, &cached),
                      SL_META_PREFLIGHT_ALREADY_APPLIED);
     assert_int_equal(sl_meta_preflight(t.m, c, session, 2, (sl_u128_t){2, 0}, &cached),
                      SL_META_PREFLIGHT_CACHED);
@@ -169,11 +182,10 @@ static void test_preflight_rows(void **state)
     assert_false(sl_meta_register_allowed(t.m, c, 1));
     assert_true(sl_meta_register_allowed(t.m, c, 0));
     assert_true(sl_meta_register_allowed(t.m, tm_client(99), 1));
-    reply = tm_apply_full(&t, SL_OP_REGISTER, c, 0, zero128, 1, tm_body_register(&t, 1));
+    sl_span_t reply = tm_apply_full(&t, SL_OP_REGISTER, c, 0, zero128, 1, tm_body_register(&t, 1));
     assert_int_equal(tm_result(reply, NULL), SL_ERR_UNAUTHENTICATED);
     assert_int_equal(cl->epoch, rebound);
     assert_int_equal(cl->user_id, 0);
-    assert_string_equal(sl_meta_preflight_name(SL_META_PREFLIGHT_PAT_REPLAY), "pat_replay");
     tm_free(&t);
 }
 
@@ -328,21 +340,37 @@ static sl_span_t gen_perms(gen_t *g)
     return sl_buf_span(&g->scratch);
 }
 
-/* Stream, topic and group operations. */
-static uint8_t gen_stream_body(gen_t *g, uint32_t kind, sl_buf_t *b)
+/* Group operations (kind 8: create, else join/leave/delete). */
+static uint8_t gen_group_body(gen_t *g, uint32_t kind, sl_ident_t s, sl_ident_t t, sl_buf_t *b)
 {
-    sl_ident_t s = gen_ident(g, stream_names, 3), t = gen_ident(g, topic_names, 3);
     sl_ident_t grp = gen_ident(g, group_names, 2);
-    sl_span_t sname = sl_span_str(stream_names[gen_below(g, 3)]);
-    sl_span_t tname = sl_span_str(topic_names[gen_below(g, 3)]);
-    sl_partitions_change_t pc = {s, t, 1 + gen_below(g, 3)};
-    if (kind >= 8 && gen_below(g, 2)) {
+    if (gen_below(g, 2)) {
         /* Group traffic concentrates on one group so that joins meet leaves. */
         s = S("orders");
         t = S("t0");
         grp = S("g0");
     }
+    if (kind == 8) {
+        sl_span_t name = grp.kind == SL_IDENT_STRING ? grp.name : sl_span_str(group_names[0]);
+        sl_create_consumer_group_request_t q = {s, t, name};
+        assert_int_equal(sl_create_consumer_group_request_encode(b, &q), 0);
+        return SL_OP_CREATE_CONSUMER_GROUP;
+    }
     sl_group_target_t target = {s, t, grp};
+    assert_int_equal(sl_join_consumer_group_request_encode(b, &target), 0);
+    return (
+        const uint8_t[]){SL_OP_JOIN_CONSUMER_GROUP,  SL_OP_JOIN_CONSUMER_GROUP,
+                         SL_OP_JOIN_CONSUMER_GROUP,  SL_OP_LEAVE_CONSUMER_GROUP,
+                         SL_OP_LEAVE_CONSUMER_GROUP, SL_OP_DELETE_CONSUMER_GROUP}[gen_below(g, 6)];
+}
+
+/* Stream, topic and partition operations; kinds 8 and 9 go to groups. */
+static uint8_t gen_stream_body(gen_t *g, uint32_t kind, sl_buf_t *b)
+{
+    sl_ident_t s = gen_ident(g, stream_names, 3), t = gen_ident(g, topic_names, 3);
+    sl_span_t sname = sl_span_str(stream_names[gen_below(g, 3)]);
+    sl_span_t tname = sl_span_str(topic_names[gen_below(g, 3)]);
+    sl_partitions_change_t pc = {s, t, 1 + gen_below(g, 3)};
     switch (kind) {
     case 0: {
         sl_create_stream_request_t q = {.name = sname};
@@ -392,18 +420,8 @@ static uint8_t gen_stream_body(gen_t *g, uint32_t kind, sl_buf_t *b)
         assert_int_equal(sl_delete_segments_request_encode(b, &q), 0);
         return SL_OP_TRUNCATE_PARTITION;
     }
-    case 8: {
-        sl_create_consumer_group_request_t q = {
-            s, t, grp.kind == SL_IDENT_STRING ? grp.name : sl_span_str(group_names[0])};
-        assert_int_equal(sl_create_consumer_group_request_encode(b, &q), 0);
-        return SL_OP_CREATE_CONSUMER_GROUP;
-    }
     default:
-        assert_int_equal(sl_join_consumer_group_request_encode(b, &target), 0);
-        return (const uint8_t[]){SL_OP_JOIN_CONSUMER_GROUP,  SL_OP_JOIN_CONSUMER_GROUP,
-                                 SL_OP_JOIN_CONSUMER_GROUP,  SL_OP_LEAVE_CONSUMER_GROUP,
-                                 SL_OP_LEAVE_CONSUMER_GROUP, SL_OP_DELETE_CONSUMER_GROUP}[gen_below(
-            g, 6)];
+        return gen_group_body(g, kind, s, t, b);
     }
 }
 
@@ -757,10 +775,15 @@ static void test_snapshot_hostile(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_create_parameters),   cmocka_unit_test(test_register_reply),
-        cmocka_unit_test(test_preflight_rows),      cmocka_unit_test(test_capacity_eviction),
-        cmocka_unit_test(test_apply_refuses),       cmocka_unit_test(test_deterministic_replay),
-        cmocka_unit_test(test_snapshot_round_trip), cmocka_unit_test(test_snapshot_hostile),
+        cmocka_unit_test(test_create_parameters),
+        cmocka_unit_test(test_register_reply),
+        cmocka_unit_test(test_preflight_session_rows),
+        cmocka_unit_test(test_preflight_ring_and_rebind),
+        cmocka_unit_test(test_capacity_eviction),
+        cmocka_unit_test(test_apply_refuses),
+        cmocka_unit_test(test_deterministic_replay),
+        cmocka_unit_test(test_snapshot_round_trip),
+        cmocka_unit_test(test_snapshot_hostile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -444,7 +444,8 @@ static void test_personal_access_tokens(void **state)
     assert_int_equal(sl_meta_token_find(u, sl_span_str("mid"))->expiry_at, 0);
     /* Sorted by name for GetPersonalAccessTokens; the count is what the
      * server checks against the cap (status 52) at admission. */
-    assert_int_equal(u->tokens_count, 3);
+    assert_int_equal(sl_meta_user_tokens_count(t.m, alice), 3);
+    assert_int_equal(sl_meta_user_tokens_count(t.m, 99), 0);
     assert_span_str(u->tokens[0].name, "alpha");
     assert_span_str(u->tokens[1].name, "mid");
     assert_span_str(u->tokens[2].name, "zeta");
