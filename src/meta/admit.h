@@ -7,7 +7,12 @@
  * The server calls the encoders at admission, after hashing and drawing
  * randomness; sl_meta_apply calls the decoders. Decoded spans borrow the
  * body. Decoders are exact (no trailing bytes) except CreateUser, whose
- * options block runs to the end as on the wire. */
+ * options block runs to the end as on the wire.
+ *
+ * Every other metadata operation journals the wire body unchanged, after
+ * the server decoded it (status 3 and the option/bounds statuses come from
+ * the wire decoders); CreateTopic is journaled as operation 64,
+ * CreatePartitions as 65 and DeleteSegments as 68; Logout has no body. */
 #ifndef SL_META_ADMIT_H
 #define SL_META_ADMIT_H
 

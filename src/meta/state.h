@@ -159,7 +159,9 @@ uint64_t sl_meta_last_op(const sl_meta_t *m);
  * Returns 0, or a negative error only for an entry that cannot be applied
  * at all (an op not above sl_meta_last_op, an operation meta does not own,
  * an undecodable body); the state is then unchanged and nothing is appended.
- * For admitted bodies that never happens: callers may assert on it. */
+ * For admitted bodies that never happens: callers may assert on it.
+ * Give reply room to grow: if it fails, only the caller's copy is lost (the
+ * state and the client's ring already hold the outcome). */
 int sl_meta_apply(sl_meta_t *m, const sl_meta_entry_t *e, sl_buf_t *reply) SL_WUR;
 
 /* --- root user ------------------------------------------------------------------------ */
