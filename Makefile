@@ -7,7 +7,7 @@ CC         ?= cc
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps test asan fuzz bench clean format
+.PHONY: all deps run test asan fuzz bench clean format
 
 all: deps
 	cmake -S . -B $(BUILD) -DCMAKE_C_COMPILER=$(CC) >/dev/null
@@ -15,6 +15,12 @@ all: deps
 
 deps:
 	@./scripts/deps.sh
+
+# Starts sluiced on 127.0.0.1:8090 with data in ./local_data and the root
+# user iggy/iggy (an IGGY_ROOT_USERNAME / IGGY_ROOT_PASSWORD environment
+# wins, and credentials only apply when local_data is created).
+run: all
+	./$(BUILD)/sluiced --with-default-root-credentials
 
 test: all
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)

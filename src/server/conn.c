@@ -521,6 +521,19 @@ int sl_conn_reply_close(sl_conn_t *c, const struct iovec *iov, int iovcnt)
     return conn_reply(c, iov, iovcnt, true);
 }
 
+int sl_conn_send_final(sl_conn_t *c, const void *bytes, size_t len)
+{
+    if (c->closing)
+        return -ECONNRESET;
+    if (c->state == SL_CONN_SENDING)
+        return -EBUSY; /* a reply is being written: bytes would interleave */
+    /* A small frame fits an idle socket's send buffer; a peer that does not
+     * read loses it, and is closed either way. */
+    ssize_t n = send(c->fd, bytes, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    sl_conn_close(c);
+    return n == (ssize_t)len ? 0 : -EAGAIN;
+}
+
 /* --- accessors ------------------------------------------------------------- */
 
 void *sl_conn_user(const sl_conn_t *c)

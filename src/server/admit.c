@@ -1,0 +1,267 @@
+/* Admission of replicated operations: login (Register), logout and the
+ * metadata operations. Everything non-deterministic happens here (hashing,
+ * token generation, the timestamp), before the entry is journaled, so that
+ * sl_meta_apply stays a pure function of the journal (DESIGN.md). */
+#include <sluice/error.h>
+#include <string.h>
+
+#include "auth/secret.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "server/server.h"
+#include "wire/codec.h"
+#include "wire/command.h"
+#include "wire/cmd_users.h"
+
+int sl_server_commit(sl_server_t *srv, sl_meta_entry_t *e, sl_buf_t *reply)
+{
+    uint64_t now = sl_clock_realtime_us();
+    e->op = sl_meta_store_last_op(srv->store) + 1;
+    e->timestamp = now > srv->last_timestamp ? now : srv->last_timestamp + 1;
+    size_t mark = reply->len;
+    int rc = sl_meta_store_commit(srv->store, e, reply);
+    if (rc != 0) {
+        reply->len = mark;
+        sl_log_error("metadata commit of op %llu (operation %u) failed: %s",
+                     (unsigned long long)e->op, e->operation, sl_strerror(rc));
+        return rc;
+    }
+    srv->last_timestamp = e->timestamp;
+    return 0;
+}
+
+/* --- login (lifecycle.md 3.3) ------------------------------------------------ */
+
+typedef enum {
+    LOGIN_OK,
+    LOGIN_REJECTED,   /* parsed, refused: credentials */
+    LOGIN_UNPARSABLE, /* not this shape */
+} login_verdict_t;
+
+static login_verdict_t login_password(sl_server_t *srv, sl_span_t rest, uint32_t *user_id)
+{
+    sl_login_password_t p;
+    if (!sl_login_password_decode(rest, &p))
+        return LOGIN_UNPARSABLE;
+    if (p.username.len < SL_USERNAME_LEN_MIN || p.username.len > SL_USERNAME_LEN_MAX ||
+        p.password.len < SL_PASSWORD_LEN_MIN || p.password.len > SL_PASSWORD_LEN_MAX)
+        return LOGIN_REJECTED;
+    sl_ident_t name = {.kind = SL_IDENT_STRING, .name = p.username};
+    const sl_meta_user_t *u = sl_meta_user_find(srv->meta, &name);
+    /* The PHC string is stored with its length; verify wants a C string. */
+    char phc[SL_PASSWORD_HASH_MAX] = {0};
+    if (u && u->password_hash.len < sizeof(phc))
+        memcpy(phc, u->password_hash.ptr, u->password_hash.len);
+    bool ok = sl_password_verify(u ? phc : NULL, p.password); /* same cost when absent */
+    if (!ok || !u || u->status != SL_USER_ACTIVE)
+        return LOGIN_REJECTED;
+    *user_id = u->id;
+    return LOGIN_OK;
+}
+
+/* Token verdicts map to evictions 10 (unknown, expired, user gone) and 11
+ * (user inactive). */
+static login_verdict_t login_token(sl_server_t *srv, sl_span_t rest, uint32_t *user_id,
+                                   uint8_t *reason)
+{
+    sl_login_token_t t;
+    if (!sl_login_token_decode(rest, &t))
+        return LOGIN_UNPARSABLE;
+    char digest[SL_TOKEN_DIGEST_LEN];
+    sl_token_digest(t.token, digest);
+    const sl_meta_user_t *u = NULL;
+    const sl_meta_token_t *tok =
+        sl_meta_token_by_digest(srv->meta, sl_span(digest, SL_TOKEN_DIGEST_LEN - 1), &u);
+    uint64_t now = sl_clock_realtime_us();
+    *reason = SL_EVICT_INVALID_TOKEN;
+    if (!tok || !u || (tok->expiry_at != 0 && tok->expiry_at <= now))
+        return LOGIN_REJECTED;
+    if (u->status != SL_USER_ACTIVE) {
+        *reason = SL_EVICT_USER_INACTIVE;
+        return LOGIN_REJECTED;
+    }
+    *user_id = u->id;
+    return LOGIN_OK;
+}
+
+static void copy_text(char *dst, size_t cap, sl_span_t src)
+{
+    size_t n = src.len < cap - 1 ? src.len : cap - 1;
+    memcpy(dst, src.ptr, n);
+    dst[n] = '\0';
+}
+
+/* A rebind fences the previous holder of the client id: on this shard it is
+ * unbound at once (lifecycle.md 6). */
+static void unbind_others(sl_server_t *srv, const sl_session_t *keep)
+{
+    for (uint32_t i = 0; i < srv->sessions_count; i++) {
+        sl_session_t *o = srv->sessions[i];
+        if (o != keep && o->bound && sl_u128_eq(o->client, keep->client))
+            o->bound = false;
+    }
+}
+
+static void login_reply(sl_session_t *s, const sl_request_header_t *req, uint64_t op)
+{
+    sl_reply_header_t h = {
+        .request_checksum = req->request_checksum,
+        .client = req->client,
+        .op = s->epoch,
+        .commit = op > s->epoch ? op : s->epoch,
+        .timestamp = req->timestamp,
+        .request = 0,
+        .operation = SL_OP_REGISTER,
+        .size = (uint32_t)(SL_HEADER_SIZE + s->reply_body.len),
+    };
+    sl_reply_header_encode(s->reply_header, &h);
+    struct iovec iov[2] = {{s->reply_header, SL_HEADER_SIZE},
+                           {s->reply_body.data, s->reply_body.len}};
+    if (sl_conn_reply(s->conn, iov, 2) != 0)
+        sl_log_warn("connection %u: login reply not sent", s->id);
+}
+
+/* Step 5: a bound connection gets its existing session again. */
+static void login_again(sl_session_t *s, const sl_request_header_t *req)
+{
+    sl_buf_reset(&s->reply_body);
+    sl_result_put_ok(&s->reply_body);
+    sl_login_register_reply_t r = {
+        .user_id = s->user_id,
+        .session = s->epoch,
+        .server_protocol_version = SL_PROTOCOL_VERSION,
+        .server_version = sl_span_str(SL_SERVER_VERSION),
+    };
+    if (sl_login_register_reply_encode(&s->reply_body, &r) != 0) {
+        sl_reply_evict(s, req->client, SL_EVICT_SESSION_ERROR, false);
+        return;
+    }
+    login_reply(s, req, sl_meta_last_op(s->server->meta));
+}
+
+static void commit_register(sl_session_t *s, const sl_request_header_t *req,
+                            const sl_client_version_t *version, uint32_t user_id)
+{
+    sl_server_t *srv = s->server;
+    if (!sl_meta_register_allowed(srv->meta, req->client, user_id)) {
+        sl_reply_evict(s, req->client, SL_EVICT_SESSION_ERROR, false);
+        return;
+    }
+    sl_buf_reset(&srv->admitted);
+    sl_meta_admit_register_t a = {.user_id = user_id, .version = *version};
+    if (sl_meta_admit_register_encode(&srv->admitted, &a) != 0) {
+        sl_reply_evict(s, req->client, SL_EVICT_MALFORMED_LOGIN, false);
+        return;
+    }
+    sl_meta_entry_t e = {
+        .client = req->client,
+        .request = 0,
+        .user_id = user_id,
+        .operation = SL_OP_REGISTER,
+        .request_checksum = req->request_checksum,
+        .body = sl_buf_span(&srv->admitted),
+    };
+    sl_buf_reset(&s->reply_body);
+    if (sl_server_commit(srv, &e, &s->reply_body) != 0) {
+        sl_reply_result(s, req, SL_OP_REGISTER, SL_ERR_TRANSIENT_NOT_ACCEPTED);
+        return;
+    }
+    s->bound = true;
+    s->client = req->client;
+    s->epoch = e.op;
+    s->user_id = user_id;
+    s->protocol_version = version->protocol_version;
+    copy_text(s->sdk_name, sizeof(s->sdk_name), version->sdk_name);
+    copy_text(s->sdk_version, sizeof(s->sdk_version), version->sdk_version);
+    unbind_others(srv, s);
+    sl_log_info("connection %u (%s): user %u logged in, session %llu (%s %s)", s->id,
+                sl_conn_peer(s->conn), user_id, (unsigned long long)s->epoch, s->sdk_name,
+                s->sdk_version);
+    login_reply(s, req, e.op);
+}
+
+void sl_admit_register(sl_session_t *s, const sl_request_header_t *req, sl_span_t body)
+{
+    sl_client_version_t version;
+    sl_span_t rest;
+    if (!sl_login_version_decode(body, &version, &rest)) {
+        sl_reply_evict(s, req->client, SL_EVICT_MALFORMED_LOGIN, false);
+        return;
+    }
+    if (!sl_version_compatible(version.protocol_version, SL_PROTOCOL_VERSION,
+                               SL_PROTOCOL_VERSION_MIN)) {
+        sl_reply_evict(s, req->client, SL_EVICT_INCOMPATIBLE_PROTOCOL, false);
+        return;
+    }
+    uint32_t user_id = 0;
+    login_verdict_t pw = login_password(s->server, rest, &user_id);
+    if (pw != LOGIN_OK) {
+        uint8_t reason = SL_EVICT_INVALID_CREDENTIALS;
+        login_verdict_t tk = login_token(s->server, rest, &user_id, &reason);
+        if (tk == LOGIN_UNPARSABLE) {
+            sl_reply_evict(s, req->client,
+                           pw == LOGIN_REJECTED ? SL_EVICT_INVALID_CREDENTIALS
+                                                : SL_EVICT_MALFORMED_LOGIN,
+                           false);
+            return;
+        }
+        if (tk == LOGIN_REJECTED) {
+            sl_reply_evict(s, req->client, reason, false);
+            return;
+        }
+    }
+    if (s->bound) {
+        login_again(s, req);
+        return;
+    }
+    commit_register(s, req, &version, user_id);
+}
+
+/* --- logout (lifecycle.md 7) --------------------------------------------------- */
+
+static bool still_holds_entry(const sl_session_t *s)
+{
+    const sl_meta_client_t *c = sl_meta_client_find(s->server->meta, s->client);
+    return c && c->epoch == s->epoch;
+}
+
+static int commit_logout(sl_session_t *s, uint64_t request, sl_u128_t checksum)
+{
+    sl_meta_entry_t e = {
+        .client = s->client,
+        .request = request,
+        .user_id = s->user_id,
+        .operation = SL_OP_LOGOUT,
+        .request_checksum = checksum,
+        .body = sl_span(NULL, 0),
+    };
+    sl_buf_t scratch;
+    sl_buf_init(&scratch, 0);
+    int rc = sl_server_commit(s->server, &e, &scratch);
+    sl_buf_free(&scratch);
+    return rc;
+}
+
+void sl_admit_logout(sl_session_t *s, const sl_request_header_t *req)
+{
+    if (s->bound && still_holds_entry(s) &&
+        commit_logout(s, req->request, req->request_checksum) != 0) {
+        sl_reply_status(s, req, SL_ERR_TRANSIENT_NOT_ACCEPTED);
+        return;
+    }
+    if (s->bound)
+        sl_log_info("connection %u: user %u logged out", s->id, s->user_id);
+    s->bound = false;
+    sl_buf_reset(&s->reply_body);
+    sl_reply_body(s, req, SL_OP_LOGOUT);
+}
+
+void sl_admit_disconnect(sl_session_t *s)
+{
+    if (!s->bound || !still_holds_entry(s))
+        return;
+    /* The synthetic request number of a transport disconnect. */
+    if (commit_logout(s, UINT64_MAX, (sl_u128_t){0, 0}) != 0)
+        sl_log_warn("connection %u: logout on disconnect not committed", s->id);
+    s->bound = false;
+}

@@ -1,0 +1,208 @@
+/* Admission of metadata operations (128..149, DeleteSegments): decode and
+ * validate the body with the reference's status codes, check the session
+ * against the client table, turn secrets into hashes, then journal, apply
+ * and reply (framing.md 6.1, commands.md 12). */
+#include <sluice/error.h>
+#include <string.h>
+
+#include "auth/secret.h"
+#include "base/log.h"
+#include "server/server.h"
+#include "wire/cmd_groups.h"
+#include "wire/cmd_streams.h"
+#include "wire/cmd_topics.h"
+#include "wire/cmd_users.h"
+#include "wire/codec.h"
+#include "wire/command.h"
+
+/* Room for any decoded request of the table. */
+typedef union any_request {
+    sl_create_user_request_t create_user;
+    sl_change_password_request_t change_password;
+    sl_create_personal_access_token_request_t create_token;
+    sl_update_topic_request_t update_topic;
+    max_align_t align;
+    uint8_t bytes[1024];
+} any_request_t;
+
+/* The operation a committed entry carries (framing.md 4 rewrites). */
+static uint8_t committed_operation(const sl_command_t *cmd)
+{
+    return cmd->reply_operation;
+}
+
+/* UpdateTopic's size check needs the stored segment size (options.md 4.2). */
+static int check_update_topic(sl_server_t *srv, const sl_update_topic_request_t *q)
+{
+    const sl_meta_stream_t *st = sl_meta_stream_find(srv->meta, &q->stream_id);
+    const sl_meta_topic_t *t = st ? sl_meta_topic_find(st, &q->topic_id) : NULL;
+    if (!t)
+        return 0; /* apply answers 1009 / 2010 */
+    return sl_update_topic_check_size(q, t->config.segment_size);
+}
+
+static int check_token_cap(sl_session_t *s)
+{
+    const sl_meta_user_t *u = sl_meta_user_by_id(s->server->meta, s->user_id);
+    if (u && u->tokens_count >= s->server->cfg.personal_access_token.max_tokens_per_user)
+        return -SL_ERR_PERSONAL_ACCESS_TOKENS_LIMIT_REACHED;
+    return 0;
+}
+
+/* Builds the admitted body in srv->admitted. For CreatePersonalAccessToken
+ * the raw token goes to token_out (returned only in the reply). */
+static int admit_body(sl_session_t *s, uint8_t operation, const any_request_t *q, sl_span_t body,
+                      char token_out[SL_TOKEN_TEXT_MAX])
+{
+    sl_server_t *srv = s->server;
+    sl_buf_t *b = &srv->admitted;
+    char hash[SL_PASSWORD_HASH_MAX];
+    switch (operation) {
+    case SL_OP_CREATE_USER:
+        if (sl_password_hash(q->create_user.password, hash) != 0)
+            return -SL_ERR_ERROR;
+        return sl_meta_admit_create_user_encode(b, &q->create_user, sl_span_str(hash));
+    case SL_OP_CHANGE_PASSWORD: {
+        const sl_change_password_request_t *c = &q->change_password;
+        const sl_meta_user_t *u = sl_meta_user_find(srv->meta, &c->user_id);
+        char phc[SL_PASSWORD_HASH_MAX] = {0};
+        if (u && u->password_hash.len < sizeof(phc))
+            memcpy(phc, u->password_hash.ptr, u->password_hash.len);
+        sl_meta_admit_change_password_t a = {
+            .user_id = c->user_id,
+            .verified = sl_password_verify(u ? phc : NULL, c->current_password),
+        };
+        if (sl_password_hash(c->new_password, hash) != 0)
+            return -SL_ERR_ERROR;
+        a.new_hash = sl_span_str(hash);
+        return sl_meta_admit_change_password_encode(b, &a);
+    }
+    case SL_OP_CREATE_PERSONAL_ACCESS_TOKEN: {
+        char digest[SL_TOKEN_DIGEST_LEN];
+        if (sl_token_generate(token_out) != 0)
+            return -SL_ERR_ERROR;
+        sl_token_digest(sl_span_str(token_out), digest);
+        sl_meta_admit_create_pat_t a = {.name = q->create_token.name,
+                                        .expiry_us = q->create_token.expiry_us,
+                                        .digest = sl_span(digest, SL_TOKEN_DIGEST_LEN - 1)};
+        return sl_meta_admit_create_pat_encode(b, &a);
+    }
+    default:
+        sl_put_span(b, body);
+        return sl_buf_ok(b) ? 0 : -SL_ERR_ERROR;
+    }
+}
+
+/* The pre-consensus checks on this connection: decode, then the few checks
+ * that need state but no commit. 0 or the status to answer. */
+static int pre_check(sl_session_t *s, const sl_command_t *cmd, sl_span_t body, any_request_t *q)
+{
+    sl_assert(cmd->request_size <= sizeof(*q));
+    int rc = cmd->request_decode(body, q);
+    if (rc != 0)
+        return rc;
+    if (cmd->operation == SL_OP_UPDATE_TOPIC)
+        return check_update_topic(s->server, &q->update_topic);
+    if (cmd->operation == SL_OP_CREATE_PERSONAL_ACCESS_TOKEN)
+        return check_token_cap(s);
+    return 0;
+}
+
+/* framing.md 6.1: what the client table says about this request. True when
+ * the caller goes on to journal it. */
+static bool preflight(sl_session_t *s, const sl_request_header_t *req, uint8_t reply_operation)
+{
+    const sl_meta_reply_t *cached = NULL;
+    sl_meta_preflight_t p = sl_meta_preflight(s->server->meta, s->client, s->epoch, req->request,
+                                              req->request_checksum, &cached);
+    switch (p) {
+    case SL_META_PREFLIGHT_NEW:
+        return true;
+    case SL_META_PREFLIGHT_NO_SESSION:
+        s->bound = false;
+        sl_reply_evict(s, req->client, SL_EVICT_NO_SESSION, false);
+        return false;
+    case SL_META_PREFLIGHT_SESSION_TOO_LOW:
+        s->bound = false;
+        sl_reply_evict(s, req->client, SL_EVICT_SESSION_TOO_LOW, false);
+        return false;
+    case SL_META_PREFLIGHT_DROP:
+        sl_reply_drop(s);
+        return false;
+    case SL_META_PREFLIGHT_CACHED:
+        /* The cached bytes may be replaced by the next apply: copy them. */
+        sl_buf_reset(&s->reply_body);
+        sl_put_span(&s->reply_body, cached->body);
+        sl_reply_committed(s, req, cached->operation, cached->op, cached->timestamp,
+                           sl_buf_span(&s->reply_body));
+        return false;
+    case SL_META_PREFLIGHT_ALREADY_APPLIED:
+        sl_reply_result(s, req, reply_operation, SL_ERR_REQUEST_ALREADY_APPLIED);
+        return false;
+    case SL_META_PREFLIGHT_PAT_REPLAY:
+        sl_reply_result(s, req, reply_operation, SL_ERR_PERSONAL_ACCESS_TOKEN_ALREADY_EXISTS);
+        return false;
+    }
+    sl_reply_drop(s);
+    return false;
+}
+
+/* A successful CreatePersonalAccessToken reply carries the raw token, which
+ * never entered the state machine. */
+static void append_token(sl_buf_t *reply, size_t start, const char *token)
+{
+    sl_span_t body = sl_span(reply->data + start, reply->len - start);
+    uint32_t result;
+    sl_span_t payload;
+    if (sl_result_split(body, &result, &payload) == 0 && result == 0) {
+        sl_create_personal_access_token_reply_t r = {.token = sl_span_str(token)};
+        if (sl_create_personal_access_token_reply_encode(reply, &r) != 0)
+            sl_log_error("token reply did not encode");
+    }
+}
+
+void sl_admit_metadata(sl_session_t *s, const sl_request_header_t *req, sl_span_t body)
+{
+    sl_server_t *srv = s->server;
+    const sl_command_t *cmd = sl_command_by_operation(req->operation);
+    if (!cmd || (cmd->plane != SL_PLANE_METADATA && cmd->plane != SL_PLANE_SEGMENTS)) {
+        sl_reply_evict(s, req->client, SL_EVICT_INVALID_REQUEST_OPERATION, false);
+        return;
+    }
+    any_request_t q;
+    memset(&q, 0, sizeof(q));
+    int rc = pre_check(s, cmd, body, &q);
+    if (rc != 0) {
+        sl_reply_status(s, req, (uint32_t)-rc);
+        return;
+    }
+    uint8_t operation = committed_operation(cmd);
+    if (!preflight(s, req, operation))
+        return;
+
+    char token[SL_TOKEN_TEXT_MAX] = {0};
+    sl_buf_reset(&srv->admitted);
+    rc = admit_body(s, cmd->operation, &q, body, token);
+    if (rc != 0) {
+        sl_log_error("admission of %s failed: %s", cmd->name, sl_strerror(rc));
+        sl_reply_result(s, req, operation, SL_ERR_TRANSIENT_NOT_ACCEPTED);
+        return;
+    }
+    sl_meta_entry_t e = {
+        .client = s->client,
+        .request = req->request,
+        .user_id = s->user_id,
+        .operation = operation,
+        .request_checksum = req->request_checksum,
+        .body = sl_buf_span(&srv->admitted),
+    };
+    sl_buf_reset(&s->reply_body);
+    if (sl_server_commit(srv, &e, &s->reply_body) != 0) {
+        sl_reply_result(s, req, operation, SL_ERR_TRANSIENT_NOT_ACCEPTED);
+        return;
+    }
+    if (cmd->operation == SL_OP_CREATE_PERSONAL_ACCESS_TOKEN)
+        append_token(&s->reply_body, 0, token);
+    sl_reply_committed(s, req, operation, e.op, e.timestamp, sl_buf_span(&s->reply_body));
+    memset(token, 0, sizeof(token));
+}

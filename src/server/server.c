@@ -1,0 +1,265 @@
+/* The sluiced process core: opening the data directory, recovering the
+ * metadata, creating the root user on first boot, and the loop callbacks
+ * that keep one session per connection. */
+#include "server/server.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "auth/secret.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "wire/cmd_system.h"
+#include "wire/codec.h"
+
+/* --- the state machine behind the store --------------------------------------- */
+
+static int machine_apply(void *ctx, const sl_meta_entry_t *e, sl_buf_t *reply)
+{
+    return sl_meta_apply(ctx, e, reply);
+}
+
+static int machine_encode(void *ctx, sl_buf_t *out)
+{
+    return sl_meta_encode(ctx, out);
+}
+
+static int machine_decode(void *ctx, sl_span_t bytes)
+{
+    return sl_meta_decode(bytes, ctx);
+}
+
+/* --- first boot: the root user (defaults.md 2) ---------------------------------- */
+
+static int create_root(sl_server_t *srv, char *err, size_t err_len)
+{
+    const sl_config_t *cfg = &srv->cfg;
+    char generated[41];
+    const char *username = cfg->root.username[0] ? cfg->root.username : "iggy";
+    const char *password = cfg->root.password;
+    if (!cfg->root.password[0]) {
+        if (sl_password_generate(generated, 24) != 0) {
+            snprintf(err, err_len, "cannot draw a random root password");
+            return -SL_ERR_ERROR;
+        }
+        password = generated;
+    }
+    char phc[SL_PASSWORD_HASH_MAX];
+    if (sl_password_hash(sl_span_str(password), phc) != 0) {
+        snprintf(err, err_len, "cannot hash the root password");
+        return -SL_ERR_ERROR;
+    }
+    sl_buf_t body, reply;
+    sl_buf_init(&body, 0);
+    sl_buf_init(&reply, 0);
+    sl_meta_entry_t e;
+    int rc = sl_meta_root_entry(&body, sl_span_str(username), sl_span_str(phc),
+                                sl_meta_store_last_op(srv->store) + 1, &e);
+    if (rc == 0)
+        rc = sl_meta_store_commit(srv->store, &e, &reply);
+    sl_buf_free(&body);
+    sl_buf_free(&reply);
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot create the root user: %s", sl_strerror(rc));
+        return rc;
+    }
+    srv->last_timestamp = sl_meta_store_last_timestamp(srv->store);
+    if (cfg->root.password[0])
+        sl_log_info("created the root user '%s' with the configured password", username);
+    else
+        sl_log_warn("created the root user '%s' with the password '%s' (shown once: store it "
+                    "now; set IGGY_ROOT_USERNAME and IGGY_ROOT_PASSWORD before the first start "
+                    "to choose them)",
+                    username, password);
+    memset(generated, 0, sizeof(generated));
+    return 0;
+}
+
+/* --- sessions ----------------------------------------------------------------- */
+
+static bool registry_grow(sl_server_t *srv)
+{
+    if (srv->sessions_count < srv->sessions_cap)
+        return true;
+    uint32_t cap = srv->sessions_cap ? srv->sessions_cap * 2 : 64;
+    sl_session_t **grown = realloc(srv->sessions, sizeof(*grown) * cap);
+    if (!grown)
+        return false;
+    srv->sessions = grown;
+    srv->sessions_cap = cap;
+    return true;
+}
+
+static void on_open(void *ctx, sl_conn_t *conn)
+{
+    sl_server_t *srv = ctx;
+    sl_session_t *s = calloc(1, sizeof(*s));
+    if (!s || !registry_grow(srv)) {
+        free(s);
+        sl_log_error("out of memory for a new connection");
+        sl_conn_close(conn);
+        return;
+    }
+    s->server = srv;
+    s->conn = conn;
+    s->id = sl_conn_id(conn);
+    s->user_id = SL_CLIENT_NO_USER;
+    s->last_seen_us = sl_clock_monotonic_us();
+    sl_buf_init(&s->reply_body, srv->frame_max - SL_HEADER_SIZE);
+    sl_arena_init(&s->arena, 16 * 1024, srv->frame_max);
+    s->index = srv->sessions_count;
+    srv->sessions[srv->sessions_count++] = s;
+    sl_conn_set_user(conn, s);
+    sl_log_debug("connection %u from %s", s->id, sl_conn_peer(conn));
+}
+
+static void on_close(void *ctx, sl_conn_t *conn)
+{
+    sl_server_t *srv = ctx;
+    sl_session_t *s = sl_conn_user(conn);
+    if (!s)
+        return;
+    sl_admit_disconnect(s);
+    /* Swap-remove from the registry. */
+    sl_session_t *last = srv->sessions[--srv->sessions_count];
+    srv->sessions[s->index] = last;
+    last->index = s->index;
+    sl_buf_free(&s->reply_body);
+    sl_arena_free(&s->arena);
+    sl_log_debug("connection %u closed", s->id);
+    free(s);
+}
+
+/* lifecycle.md 8: a logged-in consumer-group member silent for 6/5 of the
+ * heartbeat interval is evicted (13) and its memberships released. */
+static void on_tick(void *ctx, sl_loop_t *loop)
+{
+    (void)loop;
+    sl_server_t *srv = ctx;
+    if (!srv->cfg.heartbeat.enabled)
+        return;
+    uint64_t now = sl_clock_monotonic_us();
+    uint64_t limit = srv->cfg.heartbeat.interval_us * 6 / 5;
+    for (uint32_t i = 0; i < srv->sessions_count; i++) {
+        sl_session_t *s = srv->sessions[i];
+        if (!s->bound || now - s->last_seen_us <= limit)
+            continue;
+        const sl_meta_client_t *c = sl_meta_client_find(srv->meta, s->client);
+        if (!c || c->memberships == 0)
+            continue;
+        sl_u128_t client = s->client;
+        sl_admit_disconnect(s);
+        sl_eviction_header_t e = {.client = client, .reason = SL_EVICT_STALE_CLIENT};
+        uint8_t frame[SL_HEADER_SIZE];
+        sl_eviction_header_encode(frame, &e);
+        sl_log_info("connection %u (%s): stale, evicted (reason 13)", s->id,
+                    sl_conn_peer(s->conn));
+        (void)sl_conn_send_final(s->conn, frame, sizeof(frame));
+    }
+}
+
+/* --- life cycle ------------------------------------------------------------------ */
+
+static int make_dir(const char *path, char *err, size_t err_len)
+{
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+        snprintf(err, err_len, "cannot create the data directory %s: %s", path, strerror(errno));
+        return -SL_ERR_CANNOT_CREATE_BASE_DIRECTORY;
+    }
+    return 0;
+}
+
+static int open_metadata(sl_server_t *srv, char *err, size_t err_len)
+{
+    int rc = sl_meta_create(srv->cfg.metadata.clients_table_max, sl_span_str(SL_SERVER_VERSION),
+                            &srv->meta);
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot create the metadata state: %s", sl_strerror(rc));
+        return rc;
+    }
+    sl_meta_machine_t machine = {srv->meta, machine_apply, machine_encode, machine_decode};
+    rc = sl_meta_store_open(&srv->store, srv->cfg.system.path, &machine,
+                            srv->cfg.metadata.checkpoint_interval, err, err_len);
+    if (rc != 0)
+        return rc;
+    srv->last_timestamp = sl_meta_store_last_timestamp(srv->store);
+    const sl_meta_store_info_t *info = sl_meta_store_info(srv->store);
+    sl_log_info("metadata: %s, checkpoint op %llu, %llu entries replayed, last op %llu",
+                info->fresh ? "fresh" : "recovered", (unsigned long long)info->checkpoint_op,
+                (unsigned long long)info->replayed,
+                (unsigned long long)sl_meta_store_last_op(srv->store));
+    if (info->torn_bytes)
+        sl_log_warn("metadata: cut %llu bytes of a torn journal tail",
+                    (unsigned long long)info->torn_bytes);
+    if (!sl_meta_user_by_id(srv->meta, 0))
+        return create_root(srv, err, err_len);
+    return 0;
+}
+
+int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t err_len)
+{
+    memset(srv, 0, sizeof(*srv));
+    srv->cfg = *cfg;
+    srv->start_us = sl_clock_realtime_us();
+    srv->frame_max = (uint32_t)cfg->message_bus.max_message_size;
+    sl_buf_init(&srv->admitted, srv->frame_max);
+    int rc = make_dir(cfg->system.path, err, err_len);
+    if (rc == 0)
+        rc = open_metadata(srv, err, err_len);
+    if (rc == 0 && sl_sysinfo_init(&srv->sysinfo, cfg->system.path, SL_SERVER_VERSION) != 0) {
+        snprintf(err, err_len, "cannot read process information");
+        rc = -SL_ERR_ERROR;
+    }
+    if (rc != 0)
+        return rc;
+
+    sl_loop_config_t lc;
+    sl_loop_config_init(&lc);
+    lc.host = cfg->tcp.address.host;
+    lc.port = cfg->tcp.address.port;
+    lc.max_frame = srv->frame_max;
+    lc.max_conns = cfg->tcp.max_connections;
+    lc.frames_per_turn = cfg->server.per_connection_work_max;
+    lc.cb = (sl_loop_callbacks_t){.on_open = on_open,
+                                  .on_frame = sl_dispatch_frame,
+                                  .on_close = on_close,
+                                  .on_tick = on_tick};
+    lc.ctx = srv;
+    rc = sl_loop_create(&lc, &srv->loop);
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot start the io_uring event loop on %s: %s",
+                 cfg->tcp.address.text, sl_loop_diagnose(rc));
+        return rc;
+    }
+    sl_log_info(cfg->tcp.address.ipv6 ? "listening on [%s]:%u" : "listening on %s:%u",
+                cfg->tcp.address.host, sl_loop_port(srv->loop));
+    return 0;
+}
+
+int sl_server_run(sl_server_t *srv)
+{
+    return sl_loop_run(srv->loop);
+}
+
+void sl_server_stop(sl_server_t *srv)
+{
+    if (srv->loop)
+        sl_loop_stop(srv->loop);
+}
+
+void sl_server_close(sl_server_t *srv)
+{
+    if (srv->loop)
+        sl_loop_destroy(srv->loop);
+    if (srv->store)
+        sl_meta_store_close(srv->store);
+    if (srv->meta)
+        sl_meta_destroy(srv->meta);
+    sl_sysinfo_destroy(&srv->sysinfo);
+    free(srv->sessions);
+    sl_buf_free(&srv->admitted);
+    memset(srv, 0, sizeof(*srv));
+}

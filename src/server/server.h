@@ -1,0 +1,120 @@
+/* The sluiced server: one shard owning the metadata state machine and every
+ * connection (docs/architecture.md explains why issue 3 runs one shard and
+ * where the shard boundaries are). Internal to src/server.
+ *
+ * Request path (framing.md 9, DESIGN "one pipeline"):
+ *   loop on_frame -> dispatch.c gate (header verdict, checksum, session
+ *   rules) -> reads.c (operation 2) or admit.c (metadata: decode, validate,
+ *   hash, preflight) -> sl_meta_store_commit (journal + fdatasync + apply)
+ *   -> reply.c.
+ *
+ * Threads: everything here runs on the loop thread. */
+#ifndef SL_SERVER_SERVER_H
+#define SL_SERVER_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "base/bytes.h"
+#include "meta/state.h"
+#include "meta/store.h"
+#include "server/config.h"
+#include "server/loop.h"
+#include "server/sysinfo.h"
+#include "wire/header.h"
+
+/* The server build version (login replies, GetStats); set by CMake. */
+#ifdef SLUICE_VERSION
+#define SL_SERVER_VERSION SLUICE_VERSION
+#else
+#define SL_SERVER_VERSION "0.1.0"
+#endif
+
+typedef struct sl_server sl_server_t;
+
+/* One connection's session (lifecycle.md). */
+typedef struct sl_session {
+    sl_server_t *server;
+    sl_conn_t *conn;
+    uint32_t id;    /* the connection number GetClient(s) report */
+    uint32_t index; /* position in server->sessions */
+    bool bound;     /* logged in: client/epoch/user are set */
+    sl_u128_t client;
+    uint64_t epoch;
+    uint32_t user_id;
+    uint32_t protocol_version;
+    char sdk_name[256];
+    char sdk_version[256];
+    uint64_t last_seen_us; /* monotonic: any accepted request refreshes it */
+    /* The reply being written: header and body stay valid until on_sent. */
+    uint8_t reply_header[SL_HEADER_SIZE];
+    sl_buf_t reply_body;
+    /* Scratch for one request (list replies); reset per request. */
+    sl_arena_t arena;
+} sl_session_t;
+
+struct sl_server {
+    sl_config_t cfg;
+    sl_loop_t *loop;
+    sl_meta_t *meta;
+    sl_meta_store_t *store;
+    sl_sysinfo_t sysinfo;
+    uint64_t last_timestamp; /* of the last journaled entry */
+    uint64_t start_us;
+    uint32_t frame_max;
+    /* Every open connection, for GetClients and the heartbeat verifier. */
+    sl_session_t **sessions;
+    uint32_t sessions_count;
+    uint32_t sessions_cap;
+    /* Admission scratch: the body being journaled. */
+    sl_buf_t admitted;
+    volatile int stop_signal; /* the signal that asked us to stop, for the log */
+};
+
+/* Opens the data directory, recovers the metadata, creates the root user on
+ * first boot, and sets up the listener. err gets a message for the log. */
+int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t err_len) SL_WUR;
+/* Serves until sl_server_stop; returns 0 or -errno of the ring. */
+int sl_server_run(sl_server_t *srv) SL_WUR;
+/* Async-signal-safe. */
+void sl_server_stop(sl_server_t *srv);
+void sl_server_close(sl_server_t *srv);
+
+/* --- used across the server's files ----------------------------------------- */
+
+/* dispatch.c: the loop's on_frame. */
+void sl_dispatch_frame(void *ctx, sl_conn_t *conn, const uint8_t *frame, uint32_t size);
+
+/* reply.c: every answer goes through these. */
+void sl_reply_status(sl_session_t *s, const sl_request_header_t *req, uint32_t status);
+/* Sends the session's reply_body with the given reply operation; op/commit
+ * and timestamp as framing.md 7 describes for non-replicated replies. */
+void sl_reply_body(sl_session_t *s, const sl_request_header_t *req, uint8_t operation);
+/* A committed metadata reply: header op/commit/timestamp of the prepare. */
+void sl_reply_committed(sl_session_t *s, const sl_request_header_t *req, uint8_t operation,
+                        uint64_t op, uint64_t timestamp, sl_span_t body);
+/* A result-framed rejection that was not committed (57, 58, 59, 51). */
+void sl_reply_result(sl_session_t *s, const sl_request_header_t *req, uint8_t operation,
+                     uint32_t code);
+/* Eviction: session-terminal; the connection stays open (the SDKs log in
+ * again on it) unless close is set. */
+void sl_reply_evict(sl_session_t *s, sl_u128_t client, uint8_t reason, bool close);
+/* No reply at all (the reference drops the frame). */
+void sl_reply_drop(sl_session_t *s);
+
+/* reads.c: operation 2 commands after the gate. */
+void sl_reads_handle(sl_session_t *s, const sl_request_header_t *req, sl_span_t body);
+
+/* admit.c: metadata operations after the gate; login and logout. */
+void sl_admit_metadata(sl_session_t *s, const sl_request_header_t *req, sl_span_t body);
+void sl_admit_register(sl_session_t *s, const sl_request_header_t *req, sl_span_t body);
+void sl_admit_logout(sl_session_t *s, const sl_request_header_t *req);
+/* A bound connection went away: commit a Logout for it (lifecycle.md 7). */
+void sl_admit_disconnect(sl_session_t *s);
+
+/* Journals and applies one entry built by admission; the reply body is
+ * appended to reply. Chooses op and timestamp. 0 or the commit's error. */
+int sl_server_commit(sl_server_t *srv, sl_meta_entry_t *e, sl_buf_t *reply) SL_WUR;
+
+#endif
