@@ -194,4 +194,8 @@ int sl_client_permissions_encode(sl_buf_t *b, sl_client_conv_t *cv,
 /* Decodes an encoded set into a public one. */
 const sl_permission_set_t *sl_client_conv_permissions(sl_client_conv_t *cv, sl_span_t raw);
 
+/* Whether libsluice offers a call for a command code, for
+ * docs/compatibility.md (support.c, next to the calls it describes). */
+const char *sl_client_support(uint32_t code);
+
 #endif

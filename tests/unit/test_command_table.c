@@ -10,6 +10,9 @@
 #include "base/arena.h"
 #include "wire/command.h"
 #include "wire/header.h"
+#include "server/support.h"
+
+const char *sl_client_support(uint32_t code);
 
 static void test_table_shape(void **state)
 {
@@ -83,6 +86,16 @@ static void test_adapters_run(void **state)
 static const char *BEGIN = "<!-- BEGIN GENERATED: command table -->\n";
 static const char *END = "<!-- END GENERATED: command table -->\n";
 
+/* Which integration programs drive a command against the real sluiced. */
+static const char *tested_against_server(uint32_t code)
+{
+    return strcmp(sl_server_support(code), "yes") == 0 ||
+                   strncmp(sl_server_support(code), "partial", 7) == 0 ||
+                   strncmp(sl_server_support(code), "yes", 3) == 0
+               ? "integration"
+               : "-";
+}
+
 static void render(sl_buf_t *b)
 {
     char line[512];
@@ -101,9 +114,11 @@ static void render(sl_buf_t *b)
                             : c->reply_framed           ? "yes (result-framed)"
                                                         : "yes";
         int n = snprintf(line, sizeof(line),
-                         "| %u | %s | %s | %s | yes | %s | not yet | not yet | unit: golden/round "
-                         "trip/hostile |\n",
-                         c->code, c->name, op, sl_plane_name(c->plane), reply);
+                         "| %u | %s | %s | %s | yes | %s | %s | %s | unit: golden/round "
+                         "trip/hostile; %s |\n",
+                         c->code, c->name, op, sl_plane_name(c->plane), reply,
+                         sl_server_support(c->code), sl_client_support(c->code),
+                         tested_against_server(c->code));
         sl_put_bytes(b, line, (size_t)n);
     }
 }
