@@ -140,12 +140,3 @@ int sl_password_generate(char *out, size_t len)
     out[len] = '\0';
     return 0;
 }
-
-bool sl_ct_equal(const void *a, const void *b, size_t n)
-{
-    const volatile uint8_t *x = a, *y = b;
-    uint8_t diff = 0;
-    for (size_t i = 0; i < n; i++)
-        diff |= x[i] ^ y[i];
-    return diff == 0;
-}

@@ -1,6 +1,6 @@
 /* Secrets: password hashing (Argon2id, PHC strings), personal access
  * tokens (random, shown once, stored as a SHA-256 hex digest), randomness
- * from getrandom, and constant-time comparison.
+ * from getrandom. (Constant-time comparison is sl_ct_equal in base/bytes.h.)
  *
  * Everything here is called at admission, before an operation is journaled:
  * the journal carries hashes and digests, never plaintext, and the
@@ -42,8 +42,5 @@ void sl_token_digest(sl_span_t token, char out[SL_TOKEN_DIGEST_LEN]);
 /* A random password of printable, unambiguous characters for the root
  * user's first boot: len characters (20..40) and a NUL. */
 int sl_password_generate(char *out, size_t len) SL_WUR;
-
-/* Compares n bytes in time independent of where they differ. */
-bool sl_ct_equal(const void *a, const void *b, size_t n);
 
 #endif

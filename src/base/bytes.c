@@ -124,3 +124,12 @@ bool sl_utf8_valid(const uint8_t *p, size_t n)
     }
     return true;
 }
+
+bool sl_ct_equal(const void *a, const void *b, size_t n)
+{
+    const volatile uint8_t *x = a, *y = b;
+    uint8_t diff = 0;
+    for (size_t i = 0; i < n; i++)
+        diff |= x[i] ^ y[i];
+    return diff == 0;
+}

@@ -109,6 +109,9 @@ static inline void sl_store_u128(uint8_t *p, sl_u128_t v)
     sl_store_u64(p + 8, v.hi);
 }
 
+/* Compares n bytes in time independent of where they differ (secrets). */
+bool sl_ct_equal(const void *a, const void *b, size_t n);
+
 /* True when all n bytes at p are zero. */
 bool sl_all_zero(const uint8_t *p, size_t n);
 

@@ -92,7 +92,8 @@ const sl_meta_token_t *sl_meta_token_by_digest(const sl_meta_t *m, sl_span_t dig
     for (uint32_t i = 0; i < m->users.count; i++) {
         const sl_meta_user_t *u = m->users.items[i];
         for (uint32_t k = 0; k < u->tokens_count; k++) {
-            if (memcmp(u->tokens[k].digest, digest.ptr, SL_META_TOKEN_DIGEST_LEN) == 0) {
+            /* Constant time: the digest stands for a secret. */
+            if (sl_ct_equal(u->tokens[k].digest, digest.ptr, SL_META_TOKEN_DIGEST_LEN)) {
                 *user = u;
                 return &u->tokens[k];
             }
