@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "base/bytes.h"
+#include "meta/state.h"
 #include "wire/codec.h"
 #include "wire/header.h"
 #include "wire/perms.h"
@@ -312,6 +313,44 @@ static void seeds_batch(void)
     sl_buf_free(&b);
 }
 
+/* --- fuzz_toml: the sample configuration ------------------------------------ */
+
+static void seeds_toml(void)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/../../config/sluiced.toml", vectors_dir);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        die("open", path);
+    sl_buf_t b;
+    sl_buf_init(&b, 0);
+    uint8_t chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        sl_put_bytes(&b, chunk, n);
+    fclose(f);
+    emit("fuzz_toml", "sample_config", no_prefix, &b);
+    sl_buf_free(&b);
+}
+
+/* --- fuzz_meta_snapshot: a small state's image without its trailer --------- */
+
+static void seeds_meta_snapshot(void)
+{
+    sl_meta_t *m;
+    if (sl_meta_create(64, sl_span_str("0.1.0"), &m) != 0 ||
+        sl_meta_bootstrap_root(m, sl_span_str("iggy"), sl_span_str("$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo")) != 0)
+        die("meta", "state");
+    sl_buf_t b;
+    sl_buf_init(&b, 0);
+    if (sl_meta_encode(m, &b) != 0)
+        die("meta", "encode");
+    b.len -= 8; /* the target appends the trailer itself */
+    emit("fuzz_meta_snapshot", "root_only", no_prefix, &b);
+    sl_buf_free(&b);
+    sl_meta_destroy(m);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -328,5 +367,7 @@ int main(int argc, char **argv)
     seeds_commands();
 #endif
     seeds_batch();
+    seeds_toml();
+    seeds_meta_snapshot();
     return 0;
 }
