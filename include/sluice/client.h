@@ -1,9 +1,10 @@
 /* libsluice: the C client library for servers speaking the Apache Iggy binary
  * protocol 0.11.0 over TCP (Sluice's sluiced, or an Iggy server).
  *
- * This first part covers the session (connect, login, logout, ping) and every
- * metadata command: system, users, personal access tokens, streams, topics,
- * partitions, segments and consumer groups. Messages come later.
+ * It covers the session (connect, login, logout, ping), every metadata
+ * command (system, users, personal access tokens, streams, topics,
+ * partitions, segments, consumer groups), and messages: a batch builder
+ * that sends, polling with checksum verification, and consumer offsets.
  *
  * Calling convention. Every call that talks to the server returns 0 or a
  * negated error code from <sluice/error.h>: the IggyError the server answered
@@ -34,11 +35,12 @@
  * stores the session epoch of the reply; later requests carry it. Request
  * numbers follow framing.md 5.2: a counter that is 1 after login, sent and
  * advanced by every operation except Register and NonReplicated reads (which
- * send its current value). An eviction ends the session: the call returns
- * the mapped error, the client is logged out locally, the connection stays
- * open, and sl_client_login may be called again. Replicated commands without
- * a session return -SL_ERR_UNAUTHENTICATED without sending anything (a
- * server would drop such a request silently).
+ * send its current value); the partition operations (send, store and delete
+ * offset) advance it too, as framing.md 5.2 recommends, although the Iggy
+ * SDKs do not. Those three carry no request checksum. An eviction ends the session: the call
+ * returns the mapped error, the client is logged out locally, the connection stays open, and
+ * sl_client_login may be called again. Replicated commands without a session return
+ * -SL_ERR_UNAUTHENTICATED without sending anything (a server would drop such a request silently).
  *
  * Errors produced by the library itself:
  *   -SL_ERR_INVALID_SERVER_ADDRESS      the host does not resolve
@@ -62,12 +64,18 @@
  *                                       or over-long name, NULL string)
  *   -SL_ERR_INVALID_FORMAT              a reply payload that does not decode
  *   -SL_ERR_COMMAND_LENGTH_ERROR        a request larger than the frame limit
+ *   -SL_ERR_INVALID_MESSAGE_CHECKSUM    a polled message whose frame checksum
+ *                                       does not match its bytes
+ *   -SL_ERR_INVALID_BATCH_CHECKSUM      a polled record whose batch checksum
+ *                                       does not match
  *   -SL_ERR_ERROR                       out of memory, or no randomness
  * A socket failure, an end of stream, a timeout or a reply that breaks
  * framing closes the connection, since the byte stream can no longer be
  * trusted; later calls return -SL_ERR_NOT_CONNECTED (close the client and
  * connect again). Server verdicts, a malformed result section, an empty
- * login body and an undecodable payload leave the connection as it was. */
+ * login body, an undecodable payload and a checksum mismatch leave the
+ * connection as it was. Argument errors of the message calls are listed
+ * with them. */
 #ifndef SLUICE_CLIENT_H
 #define SLUICE_CLIENT_H
 
@@ -75,6 +83,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -559,6 +568,377 @@ int sl_client_leave_consumer_group(sl_client_t *client, sl_id_t stream, sl_id_t 
 /* *out NULL: the caller is not a member (or the group does not resolve). */
 int sl_client_sync_consumer_group(sl_client_t *client, sl_id_t stream, sl_id_t topic, sl_id_t group,
                                   const sl_assignment_t **out) SL_CLIENT_WUR;
+
+/* --- messages: shared types ----------------------------------------------------
+ *
+ * Messages travel in batch records (messages.md 1): the library builds them
+ * when sending and verifies them when polling; callers only see messages. */
+
+/* A 128-bit message id; lo is the low half (sent first on the wire). */
+typedef struct sl_msg_id {
+    uint64_t lo;
+    uint64_t hi;
+} sl_msg_id_t;
+
+/* Kinds of user-header keys and values (encodings.md 8). */
+enum {
+    SL_HEADER_KIND_RAW = 1,
+    SL_HEADER_KIND_STRING = 2,
+    SL_HEADER_KIND_BOOL = 3,
+    SL_HEADER_KIND_INT8 = 4,
+    SL_HEADER_KIND_INT16 = 5,
+    SL_HEADER_KIND_INT32 = 6,
+    SL_HEADER_KIND_INT64 = 7,
+    SL_HEADER_KIND_INT128 = 8,
+    SL_HEADER_KIND_UINT8 = 9,
+    SL_HEADER_KIND_UINT16 = 10,
+    SL_HEADER_KIND_UINT32 = 11,
+    SL_HEADER_KIND_UINT64 = 12,
+    SL_HEADER_KIND_UINT128 = 13,
+    SL_HEADER_KIND_FLOAT32 = 14,
+    SL_HEADER_KIND_FLOAT64 = 15,
+};
+
+/* One typed key or value of a user header.
+ *
+ * Sending: Raw and String take bytes/len (1..255 bytes; String must be
+ * UTF-8); the fixed-width kinds take the matching union member (b, i for
+ * Int8..Int64, u for Uint8..Uint64, x128 for Int128/Uint128, f32, f64) and
+ * ignore bytes/len; a number that does not fit its kind is refused.
+ *
+ * Polled (sl_header_next): bytes/len always point at the value as encoded
+ * (inside the client's receive buffer, not NUL-terminated), and for the
+ * fixed-width kinds the union member holds the decoded number (signed kinds
+ * sign-extended into i). Kinds above 15 come through as bytes only. */
+typedef struct sl_header_value {
+    uint8_t kind; /* SL_HEADER_KIND_* */
+    const void *bytes;
+    uint32_t len;
+    union {
+        bool b;
+        int64_t i;
+        uint64_t u;
+        float f32;
+        double f64;
+        sl_msg_id_t x128; /* two's complement for Int128 */
+    };
+} sl_header_value_t;
+
+typedef struct sl_header {
+    sl_header_value_t key; /* usually a String */
+    sl_header_value_t value;
+} sl_header_t;
+
+static inline sl_header_value_t sl_hv_raw(const void *bytes, uint32_t len)
+{
+    sl_header_value_t v = {SL_HEADER_KIND_RAW, bytes, len, {0}};
+    return v;
+}
+static inline sl_header_value_t sl_hv_str(const char *s)
+{
+    sl_header_value_t v = {SL_HEADER_KIND_STRING, s, s ? (uint32_t)strlen(s) : 0, {0}};
+    return v;
+}
+static inline sl_header_value_t sl_hv_bool(bool b)
+{
+    sl_header_value_t v = {SL_HEADER_KIND_BOOL, NULL, 0, {0}};
+    v.b = b;
+    return v;
+}
+static inline sl_header_value_t sl_hv_i64(int64_t i)
+{
+    sl_header_value_t v = {SL_HEADER_KIND_INT64, NULL, 0, {0}};
+    v.i = i;
+    return v;
+}
+static inline sl_header_value_t sl_hv_u64(uint64_t u)
+{
+    sl_header_value_t v = {SL_HEADER_KIND_UINT64, NULL, 0, {0}};
+    v.u = u;
+    return v;
+}
+static inline sl_header_value_t sl_hv_f64(double f)
+{
+    sl_header_value_t v = {SL_HEADER_KIND_FLOAT64, NULL, 0, {0}};
+    v.f64 = f;
+    return v;
+}
+
+/* Walks an encoded user-headers block (encodings.md 9), typed. */
+typedef struct sl_header_iter {
+    const uint8_t *pos;
+    size_t left;
+} sl_header_iter_t;
+
+/* 0 when the block is well formed: fields tile it in key/value pairs, kinds
+ * non-zero, lengths 1..255, and every fixed-width kind has its width. Else
+ * -SL_ERR_INVALID_FORMAT, and the iterator yields nothing. An empty block
+ * is well formed and has no headers. */
+int sl_header_iter_init(sl_header_iter_t *it, const void *block, size_t len) SL_CLIENT_WUR;
+/* The next header, or false at the end. */
+bool sl_header_next(sl_header_iter_t *it, sl_header_t *out);
+
+/* --- sending messages ------------------------------------------------------------ */
+
+/* How the server picks the partition (encodings.md 5). */
+enum {
+    SL_SEND_BALANCED = 1,     /* round robin on the server */
+    SL_SEND_PARTITION_ID = 2, /* this partition */
+    SL_SEND_MESSAGES_KEY = 3, /* XXH32(key) % partitions_count */
+};
+
+typedef struct sl_send_partitioning {
+    uint8_t kind; /* SL_SEND_* */
+    uint32_t partition_id;
+    const void *key; /* 1..255 bytes, any content */
+    uint32_t key_len;
+} sl_send_partitioning_t;
+
+static inline sl_send_partitioning_t sl_partitioning_balanced(void)
+{
+    sl_send_partitioning_t p = {SL_SEND_BALANCED, 0, NULL, 0};
+    return p;
+}
+static inline sl_send_partitioning_t sl_partitioning_partition(uint32_t partition_id)
+{
+    sl_send_partitioning_t p = {SL_SEND_PARTITION_ID, partition_id, NULL, 0};
+    return p;
+}
+static inline sl_send_partitioning_t sl_partitioning_messages_key(const void *key, uint32_t len)
+{
+    sl_send_partitioning_t p = {SL_SEND_MESSAGES_KEY, 0, key, len};
+    return p;
+}
+
+/* One message to send. Everything is borrowed for the sl_client_send_add
+ * call only: the payload and headers are copied into the request then. */
+typedef struct sl_send_message {
+    sl_msg_id_t id;               /* {0, 0}: a fresh random UUIDv4 */
+    uint64_t origin_timestamp_us; /* 0: now (wall clock, microseconds) */
+    const void *payload;
+    size_t payload_len; /* 0..64 000 000 */
+    /* User headers, either typed (headers_count entries) or as an encoded
+     * block (for example a polled message's headers, forwarded); not both. */
+    const sl_header_t *headers;
+    uint32_t headers_count;
+    const void *headers_raw;
+    size_t headers_raw_len; /* the encoded block: at most 100 000 bytes */
+} sl_send_message_t;
+
+/* What the server confirmed for a sent batch (messages.md 3.4). */
+typedef struct sl_send_result {
+    /* false when the reply carried no confirmation (an empty body or a
+     * count of 0: a legacy server, or a retry the server deduplicated). */
+    bool confirmed;
+    uint32_t stream_id; /* numeric ids of where the batch went */
+    uint32_t topic_id;
+    uint32_t partition_id;
+    uint64_t base_offset;    /* offset of the batch's first message */
+    uint32_t messages_count; /* how many messages the request carried */
+} sl_send_result_t;
+
+/* The batch builder. A batch is built straight into the client's request
+ * buffer: begin writes the SendMessages metadata section, each add appends
+ * one frame (the payload is copied once, there), commit fills in the
+ * counts, timestamps and checksums and sends the request (operation 160).
+ *
+ * While a batch is open, results of the previous call stay valid, so the
+ * payloads and headers of polled messages can be forwarded without copies.
+ * Any other call on the client abandons the open batch (its commit then
+ * returns -SL_ERR_INVALID_COMMAND). A refused add leaves the batch as it
+ * was, except for an allocation failure (-SL_ERR_ERROR), after which only
+ * commit (reporting the error) or a new begin make sense.
+ *
+ * begin abandons an open batch first, then: -SL_ERR_INVALID_COMMAND when
+ * an identifier or the partitioning cannot be encoded (a key of 0 or over
+ * 255 bytes, an unknown kind), -SL_ERR_NOT_CONNECTED. */
+int sl_client_send_begin(sl_client_t *client, sl_id_t stream, sl_id_t topic,
+                         sl_send_partitioning_t partitioning) SL_CLIENT_WUR;
+/* Optional: makes room for `bytes` more request bytes at once (48 bytes
+ * per message plus payload and headers), so the adds that follow never
+ * move the buffer. -SL_ERR_COMMAND_LENGTH_ERROR beyond the frame limit. */
+int sl_client_send_reserve(sl_client_t *client, size_t bytes) SL_CLIENT_WUR;
+/* Appends one message. Errors: -SL_ERR_INVALID_COMMAND (no open batch, a
+ * NULL payload with a length, headers given both ways, a malformed raw
+ * block), -SL_ERR_TOO_BIG_MESSAGE_PAYLOAD, -SL_ERR_TOO_BIG_USER_HEADERS,
+ * -SL_ERR_INVALID_HEADER_KIND (kind 0 or above 15),
+ * -SL_ERR_INVALID_KEY_VALUE_LENGTH (a Raw/String of 0 or over 255 bytes),
+ * -SL_ERR_INVALID_HEADER_KEY / _VALUE (invalid UTF-8 String, a number out
+ * of its kind's range), -SL_ERR_INVALID_MESSAGE_TIMESTAMP_DELTA (origin
+ * timestamps of one batch span more than 2^32-1 us),
+ * -SL_ERR_TOO_MANY_MESSAGES, -SL_ERR_COMMAND_LENGTH_ERROR (the request
+ * would exceed the frame limit), -SL_ERR_ERROR (no memory or randomness). */
+int sl_client_send_add(sl_client_t *client, const sl_send_message_t *message) SL_CLIENT_WUR;
+/* Messages in the open batch and the size of its request frame so far,
+ * header included (0 and 0 when no batch is open). */
+void sl_client_send_pending(const sl_client_t *client, uint32_t *count, size_t *bytes);
+/* Sends the open batch and closes it, whatever the outcome. out may be
+ * NULL. -SL_ERR_INVALID_MESSAGES_COUNT for an empty batch (nothing sent),
+ * -SL_ERR_INVALID_COMMAND when no batch is open; otherwise what the server
+ * says (status 20 when the stream, topic or partition does not resolve,
+ * 41, 58, or a batch error 3/4027/4039 from a server that reports them).
+ * The request number advances (framing.md 5.2). Delivery is at least once:
+ * a batch whose reply was lost may have been stored. */
+int sl_client_send_commit(sl_client_t *client, sl_send_result_t *out) SL_CLIENT_WUR;
+/* Drops the open batch without sending; nothing happens when none is. */
+void sl_client_send_abandon(sl_client_t *client);
+/* begin, an add per message (count >= 1), commit, with the request space
+ * reserved up front. On an add error nothing is sent. */
+int sl_client_send_messages(sl_client_t *client, sl_id_t stream, sl_id_t topic,
+                            sl_send_partitioning_t partitioning, const sl_send_message_t *messages,
+                            uint32_t count, sl_send_result_t *out) SL_CLIENT_WUR;
+
+/* --- polling messages and consumer offsets ----------------------------------------- */
+
+/* Who reads: a single consumer (numeric id, or a name the server hashes)
+ * or a consumer group (polls name one of its assigned partitions). */
+enum {
+    SL_CONSUMER_KIND_SINGLE = 1,
+    SL_CONSUMER_KIND_GROUP = 2,
+};
+
+typedef struct sl_consumer_ref {
+    uint8_t kind; /* SL_CONSUMER_KIND_* */
+    sl_id_t id;
+} sl_consumer_ref_t;
+
+static inline sl_consumer_ref_t sl_consumer_single(sl_id_t id)
+{
+    sl_consumer_ref_t c = {SL_CONSUMER_KIND_SINGLE, id};
+    return c;
+}
+static inline sl_consumer_ref_t sl_consumer_in_group(sl_id_t group)
+{
+    sl_consumer_ref_t c = {SL_CONSUMER_KIND_GROUP, group};
+    return c;
+}
+
+/* "No partition" for the calls whose partition is optional: a single
+ * consumer then reads partition 0; a group poll gets an empty result. */
+#define SL_PARTITION_NONE UINT32_MAX
+
+/* Where a poll starts (encodings.md 6). */
+enum {
+    SL_POLL_OFFSET = 1,    /* value: the first offset */
+    SL_POLL_TIMESTAMP = 2, /* value: server append time, us */
+    SL_POLL_FIRST = 3,
+    SL_POLL_LAST = 4, /* the last `count` messages */
+    SL_POLL_NEXT = 5, /* after the consumer's stored offset */
+};
+
+typedef struct sl_poll_strategy {
+    uint8_t kind; /* SL_POLL_* */
+    uint64_t value;
+} sl_poll_strategy_t;
+
+static inline sl_poll_strategy_t sl_poll_offset(uint64_t offset)
+{
+    sl_poll_strategy_t s = {SL_POLL_OFFSET, offset};
+    return s;
+}
+static inline sl_poll_strategy_t sl_poll_timestamp(uint64_t timestamp_us)
+{
+    sl_poll_strategy_t s = {SL_POLL_TIMESTAMP, timestamp_us};
+    return s;
+}
+static inline sl_poll_strategy_t sl_poll_first(void)
+{
+    sl_poll_strategy_t s = {SL_POLL_FIRST, 0};
+    return s;
+}
+static inline sl_poll_strategy_t sl_poll_last(void)
+{
+    sl_poll_strategy_t s = {SL_POLL_LAST, 0};
+    return s;
+}
+static inline sl_poll_strategy_t sl_poll_next(void)
+{
+    sl_poll_strategy_t s = {SL_POLL_NEXT, 0};
+    return s;
+}
+
+/* One polled message. The pointers borrow the client's receive buffer
+ * (no copies): valid until the next call, like every result. */
+typedef struct sl_polled_message {
+    uint64_t offset;
+    uint64_t timestamp_us;        /* server append time (the batch's base timestamp) */
+    uint64_t origin_timestamp_us; /* the producer's */
+    sl_msg_id_t id;
+    uint64_t checksum; /* the frame checksum, verified */
+    const uint8_t *payload;
+    size_t payload_len;
+    const uint8_t *headers; /* the encoded user headers: see sl_header_iter_init */
+    size_t headers_len;
+} sl_polled_message_t;
+
+typedef struct sl_polled_messages {
+    uint32_t partition_id;
+    uint64_t current_offset; /* the partition's newest offset at poll time */
+    /* A group poll for a partition the caller does not own (any more): the
+     * server answered the re-sync sentinel (partition id 0xFFFFFFFF, no
+     * messages). Call sl_client_sync_consumer_group and poll what it
+     * assigns. Never set for single consumers by a conforming server. */
+    bool resync_required;
+    uint32_t count;
+    const sl_polled_message_t *messages; /* count messages in offset order; NULL when 0 */
+} sl_polled_messages_t;
+
+/* POLL_MESSAGES (code 100). partition: SL_PARTITION_NONE or an id (group
+ * consumers must name one). count 0 gives an empty result. auto_commit
+ * stores the offset of the last returned message for the consumer.
+ * Every record received is checked before anything is returned: layout
+ * (-SL_ERR_INVALID_FORMAT), each frame checksum
+ * (-SL_ERR_INVALID_MESSAGE_CHECKSUM) and each batch checksum
+ * (-SL_ERR_INVALID_BATCH_CHECKSUM); on those errors *out is not written
+ * and the connection stays usable. */
+int sl_client_poll_messages(sl_client_t *client, sl_consumer_ref_t consumer, sl_id_t stream,
+                            sl_id_t topic, uint32_t partition, sl_poll_strategy_t strategy,
+                            uint32_t count, bool auto_commit,
+                            sl_polled_messages_t *out) SL_CLIENT_WUR;
+
+/* Typed headers of a polled message. */
+static inline int sl_polled_message_headers(const sl_polled_message_t *m, sl_header_iter_t *it)
+{
+    return sl_header_iter_init(it, m->headers, m->headers_len);
+}
+
+/* Ack levels of consumer-offset writes (encodings.md 7). */
+enum {
+    SL_ACK_LEVEL_NONE = 0,   /* applied locally, answered at once */
+    SL_ACK_LEVEL_QUORUM = 1, /* replicated first */
+};
+
+typedef struct sl_consumer_offset {
+    bool found; /* false: no offset stored (or the target does not resolve) */
+    uint32_t partition_id;
+    uint64_t current_offset; /* the partition's newest offset */
+    uint64_t stored_offset;
+} sl_consumer_offset_t;
+
+/* GET_CONSUMER_OFFSET (120). partition: SL_PARTITION_NONE reads partition
+ * 0. A missing stream, topic or group reads as not found (the server
+ * answers that way); a missing partition is -SL_ERR_PARTITION_NOT_FOUND. */
+int sl_client_get_consumer_offset(sl_client_t *client, sl_consumer_ref_t consumer, sl_id_t stream,
+                                  sl_id_t topic, uint32_t partition,
+                                  sl_consumer_offset_t *out) SL_CLIENT_WUR;
+/* STORE_CONSUMER_OFFSET (121, operation 161). The partition is required
+ * by the server (SL_PARTITION_NONE is sent as absent and answered with
+ * -SL_ERR_RESOURCE_NOT_FOUND); an offset above the partition's current one
+ * is -SL_ERR_INVALID_OFFSET. ack: SL_ACK_LEVEL_*. */
+int sl_client_store_consumer_offset(sl_client_t *client, sl_consumer_ref_t consumer, sl_id_t stream,
+                                    sl_id_t topic, uint32_t partition, uint64_t offset,
+                                    uint8_t ack) SL_CLIENT_WUR;
+/* DELETE_CONSUMER_OFFSET (122, operation 162); nothing stored is
+ * -SL_ERR_CONSUMER_OFFSET_NOT_FOUND. */
+int sl_client_delete_consumer_offset(sl_client_t *client, sl_consumer_ref_t consumer,
+                                     sl_id_t stream, sl_id_t topic, uint32_t partition,
+                                     uint8_t ack) SL_CLIENT_WUR;
+
+/* FLUSH_UNSAVED_BUFFER (102). The reference server does not implement it
+ * and answers -SL_ERR_FEATURE_UNAVAILABLE; durability is the topic's
+ * enforce_fsync option. Offered for servers that do. */
+int sl_client_flush_unsaved_buffer(sl_client_t *client, sl_id_t stream, sl_id_t topic,
+                                   uint32_t partition_id, bool fsync) SL_CLIENT_WUR;
 
 /* --- raw access (tests, the command-line tool) --------------------------------
  *

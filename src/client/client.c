@@ -28,17 +28,25 @@ static void copy_text(char *dst, size_t cap, const char *src, const char *fallba
 
 /* A random non-zero 128-bit id from getrandom (lifecycle.md 3: every login
  * uses a fresh one). 0 or -SL_ERR_ERROR when the kernel gives no bytes. */
+int sl_client_random(void *out, size_t n)
+{
+    uint8_t *p = out;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t got = getrandom(p + done, n - done, 0);
+        if (got <= 0)
+            return -SL_ERR_ERROR;
+        done += (size_t)got;
+    }
+    return 0;
+}
+
 static int mint_client_id(sl_u128_t *out)
 {
     uint8_t bytes[16];
     for (int attempt = 0; attempt < 4; attempt++) {
-        size_t done = 0;
-        while (done < sizeof(bytes)) {
-            ssize_t n = getrandom(bytes + done, sizeof(bytes) - done, 0);
-            if (n <= 0)
-                return -SL_ERR_ERROR;
-            done += (size_t)n;
-        }
+        if (sl_client_random(bytes, sizeof(bytes)) != 0)
+            return -SL_ERR_ERROR;
         *out = sl_load_u128(bytes);
         if (!sl_u128_is_zero(*out))
             return 0;
@@ -66,6 +74,7 @@ static void init_buffers(sl_client_t *c)
 {
     sl_buf_init(&c->tx, c->frame_max);
     sl_buf_init(&c->rx, c->frame_max);
+    sl_buf_init(&c->scratch, SL_USER_HEADERS_MAX);
     sl_arena_init(&c->arena, SL_CLIENT_ARENA_CHUNK, (size_t)c->frame_max * SL_CLIENT_ARENA_FACTOR);
 }
 
@@ -113,6 +122,7 @@ void sl_client_close(sl_client_t *c)
         close(c->fd);
     sl_buf_free(&c->tx);
     sl_buf_free(&c->rx);
+    sl_buf_free(&c->scratch);
     sl_arena_free(&c->arena);
     free(c);
 }
@@ -132,7 +142,7 @@ void sl_client_session_info(const sl_client_t *c, sl_session_info_t *out)
 
 /* --- the exchange --------------------------------------------------------------- */
 
-void sl_client_call_begin(sl_client_t *c)
+void sl_client_results_release(sl_client_t *c)
 {
     /* Results of the previous call die here, as the header promises. */
     if (c->arena.used_bytes > SL_CLIENT_KEEP_BYTES) {
@@ -146,13 +156,24 @@ void sl_client_call_begin(sl_client_t *c)
         sl_buf_free(&c->rx);
         sl_buf_init(&c->rx, c->frame_max);
     }
+    sl_buf_reset(&c->rx);
+}
+
+void sl_client_request_begin(sl_client_t *c)
+{
+    c->batch.open = false;
     if (c->tx.cap > SL_CLIENT_KEEP_BYTES) {
         sl_buf_free(&c->tx);
         sl_buf_init(&c->tx, c->frame_max);
     }
-    sl_buf_reset(&c->rx);
     sl_buf_reset(&c->tx);
     sl_put_zeros(&c->tx, SL_HEADER_SIZE);
+}
+
+void sl_client_call_begin(sl_client_t *c)
+{
+    sl_client_results_release(c);
+    sl_client_request_begin(c);
 }
 
 /* Side effects of a processed reply on the client's state. */

@@ -15,6 +15,7 @@
 #include "base/assert.h"
 #include "base/bytes.h"
 #include "wire/cmd_groups.h"
+#include "wire/cmd_messages.h"
 #include "wire/cmd_streams.h"
 #include "wire/cmd_system.h"
 #include "wire/cmd_topics.h"
@@ -101,6 +102,17 @@ int sl_client_reply_process(sl_span_t frame, uint32_t frame_max, sl_client_reply
 
 /* --- the client object ---------------------------------------------------------- */
 
+/* The SendMessages request being built in tx (calls_messages.c). */
+typedef struct sl_client_batch {
+    bool open;
+    size_t count_at; /* where the metadata's messages_count sits in tx */
+    sl_batch_builder_t bb;
+} sl_client_batch_t;
+
+/* Random bytes drawn from the kernel in blocks (message ids need 16 each;
+ * one getrandom per message would dominate small sends). */
+#define SL_CLIENT_RANDOM_POOL 512u
+
 struct sl_client {
     int fd; /* -1 once closed after a transport or framing error */
     uint32_t connect_timeout_ms;
@@ -112,13 +124,25 @@ struct sl_client {
     sl_buf_t tx; /* the request being built: header space, then body */
     sl_buf_t rx; /* the last reply frame; results may borrow it */
     sl_arena_t arena;
+    sl_client_batch_t batch; /* closed by every other call */
+    sl_buf_t scratch;        /* the encoded user headers of the message being added */
+    uint8_t random[SL_CLIENT_RANDOM_POOL];
+    size_t random_left; /* unused bytes at the end of random[] */
 };
 
 /* Wraps a connected stream socket (tests use one end of a socketpair). The
  * client owns fd from then on, also on failure. */
 int sl_client_adopt(int fd, const sl_client_options_t *options, sl_client_t **out) SL_WUR;
-/* Forgets the previous call's results and reserves the request header. */
+/* Forgets the previous call's results and reserves the request header
+ * (both steps below); closes an open batch. */
 void sl_client_call_begin(sl_client_t *c);
+/* The first step alone: the previous call's results die here. */
+void sl_client_results_release(sl_client_t *c);
+/* The second step alone: an empty request with its header reserved. The
+ * batch builder starts with this, so polled results survive until commit. */
+void sl_client_request_begin(sl_client_t *c);
+/* n bytes from the kernel's random source: 0 or -SL_ERR_ERROR. */
+int sl_client_random(void *out, size_t n) SL_WUR;
 /* Sends the request in c->tx and processes the reply: 0 with *reply filled
  * and the payload ready, or the negated error. Applies the side effects:
  * an eviction drops the session, a transport or framing error closes the

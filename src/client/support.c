@@ -6,13 +6,6 @@
 const char *sl_client_support(uint32_t code)
 {
     switch (code) {
-    case SL_CMD_POLL_MESSAGES:
-    case SL_CMD_SEND_MESSAGES:
-    case SL_CMD_FLUSH_UNSAVED_BUFFER:
-    case SL_CMD_GET_CONSUMER_OFFSET:
-    case SL_CMD_STORE_CONSUMER_OFFSET:
-    case SL_CMD_DELETE_CONSUMER_OFFSET:
-        return "not yet (issue 4)";
     case SL_CMD_LOGIN_USER:
     case SL_CMD_LOGIN_WITH_PERSONAL_ACCESS_TOKEN:
         return "no: legacy, the server evicts it (sl_client_login instead)";
