@@ -72,7 +72,7 @@ static void preallocate_log(int fd, uint64_t bytes, const char *path)
 
 int sl_segment_create(sl_segment_t *s, const char *dir, uint64_t start, uint64_t preallocate)
 {
-    *s = (sl_segment_t){.start_offset = start, .log_fd = -1, .index_fd = -1};
+    *s = (sl_segment_t){.dir = dir, .start_offset = start, .log_fd = -1, .index_fd = -1};
     char log_path[PATH_MAX], index_path[PATH_MAX];
     if (!sl_segment_path(log_path, dir, start, SL_SEGMENT_LOG_EXT) ||
         !sl_segment_path(index_path, dir, start, SL_SEGMENT_INDEX_EXT))
@@ -193,8 +193,8 @@ int sl_segment_append(sl_segment_t *s, sl_segment_chunk_t *chunk, bool sync)
     sl_assert(!s->sealed && s->log_fd >= 0 && s->index_fd >= 0);
     sl_assert(chunk->bytes > 0 && chunk->messages > 0);
     if (s->tail_dirty && cut_tail(s) < 0) {
-        sl_log_error("segment %020" PRIu64 ": cannot cut the bytes of a failed write",
-                     s->start_offset);
+        sl_log_error("partition %s: segment %020" PRIu64 ": cannot cut the bytes of a failed write",
+                     s->dir, s->start_offset);
         return -SL_ERR_CANNOT_SAVE_MESSAGES_TO_SEGMENT;
     }
     const char *what = "write the .log";
@@ -217,9 +217,9 @@ int sl_segment_append(sl_segment_t *s, sl_segment_chunk_t *chunk, bool sync)
             rc = sl_io_fdatasync(s->index_fd);
     }
     if (rc < 0) {
-        sl_log_error("segment %020" PRIu64 ": cannot %s for offsets %" PRIu64 "..%" PRIu64
-                     " at byte %" PRIu64 ": %s",
-                     s->start_offset, what, chunk->first_offset,
+        sl_log_error("partition %s: segment %020" PRIu64 ": cannot %s for offsets %" PRIu64
+                     "..%" PRIu64 " at byte %" PRIu64 ": %s",
+                     s->dir, s->start_offset, what, chunk->first_offset,
                      chunk->first_offset + chunk->messages - 1, s->size, strerror(-rc));
         cut_tail(s);
         return err;
@@ -282,8 +282,9 @@ int sl_segment_lookup(const sl_segment_t *s, int index_fd, bool by_timestamp, ui
         sl_index_entry_t e = {0};
         int rc = sl_segment_index_read(index_fd, mid, &e);
         if (rc < 0) {
-            sl_log_error("segment %020" PRIu64 ": cannot read index entry %" PRIu64 ": %s",
-                         s->start_offset, mid, strerror(-rc));
+            sl_log_error("partition %s: segment %020" PRIu64 ": cannot read index entry %" PRIu64
+                         ": %s",
+                         s->dir, s->start_offset, mid, strerror(-rc));
             return -SL_ERR_CANNOT_READ_FILE;
         }
         bool qualifies = by_timestamp ? e.timestamp < target : e.offset <= target;

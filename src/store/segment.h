@@ -37,6 +37,7 @@ typedef struct sl_index_entry {
 #define SL_SEGMENT_RECORD_MIN (SL_BATCH_HEADER_SIZE + SL_FRAME_HEADER_SIZE)
 
 typedef struct sl_segment {
+    const char *dir;        /* the partition directory (borrowed from the partition), for logs */
     uint64_t start_offset;  /* offset of its first message; names the files */
     uint64_t messages;      /* messages in whole batches on disk: last = start + messages - 1 */
     uint64_t size;          /* bytes of whole batches in the .log: where the next batch goes */
@@ -63,7 +64,7 @@ bool sl_segment_parse_name(const char *name, const char *ext, uint64_t *start);
  * for the .log without changing its size, best effort. 0 or -SL_ERR_CANNOT_CREATE_SEGMENT_*. */
 SL_WUR int sl_segment_create(sl_segment_t *s, const char *dir, uint64_t start,
                              uint64_t preallocate);
-/* Opens the files of a recovered segment that becomes active. */
+/* Opens the files of a recovered segment that becomes active (s->dir must be set). */
 SL_WUR int sl_segment_open_active(sl_segment_t *s, const char *dir);
 /* Closes the fds (the segment is sealed or the partition closes). */
 void sl_segment_close(sl_segment_t *s);

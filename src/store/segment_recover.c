@@ -267,6 +267,7 @@ int sl_segment_repair(sl_segment_t *s, const char *dir, uint64_t start,
                       const sl_segment_recovery_t *rec)
 {
     *s = (sl_segment_t){
+        .dir = dir,
         .start_offset = start,
         .messages = rec->messages,
         .size = rec->size,
