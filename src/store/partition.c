@@ -345,7 +345,7 @@ static int open_recover(sl_partition_t *p, uint64_t now_us, char *err, size_t er
 int sl_partition_open(const char *dir, uint32_t partition_id, const sl_partition_config_t *cfg,
                       uint64_t now_us, sl_partition_t **out, char *err, size_t err_len)
 {
-    char local[8];
+    char local[PATH_MAX + 256];
     if (!err || err_len == 0) {
         err = local;
         err_len = sizeof(local);

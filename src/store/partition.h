@@ -88,7 +88,7 @@ void sl_partition_close(sl_partition_t *p);
 SL_WUR int sl_partition_remove(const char *dir);
 
 /* Changes the options that can change while open (message_expiry and max_size_share after an
- * UpdateTopic, a new partitions count); the create-only ones are kept. */
+ * UpdateTopic or a new partitions count, validate_checksum); the create-only ones are kept. */
 void sl_partition_reconfigure(sl_partition_t *p, const sl_partition_config_t *cfg);
 
 /* --- append (messages.md 3.3, storage.md 3) ------------------------------------------------- */

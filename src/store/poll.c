@@ -29,7 +29,7 @@ static void stop_with(poll_ctx_t *c, int error)
     c->res->read_error = error;
 }
 
-/* True when some frame of the record is selected (messages.md 4.1). */
+/* True when some frame of the record is selected (messages.md 4.1); reads the header only. */
 static bool wanted(const poll_ctx_t *c, sl_span_t record)
 {
     if (by_timestamp(c))
@@ -92,17 +92,24 @@ static bool walk_segment(poll_ctx_t *c, const sl_segment_t *s, int fd, uint64_t 
     sl_segment_cursor_init(&cursor, fd, pos, s->size, p->cfg.batch_max, &p->read_buf);
     bool first = true;
     while (!c->stop) { /* bounded: each record moves the cursor forward */
-        sl_span_t record;
+        sl_span_t header, record;
         uint64_t at = cursor.pos;
-        sl_segment_step_t step = sl_segment_next(&cursor, &record);
+        sl_segment_step_t step = sl_segment_peek(&cursor, &header);
         if (step == SL_SEGMENT_END)
             return true;
         if (step == SL_SEGMENT_RECORD &&
-            sl_load_u64(record.ptr + SL_BATCH_OFF_BASE_OFFSET) == expected) {
+            sl_load_u64(header.ptr + SL_BATCH_OFF_BASE_OFFSET) == expected) {
             first = false;
-            expected += sl_load_u32(record.ptr + SL_BATCH_OFF_COUNT);
-            serve(c, record, p->cfg.validate_checksum);
-            continue;
+            expected += sl_load_u32(header.ptr + SL_BATCH_OFF_COUNT);
+            if (!wanted(c, header)) {
+                sl_segment_skip(&cursor, header); /* its frames are never read */
+                continue;
+            }
+            step = sl_segment_next(&cursor, &record);
+            if (step == SL_SEGMENT_RECORD) {
+                serve(c, record, p->cfg.validate_checksum);
+                continue;
+            }
         }
         if (first && pos > 0 && step != SL_SEGMENT_IO)
             return false;

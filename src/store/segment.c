@@ -333,7 +333,7 @@ static int cursor_fill(sl_segment_cursor_t *c, uint64_t n, const uint8_t **out)
     return 0;
 }
 
-sl_segment_step_t sl_segment_next(sl_segment_cursor_t *c, sl_span_t *record)
+sl_segment_step_t sl_segment_peek(sl_segment_cursor_t *c, sl_span_t *header)
 {
     if (c->pos >= c->end)
         return SL_SEGMENT_END;
@@ -347,7 +347,24 @@ sl_segment_step_t sl_segment_next(sl_segment_cursor_t *c, sl_span_t *record)
     uint64_t length = sl_load_u64(p + SL_BATCH_OFF_LENGTH);
     if (length < SL_SEGMENT_RECORD_MIN || length > c->batch_max || length > left)
         return SL_SEGMENT_TORN;
-    rc = cursor_fill(c, length, &p);
+    *header = sl_span(p, SL_BATCH_HEADER_SIZE);
+    return SL_SEGMENT_RECORD;
+}
+
+void sl_segment_skip(sl_segment_cursor_t *c, sl_span_t header)
+{
+    c->pos += sl_load_u64(header.ptr + SL_BATCH_OFF_LENGTH);
+}
+
+sl_segment_step_t sl_segment_next(sl_segment_cursor_t *c, sl_span_t *record)
+{
+    sl_span_t header;
+    sl_segment_step_t step = sl_segment_peek(c, &header);
+    if (step != SL_SEGMENT_RECORD)
+        return step;
+    uint64_t length = sl_load_u64(header.ptr + SL_BATCH_OFF_LENGTH);
+    const uint8_t *p;
+    int rc = cursor_fill(c, length, &p);
     if (rc < 0)
         return rc == -ENODATA ? SL_SEGMENT_TORN : SL_SEGMENT_IO;
     *record = sl_span(p, (size_t)length);

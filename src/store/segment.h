@@ -138,6 +138,11 @@ void sl_segment_cursor_init(sl_segment_cursor_t *c, int fd, uint64_t pos, uint64
 /* The next record, borrowed from buf until the next call. Only the batch_length is checked
  * here; callers check what else they need. On RECORD pos moves past it. */
 sl_segment_step_t sl_segment_next(sl_segment_cursor_t *c, sl_span_t *record);
+/* The next record's 256-byte header only (same checks and results as sl_segment_next), without
+ * moving: sl_segment_next then returns that record, sl_segment_skip passes over it without
+ * reading its frames (a poll skipping the batches before its start). */
+sl_segment_step_t sl_segment_peek(sl_segment_cursor_t *c, sl_span_t *header);
+void sl_segment_skip(sl_segment_cursor_t *c, sl_span_t header);
 
 /* --- recovery (storage.md 4) -------------------------------------------------------------- */
 
@@ -151,7 +156,6 @@ typedef struct sl_segment_recovery {
     uint64_t index_keep;    /* index entries to keep (when not rebuilding) */
     bool index_rebuild;     /* the .index is missing, torn or garbled: replace it */
     sl_buf_t rebuilt;       /* the new .index bytes when index_rebuild */
-    bool walked_log;        /* bounds came from walking the .log from 0 */
 } sl_segment_recovery_t;
 
 /* Reads the bounds of segment `start` in dir without changing any file: from the last whole

@@ -161,7 +161,6 @@ static int recover_by_walk(recover_ctx_t *x)
         return -SL_ERR_CANNOT_READ_FILE;
     }
     take_walk(x, &w);
-    rec->walked_log = true;
     rec->index_rebuild = !(rec->index_found == 0 && rec->rebuilt.len == 0);
     return 0;
 }

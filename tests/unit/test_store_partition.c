@@ -305,6 +305,42 @@ static void test_poll_out_limit(void **state)
     sl_buf_free(&out);
 }
 
+typedef struct read_bytes {
+    uint64_t total;
+} read_bytes_t;
+
+static void sum_reads(void *ctx, const sl_io_op_t *op)
+{
+    ((read_bytes_t *)ctx)->total += op->len;
+}
+
+/* A poll that starts late in a long flush reads the headers of the batches before its start,
+ * not their frames. */
+static void test_poll_skips_frames_before_start(void **state)
+{
+    tu_part_t *t = *state;
+    t->cfg.segment_size = 16u * 1024u * 1024u;
+    t->cfg.batch_max = 2u * 1024u * 1024u;
+    tu_reopen(t);
+    for (int i = 0; i < 6; i++)
+        tu_append(t, 4, 250000); /* about 1 MB per batch, all in one flush */
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    read_bytes_t bytes = {0};
+    sl_io_fault_t plan = {.calls = SL_IO_BIT(SL_IO_PREAD),
+                          .path_contains = ".log",
+                          .trace = sum_reads,
+                          .trace_ctx = &bytes};
+    sl_io_fault_arm(&plan);
+    sl_buf_t out;
+    sl_buf_init(&out, 0);
+    sl_partition_poll_result_t res;
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 21, 1, &out, &res), 1);
+    sl_io_fault_arm(NULL);
+    assert_int_equal(res.first_offset, 21);
+    assert_true(bytes.total < 3u * 1000u * 1000u); /* not the 6 MB of the segment */
+    sl_buf_free(&out);
+}
+
 /* --- ownership and group commit ------------------------------------------------------------- */
 
 typedef struct release_log {
@@ -570,6 +606,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_empty_partition, setup, teardown),
         cmocka_unit_test_setup_teardown(test_journal_and_disk_identical, setup, teardown),
         cmocka_unit_test_setup_teardown(test_poll_out_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_poll_skips_frames_before_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_zero_copy_ownership, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batch_too_large, setup, teardown),
