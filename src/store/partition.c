@@ -270,6 +270,8 @@ static int check_chain(const sl_partition_t *p, const uint64_t *starts,
 static int recover_segments(sl_partition_t *p, const u64_list_t *logs, char *err, size_t err_len)
 {
     size_t n = logs->count;
+    if (n == 0)
+        return 0;
     sl_segment_recovery_t *recs = calloc(n, sizeof(*recs));
     if (!recs || !sl_partition_segments_reserve(p, n)) {
         free(recs);

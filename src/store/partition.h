@@ -9,7 +9,13 @@
  * allocation that holds the validated record (typically the whole request frame) with a pointer
  * to the record inside it; the partition stamps the record in place, keeps it in its journal
  * (which polls read directly), writes it to the .log straight from that memory with vectored
- * writes, and releases the allocation (cfg.release, or free()) once it is on disk. */
+ * writes, and releases the allocation (cfg.release, or free()) once it is on disk. Polls copy
+ * out of the journal or the files into the caller's buffer, so nothing they return borrows
+ * partition memory.
+ *
+ * I/O errors on the write path: the append that hit one is not acknowledged and leaves nothing
+ * behind (bytes written are cut off again, its offsets are handed out again); batches journaled
+ * and acknowledged before it stay in memory and are written by the next flush. */
 #ifndef SL_STORE_PARTITION_H
 #define SL_STORE_PARTITION_H
 
@@ -55,7 +61,7 @@ void sl_partition_config_from_topic(const sl_topic_config_t *topic, uint32_t par
  * absent) and recovers it (storage.md 4): *.staging files and .index files without a .log are
  * deleted; each segment's bounds come from its index and a walk of the .log from the last
  * entry, or a walk of the whole .log when the index is missing, torn or garbled (it is then
- * rebuilt); a torn tail of the last segment is cut; the segments must form a chain; the last
+ * rebuilt); torn tails are cut; the segments must form a chain; the last
  * becomes the active one; then the consumer offsets are loaded (store/offsets.h). A fresh
  * directory gets segment 0. now_us is the wall clock, used to warn when the newest stored
  * timestamp lies in the future (appends never go back in time, storage.md 2.2 lookups rely on
@@ -93,7 +99,8 @@ void sl_partition_reconfigure(sl_partition_t *p, const sl_partition_config_t *cf
 
 /* --- append (messages.md 3.3, storage.md 3) ------------------------------------------------- */
 
-/* A batch handed to the partition: record (len bytes) lies inside the allocation owner. */
+/* A batch handed to the partition: record (len bytes) lies inside the allocation owner (owner
+ * may be record itself); owner is what gets released, so each batch needs its own. */
 typedef struct sl_partition_batch {
     void *owner;
     uint8_t *record;
@@ -144,8 +151,11 @@ typedef struct sl_partition_poll_result {
     bool empty;              /* no offset was ever given out (since creation or purge) */
     uint64_t first_offset;   /* offset of the first message appended (when messages > 0) */
     uint64_t last_offset;    /* offset of the last message appended (when messages > 0) */
-    int read_error;          /* 0, or why a disk read stopped early: -SL_ERR_CANNOT_READ_FILE,
-                              * -SL_ERR_INVALID_MESSAGE_CHECKSUM (a record failed verification) */
+    int read_error;          /* 0, or why a disk read stopped early: -SL_ERR_CANNOT_READ_FILE
+                              * (I/O), -SL_ERR_INVALID_FORMAT (no valid batch where the next
+                              * one must be), or what sl_batch_validate said of a record that
+                              * failed verification (-SL_ERR_INVALID_MESSAGE_CHECKSUM,
+                              * -SL_ERR_INVALID_BATCH_CHECKSUM, -SL_ERR_INVALID_COMMAND) */
     bool out_full;           /* stopped because the next record did not fit in out */
 } sl_partition_poll_result_t;
 

@@ -570,6 +570,27 @@ static void test_retention_size(void **state)
     assert_int_equal(deleted, 0);
 }
 
+/* Preallocated segments keep their size at what was written, so recovery sees no zeros. */
+static void test_preallocate(void **state)
+{
+    tu_part_t *t = *state;
+    t->cfg.preallocate_segments = true;
+    tu_reopen(t);
+    uint32_t segments = fill_segments(t, 17);
+    assert_int_equal(segments, 2);
+    sl_segment_info_t active;
+    assert_true(sl_partition_segment_info(t->p, 1, &active));
+    char path[PATH_MAX];
+    tu_seg_path(t, active.start_offset, ".log", path);
+    assert_int_equal(tu_file_size(path), 0);
+    tu_append(t, 3, 100);
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    assert_int_equal(tu_file_size(path), SL_BATCH_HEADER_SIZE + 3 * (SL_FRAME_HEADER_SIZE + 100));
+    tu_reopen(t);
+    assert_int_equal(sl_partition_messages(t->p), t->next_id);
+    tu_poll_all(t, 100);
+}
+
 static void test_purge(void **state)
 {
     tu_part_t *t = *state;
@@ -615,6 +636,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_retention_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retention_expiry_unknown_timestamp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retention_size, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_preallocate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_purge, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
