@@ -1,0 +1,273 @@
+/* The write path of a partition (store/partition.h, storage.md 3): stamping into the in-memory
+ * journal, the flush gate, flushes split at segment boundaries with rotation, and the rollback
+ * of an append whose flush failed. Message bytes are never copied: the journal points into the
+ * caller's buffers and the flush hands those same buffers to a vectored write. */
+#include <errno.h>
+#include <inttypes.h>
+#include <sluice/error.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/io.h"
+#include "base/log.h"
+#include "store/partition_internal.h"
+#include "wire/batch.h"
+
+static uint64_t preallocate_bytes(const sl_partition_t *p)
+{
+    return p->cfg.preallocate_segments ? p->cfg.segment_size : 0;
+}
+
+static sl_segment_t *active_segment(sl_partition_t *p)
+{
+    sl_assert(p->segment_count > 0);
+    return &p->segments[p->segment_count - 1];
+}
+
+static bool journal_reserve(sl_partition_t *p, size_t n)
+{
+    if (p->journal_count + n <= p->journal_cap)
+        return true;
+    size_t cap = p->journal_cap ? p->journal_cap : 64;
+    while (cap < p->journal_count + n)
+        cap *= 2;
+    journal_entry_t *journal = realloc(p->journal, cap * sizeof(*journal));
+    if (!journal)
+        return false;
+    p->journal = journal;
+    struct iovec *iov = realloc(p->iov, cap * sizeof(*iov));
+    if (!iov)
+        return false;
+    p->iov = iov;
+    p->journal_cap = cap;
+    return true;
+}
+
+int sl_partition_ensure_active(sl_partition_t *p)
+{
+    if (p->segment_count > 0) {
+        sl_segment_t *active = active_segment(p);
+        return active->log_fd >= 0 ? 0 : sl_segment_open_active(active, p->dir);
+    }
+    if (!sl_partition_segments_reserve(p, 1))
+        return -SL_ERR_CANNOT_CREATE_SEGMENT_LOG_FILE;
+    uint64_t start = p->journal_count ? p->journal[0].base_offset : p->next_offset;
+    sl_segment_t s;
+    int rc = sl_segment_create(&s, p->dir, start, preallocate_bytes(p));
+    if (rc < 0)
+        return rc;
+    /* Once per partition life: the first segment's name is made durable whatever the topic's
+     * fsync setting, so a fresh partition never comes back without its segment. */
+    rc = sl_io_fsync_dir(p->dir);
+    if (rc < 0) {
+        sl_log_error("partition %s: cannot fsync the directory: %s", p->dir, strerror(-rc));
+        sl_segment_close(&s);
+        return -SL_ERR_CANNOT_SYNC_FILE;
+    }
+    p->segments[p->segment_count++] = s;
+    return 0;
+}
+
+/* Seals the active segment and starts the next one at the offset after its last message. */
+static int rotate(sl_partition_t *p)
+{
+    if (!sl_partition_segments_reserve(p, 1))
+        return -SL_ERR_CANNOT_CREATE_SEGMENT_LOG_FILE;
+    sl_segment_t *active = active_segment(p);
+    uint64_t start = active->start_offset + active->messages;
+    sl_segment_t next;
+    int rc = sl_segment_create(&next, p->dir, start, preallocate_bytes(p));
+    if (rc < 0)
+        return rc;
+    if (p->cfg.enforce_fsync && (rc = sl_io_fsync_dir(p->dir)) < 0) {
+        sl_log_error("partition %s: cannot fsync the directory after creating segment %020" PRIu64
+                     ": %s",
+                     p->dir, start, strerror(-rc));
+        sl_segment_close(&next);
+        if (sl_segment_unlink(p->dir, start) < 0)
+            sl_log_warn("partition %s: segment %020" PRIu64 " left behind", p->dir, start);
+        return -SL_ERR_CANNOT_SYNC_FILE;
+    }
+    active->sealed = true;
+    sl_segment_close(active);
+    p->segments[p->segment_count++] = next;
+    sl_log_debug("partition %s: sealed segment %020" PRIu64 ", started %020" PRIu64, p->dir,
+                 active->start_offset, start);
+    return 0;
+}
+
+static bool active_full(const sl_partition_t *p)
+{
+    return p->segment_count > 0 && p->segments[p->segment_count - 1].size >= p->cfg.segment_size;
+}
+
+/* The journal entries [from, end) that go into the active segment: up to and including the
+ * batch that brings it to segment_size (a soft limit: a segment ends past it by less than one
+ * batch). */
+static size_t chunk_end(const sl_partition_t *p, size_t from, uint64_t segment_bytes)
+{
+    size_t i = from;
+    while (i < p->journal_count) {
+        segment_bytes += p->journal[i++].len;
+        if (segment_bytes >= p->cfg.segment_size)
+            break;
+    }
+    return i;
+}
+
+static int write_chunk(sl_partition_t *p, size_t from, size_t to)
+{
+    sl_segment_chunk_t c = {
+        .iov = p->iov,
+        .iovcnt = to - from,
+        .first_offset = p->journal[from].base_offset,
+        .first_timestamp = p->journal[from].timestamp,
+        .last_timestamp = p->journal[to - 1].timestamp,
+    };
+    for (size_t i = from; i < to; i++) {
+        const journal_entry_t *e = &p->journal[i];
+        p->iov[i - from] = (struct iovec){e->record, e->len};
+        c.bytes += e->len;
+        c.messages += e->count;
+    }
+    return sl_segment_append(active_segment(p), &c, p->cfg.enforce_fsync);
+}
+
+/* Releases the first n entries, which are on disk now. */
+static void drop_flushed(sl_partition_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        p->journal_bytes -= p->journal[i].len;
+        p->journal_messages -= p->journal[i].count;
+        sl_partition_release(p, &p->journal[i]);
+    }
+    memmove(p->journal, p->journal + n, (p->journal_count - n) * sizeof(*p->journal));
+    p->journal_count -= n;
+}
+
+/* Writes the journal out, chunk by chunk (one per segment touched). *flushed gets how many
+ * entries reached the disk (and were released) before an error stopped it. */
+static int flush_journal(sl_partition_t *p, size_t *flushed)
+{
+    size_t done = 0;
+    int rc = 0;
+    while (rc == 0 && done < p->journal_count) { /* each turn writes >= 1 entry or fails */
+        rc = sl_partition_ensure_active(p);
+        if (rc == 0 && active_full(p))
+            rc = rotate(p);
+        if (rc == 0) {
+            size_t end = chunk_end(p, done, active_segment(p)->size);
+            rc = write_chunk(p, done, end);
+            if (rc == 0)
+                done = end;
+        }
+    }
+    drop_flushed(p, done);
+    *flushed = done;
+    /* Sealing right after the flush that filled the segment lets retention see it; when the
+     * rotation fails the data is safe anyway and the next flush rotates first. */
+    if (rc == 0 && active_full(p)) {
+        int err = rotate(p);
+        if (err < 0)
+            sl_log_warn("partition %s: rotation failed (%d); retried at the next flush", p->dir,
+                        err);
+    }
+    return rc;
+}
+
+int sl_partition_flush(sl_partition_t *p)
+{
+    size_t flushed;
+    return flush_journal(p, &flushed);
+}
+
+/* Storage.md 3 step 3, plus enforce_fsync: an append is acknowledged only once on disk. */
+static bool gate_tripped(const sl_partition_t *p)
+{
+    if (p->cfg.enforce_fsync || p->journal_messages >= p->cfg.messages_required_to_save ||
+        p->journal_bytes >= p->cfg.size_of_messages_required_to_save)
+        return true;
+    uint64_t position = p->segment_count ? p->segments[p->segment_count - 1].size : 0;
+    return position + p->journal_bytes >= p->cfg.segment_size;
+}
+
+/* Stamps a batch (messages.md 3.3) and journals it. */
+static uint64_t journal_push(sl_partition_t *p, const sl_partition_batch_t *b, uint64_t timestamp)
+{
+    uint32_t count = sl_load_u32(b->record + SL_BATCH_OFF_COUNT);
+    /* What sl_batch_validate guaranteed: the caller's side of the boundary. */
+    sl_assert(b->len >= SL_SEGMENT_RECORD_MIN && count >= 1);
+    sl_assert(sl_load_u64(b->record + SL_BATCH_OFF_LENGTH) == b->len);
+    sl_assert(count <= UINT64_MAX - p->next_offset);
+    uint64_t base = p->next_offset;
+    sl_batch_stamp(b->record, b->len, p->id, base, timestamp);
+    sl_assert_debug(sl_batch_validate(sl_span(b->record, b->len), count) == 0);
+    p->journal[p->journal_count++] =
+        (journal_entry_t){b->owner, b->record, b->len, base, timestamp, count};
+    p->next_offset = base + count;
+    p->journal_bytes += b->len;
+    p->journal_messages += count;
+    return base;
+}
+
+/* Takes the last n entries back out of the journal, unreleased: their appends failed, so
+ * their offsets are handed out again and their buffers stay the caller's. */
+static void rollback(sl_partition_t *p, size_t n)
+{
+    sl_assert(n <= p->journal_count);
+    for (size_t i = 0; i < n; i++) {
+        const journal_entry_t *e = &p->journal[--p->journal_count];
+        p->journal_bytes -= e->len;
+        p->journal_messages -= e->count;
+        p->next_offset = e->base_offset;
+    }
+}
+
+int sl_partition_append_many(sl_partition_t *p, const sl_partition_batch_t *batches, size_t n,
+                             uint64_t timestamp_us, uint64_t *base_offsets, size_t *accepted)
+{
+    *accepted = 0;
+    for (size_t i = 0; i < n; i++)
+        if (batches[i].len > p->cfg.batch_max)
+            return -SL_ERR_INVALID_MESSAGES_SIZE;
+    if (n == 0)
+        return 0;
+    if (!journal_reserve(p, n))
+        return -SL_ERR_CANNOT_SAVE_MESSAGES_TO_SEGMENT;
+    /* Timestamps never go back (index lookups by timestamp rely on it), even when the clock
+     * does: a batch gets at least the newest stored timestamp. */
+    uint64_t previous = p->last_timestamp;
+    uint64_t timestamp = timestamp_us > previous ? timestamp_us : previous;
+    size_t first = p->journal_count;
+    for (size_t i = 0; i < n; i++)
+        base_offsets[i] = journal_push(p, &batches[i], timestamp);
+    p->last_timestamp = timestamp;
+    if (!gate_tripped(p)) {
+        *accepted = n;
+        return 0;
+    }
+    size_t flushed;
+    int rc = flush_journal(p, &flushed);
+    size_t ours = flushed > first ? flushed - first : 0;
+    if (rc == 0 || ours == n) {
+        *accepted = n;
+        return 0;
+    }
+    rollback(p, n - ours);
+    if (ours == 0)
+        p->last_timestamp = previous;
+    *accepted = ours;
+    return rc;
+}
+
+int sl_partition_append(sl_partition_t *p, void *owner, uint8_t *record, size_t len,
+                        uint64_t timestamp_us, uint64_t *base_offset_out)
+{
+    sl_partition_batch_t batch = {owner, record, len};
+    uint64_t base;
+    size_t accepted;
+    int rc = sl_partition_append_many(p, &batch, 1, timestamp_us, &base, &accepted);
+    if (rc == 0)
+        *base_offset_out = base;
+    return rc;
+}

@@ -1,0 +1,213 @@
+/* A partition on disk (storage.md): its segments, the in-memory journal of batches not yet
+ * flushed, the flush gate, rotation, boot recovery, polls, retention, purge and the consumer
+ * offsets stored beside it (store/offsets.h). No network and no server knowledge: the server
+ * resolves streams, topics, strategies and permissions and calls in with plain numbers.
+ *
+ * Threading: one owner. The shard that owns a partition makes every call; nothing locks.
+ *
+ * Ownership on the write path: an appended batch is never copied. The caller hands over the
+ * allocation that holds the validated record (typically the whole request frame) with a pointer
+ * to the record inside it; the partition stamps the record in place, keeps it in its journal
+ * (which polls read directly), writes it to the .log straight from that memory with vectored
+ * writes, and releases the allocation (cfg.release, or free()) once it is on disk. */
+#ifndef SL_STORE_PARTITION_H
+#define SL_STORE_PARTITION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/assert.h"
+#include "base/bytes.h"
+#include "wire/topic_options.h"
+
+typedef struct sl_partition sl_partition_t;
+
+/* Gives back an allocation handed over with an append, once the partition is done with it. */
+typedef void (*sl_partition_release_fn)(void *ctx, void *owner);
+
+/* How one partition stores its messages: the topic's options (options.md 4.5) plus two server
+ * settings. Zero in a numeric field means its default. */
+typedef struct sl_partition_config {
+    uint64_t segment_size;                      /* soft size of a segment; 0: 1 GiB */
+    uint32_t messages_required_to_save;         /* flush gate: journal messages; 0: 1024 */
+    uint64_t size_of_messages_required_to_save; /* flush gate: journal bytes; 0: 1 MiB */
+    bool enforce_fsync;              /* fdatasync before an append returns, and offset stores */
+    bool preallocate_segments;       /* reserve segment_size bytes for each new .log */
+    bool validate_checksum;          /* re-verify every record a poll reads from disk */
+    uint64_t message_expiry;         /* microseconds; 0 or UINT64_MAX: never */
+    uint64_t max_size_share;         /* this partition's share of max_topic_size; 0 or UINT64_MAX:
+                                      * unlimited */
+    uint64_t batch_max;              /* largest record accepted and read back; 0: 64 MiB (the frame
+                                      * limit) */
+    sl_partition_release_fn release; /* NULL: free(owner) */
+    void *release_ctx;
+} sl_partition_config_t;
+
+/* The config of one of partitions_count partitions of a topic: its options, max_topic_size
+ * shared equally (storage.md 8), validate_checksum on. */
+void sl_partition_config_from_topic(const sl_topic_config_t *topic, uint32_t partitions_count,
+                                    sl_partition_config_t *out);
+
+/* --- open and close ------------------------------------------------------------------------ */
+
+/* Opens the partition in dir (creating dir, its parents and offsets/{consumers,groups} when
+ * absent) and recovers it (storage.md 4): *.staging files and .index files without a .log are
+ * deleted; each segment's bounds come from its index and a walk of the .log from the last
+ * entry, or a walk of the whole .log when the index is missing, torn or garbled (it is then
+ * rebuilt); a torn tail of the last segment is cut; the segments must form a chain; the last
+ * becomes the active one; then the consumer offsets are loaded (store/offsets.h). A fresh
+ * directory gets segment 0. now_us is the wall clock, used to warn when the newest stored
+ * timestamp lies in the future (appends never go back in time, storage.md 2.2 lookups rely on
+ * it).
+ *
+ * Refusals, with the reason in err and an error log line; the partition must be fenced, not
+ * the node, and no file has been changed except the sweep:
+ *   -SL_ERR_CANNOT_READ_INDEX_POSITION: an .index's last entry points past the end of its .log;
+ *   -SL_ERR_STATE_FILE_CORRUPTED: the segments do not form a chain (a gap, an empty segment
+ *    that is not the last, a batch whose offset breaks the sequence).
+ * Other errors: -SL_ERR_CANNOT_CREATE_PARTITION_DIRECTORY, -SL_ERR_CANNOT_READ_PARTITIONS (the
+ * directory cannot be listed), -SL_ERR_CANNOT_OPEN_PARTITION_LOG_FILE, -SL_ERR_CANNOT_READ_FILE,
+ * -SL_ERR_CANNOT_WRITE_TO_FILE (a repair failed), -SL_ERR_CANNOT_READ_CONSUMER_OFFSETS. */
+SL_WUR int sl_partition_open(const char *dir, uint32_t partition_id,
+                             const sl_partition_config_t *cfg, uint64_t now_us,
+                             sl_partition_t **out, char *err, size_t err_len);
+
+/* True for the two refusals of sl_partition_open (as opposed to I/O errors worth a retry). */
+bool sl_partition_refused(int rc);
+
+/* Writes every journaled batch to disk (shutdown; fsyncs when the topic enforces it).
+ * 0 or the error of sl_partition_append; what could not be written stays journaled. */
+SL_WUR int sl_partition_flush(sl_partition_t *p);
+
+/* Closes the files and releases the journal. Batches not flushed are lost: flush first. */
+void sl_partition_close(sl_partition_t *p);
+
+/* Deletes a partition directory and everything in it (the partition must be closed).
+ * A missing directory is not an error. 0 or -SL_ERR_CANNOT_DELETE_PARTITION_DIRECTORY. */
+SL_WUR int sl_partition_remove(const char *dir);
+
+/* Changes the options that can change while open (message_expiry and max_size_share after an
+ * UpdateTopic, a new partitions count); the create-only ones are kept. */
+void sl_partition_reconfigure(sl_partition_t *p, const sl_partition_config_t *cfg);
+
+/* --- append (messages.md 3.3, storage.md 3) ------------------------------------------------- */
+
+/* A batch handed to the partition: record (len bytes) lies inside the allocation owner. */
+typedef struct sl_partition_batch {
+    void *owner;
+    uint8_t *record;
+    size_t len;
+} sl_partition_batch_t;
+
+/* Appends one batch record that already passed sl_batch_validate. The record is stamped in place
+ * (partition_id, base_offset = the next offset, base_timestamp = max(timestamp_us, the newest
+ * stored timestamp), batch_checksum) and journaled; when the flush gate trips (journal messages
+ * >= messages_required_to_save, journal bytes >= size_of_messages_required_to_save, the active
+ * segment plus the journal at segment_size, or enforce_fsync) the journal is written out, with
+ * rotation at segment_size, and with enforce_fsync fdatasynced before this returns.
+ *
+ * On success the partition owns `owner` and *base_offset_out gets the batch's base offset: the
+ * batch is acknowledged. On failure nothing is acknowledged: the caller keeps `owner` (its
+ * record may be stamped already), the offsets are handed out again by the next append, the
+ * bytes of the failed flush are cut off, earlier journaled batches stay journaled and are
+ * written by a later flush. Errors: -SL_ERR_INVALID_MESSAGES_SIZE (a record larger than
+ * batch_max), -SL_ERR_CANNOT_SAVE_MESSAGES_TO_SEGMENT, -SL_ERR_CANNOT_SAVE_INDEX_TO_SEGMENT,
+ * -SL_ERR_CANNOT_SYNC_FILE, -SL_ERR_CANNOT_CREATE_SEGMENT_LOG_FILE. */
+SL_WUR int sl_partition_append(sl_partition_t *p, void *owner, uint8_t *record, size_t len,
+                               uint64_t timestamp_us, uint64_t *base_offset_out);
+
+/* Group commit: appends n batches in order with one flush (and one fdatasync per segment
+ * written) for all of them. *accepted gets how many were acknowledged, in order from the first:
+ * batches [0, accepted) are owned by the partition and base_offsets[i] holds their offsets;
+ * the caller keeps the rest. Returns 0 when all were accepted, else the error. */
+SL_WUR int sl_partition_append_many(sl_partition_t *p, const sl_partition_batch_t *batches,
+                                    size_t n, uint64_t timestamp_us, uint64_t *base_offsets,
+                                    size_t *accepted);
+
+/* --- poll (messages.md 4) ------------------------------------------------------------------- */
+
+typedef enum sl_partition_poll_kind {
+    SL_PARTITION_POLL_OFFSET = 1,    /* value = first offset wanted */
+    SL_PARTITION_POLL_TIMESTAMP = 2, /* value = microseconds: batches with base_timestamp >= it */
+} sl_partition_poll_kind_t;
+
+typedef struct sl_partition_poll {
+    sl_partition_poll_kind_t kind;
+    uint64_t value;
+    uint32_t count; /* at most this many messages; 0: none */
+} sl_partition_poll_t;
+
+typedef struct sl_partition_poll_result {
+    uint32_t messages;       /* messages in the records appended to out */
+    uint64_t current_offset; /* the newest offset (0 when empty) */
+    bool empty;              /* no offset was ever given out (since creation or purge) */
+    uint64_t first_offset;   /* offset of the first message appended (when messages > 0) */
+    uint64_t last_offset;    /* offset of the last message appended (when messages > 0) */
+    int read_error;          /* 0, or why a disk read stopped early: -SL_ERR_CANNOT_READ_FILE,
+                              * -SL_ERR_INVALID_MESSAGE_CHECKSUM (a record failed verification) */
+    bool out_full;           /* stopped because the next record did not fit in out */
+} sl_partition_poll_result_t;
+
+/* Appends to out the records of messages.md 4.1 for q: each stored batch with selected frames
+ * either byte for byte (all its frames) or as a sliced record (sl_batch_slice_*), from the
+ * journal or from the segments (index lookup, then a walk). By offset, frames from q->value
+ * on (a value below the oldest retained offset starts at the oldest); by timestamp, whole
+ * batches whose base_timestamp >= q->value. At most q->count messages and never a record that
+ * does not fit in out (out->max). With validate_checksum every record served from disk is
+ * verified first (frame and batch checksums); a record that fails, or a read error, ends the
+ * poll there: what came before it is served. Returns 0 (see res for what happened) or
+ * -SL_ERR_INVALID_COMMAND for an unknown kind. */
+SL_WUR int sl_partition_poll(sl_partition_t *p, const sl_partition_poll_t *q, sl_buf_t *out,
+                             sl_partition_poll_result_t *res);
+
+/* --- accessors ------------------------------------------------------------------------------ */
+
+uint32_t sl_partition_id(const sl_partition_t *p);
+/* The newest offset (0 when empty). */
+uint64_t sl_partition_current_offset(const sl_partition_t *p);
+/* The oldest offset still stored (= next offset when nothing is). */
+uint64_t sl_partition_first_offset(const sl_partition_t *p);
+/* True until the first append (and again after a purge). */
+bool sl_partition_empty(const sl_partition_t *p);
+/* Messages stored (retention and segment deletion lower it). */
+uint64_t sl_partition_messages(const sl_partition_t *p);
+/* Bytes of stored records, journaled ones included. */
+uint64_t sl_partition_size(const sl_partition_t *p);
+/* Segments, the active one included: at least 1. */
+uint32_t sl_partition_segments(const sl_partition_t *p);
+/* Messages and bytes in the journal, not yet on disk. */
+uint64_t sl_partition_journal_messages(const sl_partition_t *p);
+uint64_t sl_partition_journal_bytes(const sl_partition_t *p);
+
+typedef struct sl_segment_info {
+    uint64_t start_offset;
+    uint64_t end_offset; /* last offset; start_offset - 1 when empty (use messages) */
+    uint64_t messages;
+    uint64_t size;
+    uint64_t end_timestamp;
+    bool sealed;
+} sl_segment_info_t;
+
+/* Segment i (0 = oldest). false when i is out of range. */
+bool sl_partition_segment_info(const sl_partition_t *p, uint32_t i, sl_segment_info_t *out);
+
+/* --- deletion (storage.md 8) ----------------------------------------------------------------- */
+
+/* Deletes every segment, journaled batches and stored consumer offset; offsets restart at 0
+ * in a new segment 0. 0 or -SL_ERR_CANNOT_DELETE_FILE /
+ * -SL_ERR_CANNOT_CREATE_SEGMENT_LOG_FILE. */
+SL_WUR int sl_partition_purge(sl_partition_t *p);
+
+/* Deletes the `count` oldest sealed segments (never the active one); *deleted gets how many
+ * were. 0 or -SL_ERR_CANNOT_DELETE_FILE (those deleted before the failure are counted). */
+SL_WUR int sl_partition_delete_segments(sl_partition_t *p, uint32_t count, uint32_t *deleted);
+
+/* The retention pass of the segment cleaner at now_us: deletes the oldest sealed segments
+ * whose newest message is older than message_expiry (a segment with timestamp 0 never expires),
+ * then, while the sealed bytes exceed max_size_share (floored at segment_size + batch_max so
+ * the newest sealed segment stays), the oldest sealed segment. Only a prefix of the chain is
+ * ever deleted. *deleted gets how many segments went. 0 or -SL_ERR_CANNOT_DELETE_FILE. */
+SL_WUR int sl_partition_retention(sl_partition_t *p, uint64_t now_us, uint32_t *deleted);
+
+#endif

@@ -1,0 +1,82 @@
+/* The partition's state, shared by the files of the store module (partition.c, poll.c,
+ * offsets.c) and nothing else. */
+#ifndef SL_STORE_PARTITION_INTERNAL_H
+#define SL_STORE_PARTITION_INTERNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "base/bytes.h"
+#include "store/offsets.h"
+#include "store/partition.h"
+#include "store/segment.h"
+
+/* A stamped batch waiting in memory for a flush; polls read it in place. */
+typedef struct journal_entry {
+    void *owner;     /* released once the batch is on disk */
+    uint8_t *record; /* inside owner */
+    size_t len;
+    uint64_t base_offset;
+    uint64_t timestamp;
+    uint32_t count;
+} journal_entry_t;
+
+/* Consumer offsets in memory, sorted by key = kind << 32 | id for binary search. */
+typedef struct offset_slot {
+    uint64_t key;
+    uint64_t offset;
+} offset_slot_t;
+
+typedef struct offset_table {
+    offset_slot_t *slots;
+    size_t count;
+    size_t cap;
+} offset_table_t;
+
+struct sl_partition {
+    char dir[PATH_MAX];
+    uint32_t id;
+    sl_partition_config_t cfg;
+    /* Oldest first; the last is the active one. Empty only after a purge whose new segment
+     * could not be created: the next flush creates it. */
+    sl_segment_t *segments;
+    size_t segment_count;
+    size_t segment_cap;
+    /* Batches not yet on disk, in offset order; journal[0] starts where the disk ends. */
+    journal_entry_t *journal;
+    size_t journal_count;
+    size_t journal_cap;
+    uint64_t journal_bytes;
+    uint64_t journal_messages;
+    uint64_t next_offset;    /* the base offset of the next batch */
+    uint64_t last_timestamp; /* newest base_timestamp stored */
+    struct iovec *iov;       /* flush scratch, journal_cap entries */
+    sl_buf_t read_buf;       /* chunks of .log files read by polls and recovery */
+    offset_table_t offsets;
+};
+
+/* partition.c and append.c, for each other and poll.c. */
+/* Room for n more segments. */
+bool sl_partition_segments_reserve(sl_partition_t *p, size_t n);
+/* Creates the active segment at the next offset when there is none (a fresh partition, or a
+ * purge whose new segment could not be created), or reopens its files when a failed purge
+ * closed them. 0 or an error of sl_segment_create / sl_segment_open_active. */
+SL_WUR int sl_partition_ensure_active(sl_partition_t *p);
+/* Gives an entry's allocation back (cfg.release or free). */
+void sl_partition_release(sl_partition_t *p, journal_entry_t *e);
+/* Frees the read buffer when one large record grew it past what is worth keeping. */
+void sl_partition_trim_read_buf(sl_partition_t *p);
+/* Deletes the oldest segment, which must be sealed. 0 or -SL_ERR_CANNOT_DELETE_FILE. */
+SL_WUR int sl_partition_delete_oldest(sl_partition_t *p);
+
+/* offsets.c, for partition.c: load at open, forget at purge, free at close. */
+SL_WUR int sl_offsets_load(sl_partition_t *p, char *err, size_t err_len);
+SL_WUR int sl_offsets_purge(sl_partition_t *p);
+void sl_offsets_free(sl_partition_t *p);
+/* "<dir>/offsets" and its two children. */
+bool sl_offsets_dir_path(char out[PATH_MAX], const char *dir, const char *child);
+
+#endif

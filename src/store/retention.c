@@ -1,0 +1,122 @@
+/* Deleting data from a partition (store/partition.h, storage.md 8): DeleteSegments, the
+ * retention pass (message expiry and the size share) and purge. Only the oldest sealed segments
+ * are ever deleted one by one, so the chain stays contiguous on disk at every step. */
+#include <errno.h>
+#include <inttypes.h>
+#include <sluice/error.h>
+#include <string.h>
+
+#include "base/io.h"
+#include "base/log.h"
+#include "store/partition_internal.h"
+
+static size_t sealed_count(const sl_partition_t *p)
+{
+    return p->segment_count > 0 ? p->segment_count - 1 : 0;
+}
+
+int sl_partition_delete_oldest(sl_partition_t *p)
+{
+    sl_assert(sealed_count(p) > 0 && p->segments[0].sealed);
+    const sl_segment_t *s = &p->segments[0];
+    int rc = sl_segment_unlink(p->dir, s->start_offset);
+    if (rc < 0)
+        return rc;
+    sl_log_info("partition %s: deleted segment %020" PRIu64 " (offsets %" PRIu64 "..%" PRIu64
+                ", %" PRIu64 " bytes)",
+                p->dir, s->start_offset, s->start_offset, s->start_offset + s->messages - 1,
+                s->size);
+    memmove(p->segments, p->segments + 1, (p->segment_count - 1) * sizeof(*p->segments));
+    p->segment_count--;
+    return 0;
+}
+
+/* The deletes are made durable together; a crash before that brings back whole oldest
+ * segments, which the next pass deletes again. */
+static void sync_deletes(const sl_partition_t *p, uint32_t deleted)
+{
+    if (deleted > 0 && sl_io_fsync_dir(p->dir) < 0)
+        sl_log_warn("partition %s: cannot fsync the directory after deleting segments", p->dir);
+}
+
+int sl_partition_delete_segments(sl_partition_t *p, uint32_t count, uint32_t *deleted)
+{
+    *deleted = 0;
+    int rc = 0;
+    while (rc == 0 && *deleted < count && sealed_count(p) > 0) {
+        rc = sl_partition_delete_oldest(p);
+        if (rc == 0)
+            (*deleted)++;
+    }
+    sync_deletes(p, *deleted);
+    return rc;
+}
+
+static bool expired(const sl_segment_t *s, uint64_t now_us, uint64_t expiry)
+{
+    return s->end_timestamp != 0 && now_us > s->end_timestamp && now_us - s->end_timestamp > expiry;
+}
+
+int sl_partition_retention(sl_partition_t *p, uint64_t now_us, uint32_t *deleted)
+{
+    *deleted = 0;
+    int rc = 0;
+    uint64_t expiry = p->cfg.message_expiry;
+    while (rc == 0 && expiry != UINT64_MAX && sealed_count(p) > 0 &&
+           expired(&p->segments[0], now_us, expiry)) {
+        rc = sl_partition_delete_oldest(p);
+        if (rc == 0)
+            (*deleted)++;
+    }
+    /* The floor is the largest a sealed segment can be, so the newest one always stays. */
+    uint64_t share = p->cfg.max_size_share;
+    uint64_t floor = p->cfg.segment_size + p->cfg.batch_max;
+    if (share < floor)
+        share = floor;
+    uint64_t sealed_bytes = 0;
+    for (size_t i = 0; i < sealed_count(p); i++)
+        sealed_bytes += p->segments[i].size;
+    while (rc == 0 && p->cfg.max_size_share != UINT64_MAX && sealed_count(p) > 0 &&
+           sealed_bytes > share) {
+        uint64_t size = p->segments[0].size;
+        rc = sl_partition_delete_oldest(p);
+        if (rc == 0) {
+            sealed_bytes -= size;
+            (*deleted)++;
+        }
+    }
+    sync_deletes(p, *deleted);
+    return rc;
+}
+
+int sl_partition_purge(sl_partition_t *p)
+{
+    /* Oldest first, like retention: a failure (or a crash) part way leaves a contiguous newer
+     * suffix, and the partition stays usable with it. */
+    int rc = 0;
+    size_t i = 0;
+    for (; i < p->segment_count; i++) {
+        sl_segment_close(&p->segments[i]);
+        rc = sl_segment_unlink(p->dir, p->segments[i].start_offset);
+        if (rc < 0)
+            break;
+    }
+    if (rc < 0) {
+        memmove(p->segments, p->segments + i, (p->segment_count - i) * sizeof(*p->segments));
+        p->segment_count -= i;
+        sl_segment_t *active = &p->segments[p->segment_count - 1];
+        if (active->log_fd < 0 && sl_segment_open_active(active, p->dir) < 0)
+            sl_log_error("partition %s: purge failed and the active segment cannot reopen", p->dir);
+        return rc;
+    }
+    for (i = 0; i < p->journal_count; i++)
+        sl_partition_release(p, &p->journal[i]);
+    p->journal_count = 0;
+    p->journal_bytes = p->journal_messages = 0;
+    p->segment_count = 0;
+    p->next_offset = 0;
+    p->last_timestamp = 0;
+    rc = sl_offsets_purge(p);
+    int err = sl_partition_ensure_active(p);
+    return rc < 0 ? rc : err;
+}

@@ -1,0 +1,584 @@
+/* src/store: the partition's write and read paths. Round trips byte for byte from the journal,
+ * from disk and after a reopen; offsets across many appends and rotations; polls by offset
+ * (inside batches: sliced records), by timestamp, First/Last, count limits and past the end;
+ * group commit, zero-copy ownership, segment deletion, retention and purge. */
+#include "testutil.h"
+
+#include "tu_store.h"
+
+static int setup(void **state)
+{
+    tu_part_t *t = calloc(1, sizeof(*t));
+    assert_non_null(t);
+    tu_part_init(t, NULL);
+    *state = t;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    tu_part_t *t = *state;
+    tu_part_fini(t);
+    free(t);
+    return 0;
+}
+
+/* Appends a batch, keeping a copy of the record as the partition must store it. */
+static void append_keep(tu_part_t *t, uint32_t count, size_t payload_len, sl_buf_t *expected)
+{
+    size_t len;
+    uint8_t *frame = tu_batch_make(t->next_id, count, payload_len, &len);
+    size_t at = expected->len;
+    sl_put_bytes(expected, frame + TU_FRAME_PREFIX, len);
+    uint64_t timestamp = t->clock += 10, base;
+    assert_int_equal(
+        sl_partition_append(t->p, frame, frame + TU_FRAME_PREFIX, len, timestamp, &base), 0);
+    assert_int_equal(base, t->next_id);
+    sl_batch_stamp(expected->data + at, len, TU_PARTITION_ID, base, timestamp);
+    t->next_id += count;
+}
+
+static void poll_equals(tu_part_t *t, const sl_buf_t *expected)
+{
+    sl_buf_t out;
+    sl_buf_init(&out, 0);
+    sl_partition_poll_result_t res;
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 0, 1000, &out, &res), t->next_id);
+    assert_bytes_equal(out.data, out.len, expected->data, expected->len);
+    assert_int_equal(res.current_offset, t->next_id - 1);
+    assert_false(res.empty);
+    assert_int_equal(res.read_error, 0);
+    sl_buf_free(&out);
+}
+
+static void test_round_trip_byte_for_byte(void **state)
+{
+    tu_part_t *t = *state;
+    sl_buf_t expected;
+    sl_buf_init(&expected, 0);
+    append_keep(t, 3, 100, &expected);
+    append_keep(t, 1, 0, &expected);
+    append_keep(t, 5, 333, &expected);
+    assert_int_equal(sl_partition_journal_messages(t->p), 9);
+    poll_equals(t, &expected); /* from the journal */
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    assert_int_equal(sl_partition_journal_messages(t->p), 0);
+    assert_int_equal(sl_partition_messages(t->p), 9);
+    assert_int_equal(sl_partition_size(t->p), expected.len);
+    poll_equals(t, &expected); /* from disk */
+    char path[PATH_MAX];
+    tu_seg_path(t, 0, ".log", path);
+    size_t len;
+    uint8_t *log = tu_read_file(path, &len);
+    assert_bytes_equal(log, len, expected.data, expected.len); /* the .log is the records */
+    free(log);
+    tu_seg_path(t, 0, ".index", path);
+    assert_int_equal(tu_file_size(path), SL_INDEX_ENTRY_SIZE); /* one flush, one entry */
+    tu_reopen(t);
+    poll_equals(t, &expected);
+    assert_int_equal(sl_partition_current_offset(t->p), 8);
+    sl_buf_free(&expected);
+}
+
+static void test_offsets_across_rotations(void **state)
+{
+    tu_part_t *t = *state;
+    t->cfg.messages_required_to_save = 40; /* a flush every few batches */
+    tu_reopen(t);
+    const uint32_t batches = 100, per_batch = 16;
+    const size_t payload = 4000; /* about 64 KiB per batch */
+    for (uint32_t i = 0; i < batches; i++)
+        tu_append(t, per_batch, payload);
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    uint32_t segments = sl_partition_segments(t->p);
+    assert_true(segments >= 6);
+    uint64_t batch_len = SL_BATCH_HEADER_SIZE + per_batch * (SL_FRAME_HEADER_SIZE + payload);
+    uint64_t next = 0;
+    for (uint32_t i = 0; i < segments; i++) {
+        sl_segment_info_t info;
+        assert_true(sl_partition_segment_info(t->p, i, &info));
+        assert_int_equal(info.start_offset, next);
+        assert_int_equal(info.sealed, i + 1 < segments);
+        if (info.sealed) {
+            assert_true(info.size >= t->cfg.segment_size);
+            assert_true(info.size < t->cfg.segment_size + batch_len);
+        }
+        next += info.messages;
+    }
+    assert_int_equal(next, batches * per_batch);
+    assert_int_equal(sl_partition_messages(t->p), next);
+    tu_poll_all(t, 37);
+    tu_poll_all(t, 1000);
+    tu_reopen(t);
+    assert_int_equal(sl_partition_segments(t->p), segments);
+    assert_int_equal(sl_partition_current_offset(t->p), next - 1);
+    tu_poll_all(t, 53);
+    tu_append(t, 2, 10); /* continues after the reopen */
+    tu_poll_all(t, 500);
+}
+
+/* Polls inside batches: sliced records keep valid checksums and unrenumbered frames. */
+static void check_slices(tu_part_t *t)
+{
+    sl_buf_t out;
+    sl_buf_init(&out, 0);
+    sl_partition_poll_result_t res;
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 3, 4, &out, &res), 4);
+    assert_int_equal(res.first_offset, 3);
+    assert_int_equal(out.len, SL_BATCH_HEADER_SIZE + 4 * (SL_FRAME_HEADER_SIZE + 20));
+    assert_int_equal(sl_load_u64(out.data + SL_BATCH_OFF_BASE_OFFSET), 0);
+    assert_int_equal(sl_load_u32(out.data + SL_BATCH_HEADER_SIZE + SL_FRAME_OFF_OFFSET_DELTA), 3);
+    /* 7..16: the tail of batch 0 and the head of batch 1, two sliced records */
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 7, 10, &out, &res), 10);
+    sl_record_iter_t it = sl_record_iter(sl_buf_span(&out));
+    sl_span_t record;
+    uint32_t records = 0;
+    while (sl_record_next(&it, &record))
+        records++;
+    assert_int_equal(records, 2);
+    /* a whole batch is the stored record (offset 10 count 10) */
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 10, 10, &out, &res), 10);
+    assert_int_equal(out.len, SL_BATCH_HEADER_SIZE + 10 * (SL_FRAME_HEADER_SIZE + 20));
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 19, 10, &out, &res), 1);
+    sl_buf_free(&out);
+}
+
+static void test_poll_inside_batches(void **state)
+{
+    tu_part_t *t = *state;
+    tu_append(t, 10, 20);
+    tu_append(t, 10, 20);
+    check_slices(t);
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    check_slices(t);
+    tu_reopen(t);
+    check_slices(t);
+}
+
+static void check_timestamps(tu_part_t *t)
+{
+    sl_buf_t out;
+    sl_buf_init(&out, 0);
+    sl_partition_poll_result_t res;
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_TIMESTAMP, 0, 100, &out, &res), 9);
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_TIMESTAMP, 150, 100, &out, &res), 6);
+    assert_int_equal(res.first_offset, 3);
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_TIMESTAMP, 200, 100, &out, &res), 6);
+    assert_int_equal(res.first_offset, 3);
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_TIMESTAMP, 201, 100, &out, &res), 3);
+    assert_int_equal(res.first_offset, 6);
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_TIMESTAMP, 301, 100, &out, &res), 0);
+    assert_int_equal(out.len, 0);
+    /* a count limit serves the first frames of the first matching batch */
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_TIMESTAMP, 150, 2, &out, &res), 2);
+    assert_int_equal(res.first_offset, 3);
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_TIMESTAMP, 150, 4, &out, &res), 4);
+    assert_int_equal(res.last_offset, 6);
+    sl_buf_free(&out);
+}
+
+static void test_poll_by_timestamp(void **state)
+{
+    tu_part_t *t = *state;
+    assert_int_equal(tu_try_append_at(t, 3, 8, 100), 0);
+    assert_int_equal(tu_try_append_at(t, 3, 8, 200), 0);
+    assert_int_equal(tu_try_append_at(t, 3, 8, 300), 0);
+    check_timestamps(t);
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    check_timestamps(t);
+    tu_reopen(t);
+    check_timestamps(t);
+    /* a clock going back never stamps an older time */
+    assert_int_equal(tu_try_append_at(t, 1, 8, 50), 0);
+    sl_buf_t out;
+    sl_buf_init(&out, 0);
+    sl_partition_poll_result_t res;
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_TIMESTAMP, 300, 100, &out, &res), 4);
+    assert_int_equal(sl_load_u64(out.data + out.len - SL_BATCH_HEADER_SIZE -
+                                 (SL_FRAME_HEADER_SIZE + 8) + SL_BATCH_OFF_BASE_TIMESTAMP),
+                     300);
+    sl_buf_free(&out);
+}
+
+static void test_first_last_and_limits(void **state)
+{
+    tu_part_t *t = *state;
+    for (int i = 0; i < 4; i++)
+        tu_append(t, 5, 16);
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    tu_append(t, 5, 16); /* 20..24 in the journal */
+    sl_buf_t out;
+    sl_buf_init(&out, 0);
+    sl_partition_poll_result_t res;
+    /* First: offset 0 */
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 0, 7, &out, &res), 7);
+    assert_int_equal(res.first_offset, 0);
+    /* Last with count 3: current - (count - 1) */
+    uint64_t current = sl_partition_current_offset(t->p);
+    assert_int_equal(current, 24);
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, current - 2, 3, &out, &res), 3);
+    assert_int_equal(res.first_offset, 22);
+    assert_int_equal(res.last_offset, 24);
+    /* across disk and journal */
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 17, 6, &out, &res), 6);
+    assert_int_equal(res.last_offset, 22);
+    /* count 0, and more than there is */
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 0, 0, &out, &res), 0);
+    assert_int_equal(res.current_offset, 24);
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 0, 1000, &out, &res), 25);
+    /* past the end */
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 25, 10, &out, &res), 0);
+    assert_int_equal(res.current_offset, 24);
+    assert_false(res.empty);
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, UINT64_MAX, 10, &out, &res), 0);
+    /* an unknown kind */
+    sl_partition_poll_t q = {(sl_partition_poll_kind_t)9, 0, 1};
+    assert_int_equal(sl_partition_poll(t->p, &q, &out, &res), -SL_ERR_INVALID_COMMAND);
+    sl_buf_free(&out);
+}
+
+static void test_empty_partition(void **state)
+{
+    tu_part_t *t = *state;
+    sl_buf_t out;
+    sl_buf_init(&out, 0);
+    sl_partition_poll_result_t res;
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 0, 10, &out, &res), 0);
+    assert_true(res.empty);
+    assert_int_equal(res.current_offset, 0);
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_TIMESTAMP, 0, 10, &out, &res), 0);
+    assert_true(sl_partition_empty(t->p));
+    assert_int_equal(sl_partition_segments(t->p), 1);
+    assert_int_equal(sl_partition_messages(t->p), 0);
+    assert_int_equal(sl_partition_size(t->p), 0);
+    char path[PATH_MAX];
+    tu_seg_path(t, 0, ".log", path);
+    assert_true(tu_exists(path));
+    tu_append(t, 1, 1);
+    assert_false(sl_partition_empty(t->p));
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 0, 10, &out, &res), 1);
+    assert_int_equal(res.current_offset, 0);
+    assert_false(res.empty);
+    sl_buf_free(&out);
+}
+
+/* The same polls give the same bytes whether served from the journal or from disk. */
+static void test_journal_and_disk_identical(void **state)
+{
+    tu_part_t *t = *state;
+    for (uint32_t i = 0; i < 12; i++)
+        tu_append(t, 1 + i % 5, 10 + 17 * i);
+    const uint64_t starts[] = {0, 1, 2, 5, 9, 13, 20, 27, 29};
+    const uint32_t counts[] = {1, 2, 3, 7, 100};
+    sl_buf_t before[SL_ARRAY_LEN(starts)][SL_ARRAY_LEN(counts)];
+    sl_partition_poll_result_t res;
+    for (size_t i = 0; i < SL_ARRAY_LEN(starts); i++)
+        for (size_t j = 0; j < SL_ARRAY_LEN(counts); j++) {
+            sl_buf_init(&before[i][j], 0);
+            tu_poll(t, SL_PARTITION_POLL_OFFSET, starts[i], counts[j], &before[i][j], &res);
+        }
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    sl_buf_t out;
+    sl_buf_init(&out, 0);
+    for (size_t i = 0; i < SL_ARRAY_LEN(starts); i++)
+        for (size_t j = 0; j < SL_ARRAY_LEN(counts); j++) {
+            tu_poll(t, SL_PARTITION_POLL_OFFSET, starts[i], counts[j], &out, &res);
+            assert_bytes_equal(out.data, out.len, before[i][j].data, before[i][j].len);
+            sl_buf_free(&before[i][j]);
+        }
+    sl_buf_free(&out);
+}
+
+/* A poll never appends a record that does not fit in out. */
+static void test_poll_out_limit(void **state)
+{
+    tu_part_t *t = *state;
+    tu_append(t, 2, 100);
+    tu_append(t, 2, 100);
+    size_t record = SL_BATCH_HEADER_SIZE + 2 * (SL_FRAME_HEADER_SIZE + 100);
+    sl_buf_t out;
+    sl_buf_init(&out, record + 10);
+    sl_partition_poll_result_t res;
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 0, 10, &out, &res), 2);
+    assert_true(res.out_full);
+    assert_int_equal(out.len, record);
+    sl_buf_free(&out);
+}
+
+/* --- ownership and group commit ------------------------------------------------------------- */
+
+typedef struct release_log {
+    void *owners[16];
+    size_t count;
+} release_log_t;
+
+static void note_release(void *ctx, void *owner)
+{
+    release_log_t *log = ctx;
+    assert_true(log->count < SL_ARRAY_LEN(log->owners));
+    log->owners[log->count++] = owner;
+    free(owner);
+}
+
+static void test_zero_copy_ownership(void **state)
+{
+    tu_part_t *t = *state;
+    release_log_t log = {0};
+    t->cfg.release = note_release;
+    t->cfg.release_ctx = &log;
+    tu_reopen(t);
+    size_t len;
+    uint8_t *frame = tu_batch_make(0, 4, 50, &len);
+    uint64_t base;
+    assert_int_equal(sl_partition_append(t->p, frame, frame + TU_FRAME_PREFIX, len, 777, &base), 0);
+    /* stamped in place, in the caller's frame, and still held by the journal */
+    assert_int_equal(sl_load_u64(frame + TU_FRAME_PREFIX + SL_BATCH_OFF_PARTITION_ID),
+                     TU_PARTITION_ID);
+    assert_int_equal(sl_load_u64(frame + TU_FRAME_PREFIX + SL_BATCH_OFF_BASE_TIMESTAMP), 777);
+    assert_int_equal(log.count, 0);
+    t->next_id = 4;
+    sl_buf_t out;
+    sl_buf_init(&out, 0);
+    sl_partition_poll_result_t res;
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 0, 10, &out, &res), 4);
+    assert_bytes_equal(out.data, out.len, frame + TU_FRAME_PREFIX, len);
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    assert_int_equal(log.count, 1);
+    assert_ptr_equal(log.owners[0], frame);
+    sl_buf_free(&out);
+}
+
+static void count_syncs(void *ctx, const sl_io_op_t *op)
+{
+    (void)op;
+    (*(int *)ctx)++;
+}
+
+static void test_group_commit(void **state)
+{
+    tu_part_t *t = *state;
+    t->cfg.enforce_fsync = true;
+    tu_reopen(t);
+    sl_partition_batch_t batches[5];
+    size_t len;
+    for (uint32_t i = 0; i < 5; i++) {
+        uint8_t *frame = tu_batch_make(i * 2, 2, 30, &len);
+        batches[i] = (sl_partition_batch_t){frame, frame + TU_FRAME_PREFIX, len};
+    }
+    int syncs = 0;
+    sl_io_fault_t plan = {.calls = SL_IO_MASK_SYNCS, .trace = count_syncs, .trace_ctx = &syncs};
+    sl_io_fault_arm(&plan);
+    uint64_t bases[5];
+    size_t accepted;
+    assert_int_equal(sl_partition_append_many(t->p, batches, 5, 100, bases, &accepted), 0);
+    sl_io_fault_arm(NULL);
+    assert_int_equal(accepted, 5);
+    for (uint32_t i = 0; i < 5; i++)
+        assert_int_equal(bases[i], i * 2);
+    assert_int_equal(syncs, 2); /* one fdatasync of the .log and one of the .index */
+    t->next_id = 10;
+    char path[PATH_MAX];
+    tu_seg_path(t, 0, ".index", path);
+    assert_int_equal(tu_file_size(path), SL_INDEX_ENTRY_SIZE);
+    tu_reopen(t);
+    tu_poll_all(t, 3);
+}
+
+static void test_batch_too_large(void **state)
+{
+    tu_part_t *t = *state;
+    size_t len;
+    uint8_t *frame = tu_batch_make(0, 1, t->cfg.batch_max, &len);
+    uint64_t base;
+    assert_int_equal(sl_partition_append(t->p, frame, frame + TU_FRAME_PREFIX, len, 1, &base),
+                     -SL_ERR_INVALID_MESSAGES_SIZE);
+    free(frame); /* still the caller's */
+    assert_true(sl_partition_empty(t->p));
+    tu_append(t, 1, 10);
+}
+
+static void test_config_from_topic(void **state)
+{
+    (void)state;
+    sl_topic_config_t topic;
+    sl_topic_config_default(&topic);
+    topic.max_topic_size = 10u * 1024u * 1024u;
+    topic.enforce_fsync = true;
+    sl_partition_config_t cfg;
+    sl_partition_config_from_topic(&topic, 4, &cfg);
+    assert_int_equal(cfg.max_size_share, 10u * 1024u * 1024u / 4);
+    assert_int_equal(cfg.segment_size, topic.segment_size);
+    assert_true(cfg.enforce_fsync);
+    assert_true(cfg.validate_checksum);
+    assert_int_equal(cfg.message_expiry, SL_TOPIC_EXPIRY_NEVER);
+    topic.max_topic_size = SL_TOPIC_SIZE_UNLIMITED;
+    sl_partition_config_from_topic(&topic, 4, &cfg);
+    assert_int_equal(cfg.max_size_share, UINT64_MAX);
+}
+
+/* --- deletion ------------------------------------------------------------------------------- */
+
+/* Fills several 1 MiB segments with 64 KiB batches; returns the segment count. */
+static uint32_t fill_segments(tu_part_t *t, uint32_t batches)
+{
+    for (uint32_t i = 0; i < batches; i++)
+        tu_append(t, 16, 4000);
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    return sl_partition_segments(t->p);
+}
+
+static void test_delete_segments(void **state)
+{
+    tu_part_t *t = *state;
+    uint32_t segments = fill_segments(t, 70);
+    assert_true(segments >= 4);
+    sl_segment_info_t third;
+    assert_true(sl_partition_segment_info(t->p, 2, &third));
+    uint32_t deleted;
+    assert_int_equal(sl_partition_delete_segments(t->p, 2, &deleted), 0);
+    assert_int_equal(deleted, 2);
+    assert_int_equal(sl_partition_segments(t->p), segments - 2);
+    assert_int_equal(sl_partition_first_offset(t->p), third.start_offset);
+    sl_buf_t out;
+    sl_buf_init(&out, 0);
+    sl_partition_poll_result_t res;
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 0, 5, &out, &res), 5);
+    assert_int_equal(res.first_offset, third.start_offset);
+    /* never the active segment */
+    assert_int_equal(sl_partition_delete_segments(t->p, 1000, &deleted), 0);
+    assert_int_equal(deleted, segments - 3);
+    assert_int_equal(sl_partition_segments(t->p), 1);
+    assert_int_equal(sl_partition_delete_segments(t->p, 1, &deleted), 0);
+    assert_int_equal(deleted, 0);
+    sl_segment_info_t active;
+    assert_true(sl_partition_segment_info(t->p, 0, &active));
+    assert_false(active.sealed);
+    tu_reopen(t);
+    assert_int_equal(sl_partition_first_offset(t->p), active.start_offset);
+    assert_int_equal(sl_partition_current_offset(t->p), t->next_id - 1);
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 0, 1000000, &out, &res),
+                     t->next_id - active.start_offset);
+    sl_buf_free(&out);
+}
+
+static void test_retention_expiry(void **state)
+{
+    tu_part_t *t = *state;
+    uint32_t segments = fill_segments(t, 70);
+    uint32_t deleted;
+    /* never expire */
+    assert_int_equal(sl_partition_retention(t->p, UINT64_MAX, &deleted), 0);
+    assert_int_equal(deleted, 0);
+    sl_segment_info_t second;
+    assert_true(sl_partition_segment_info(t->p, 1, &second));
+    sl_partition_config_t cfg = t->cfg;
+    cfg.message_expiry = 1000;
+    sl_partition_reconfigure(t->p, &cfg);
+    /* at exactly expiry after the second segment's newest message, only the first is older */
+    assert_int_equal(sl_partition_retention(t->p, second.end_timestamp + 1000, &deleted), 0);
+    assert_int_equal(deleted, 1);
+    assert_int_equal(sl_partition_retention(t->p, UINT64_MAX, &deleted), 0);
+    assert_int_equal(deleted, segments - 2);
+    assert_int_equal(sl_partition_segments(t->p), 1);
+}
+
+/* A segment whose newest timestamp is unknown (0) never expires, and only a prefix of the
+ * chain is deleted, so it keeps the newer ones too. */
+static void test_retention_expiry_unknown_timestamp(void **state)
+{
+    tu_part_t *t = *state;
+    for (uint32_t i = 0; i < 20; i++)
+        assert_int_equal(tu_try_append_at(t, 16, 4000, 0), 0);
+    for (uint32_t i = 0; i < 20; i++)
+        assert_int_equal(tu_try_append_at(t, 16, 4000, 5000), 0);
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    assert_true(sl_partition_segments(t->p) >= 3);
+    sl_segment_info_t first, second;
+    assert_true(sl_partition_segment_info(t->p, 0, &first));
+    assert_true(sl_partition_segment_info(t->p, 1, &second));
+    assert_true(first.sealed && second.sealed);
+    assert_int_equal(first.end_timestamp, 0);
+    assert_int_equal(second.end_timestamp, 5000);
+    sl_partition_config_t cfg = t->cfg;
+    cfg.message_expiry = 1;
+    sl_partition_reconfigure(t->p, &cfg);
+    uint32_t deleted;
+    assert_int_equal(sl_partition_retention(t->p, 1000000, &deleted), 0);
+    assert_int_equal(deleted, 0);
+    assert_int_equal(sl_partition_delete_segments(t->p, 1, &deleted), 0);
+    assert_int_equal(sl_partition_retention(t->p, 1000000, &deleted), 0);
+    assert_int_equal(deleted, 1);
+}
+
+static void test_retention_size(void **state)
+{
+    tu_part_t *t = *state;
+    uint32_t segments = fill_segments(t, 90);
+    assert_true(segments >= 5);
+    sl_partition_config_t cfg = t->cfg;
+    cfg.max_size_share = UINT64_MAX;
+    sl_partition_reconfigure(t->p, &cfg);
+    uint32_t deleted;
+    assert_int_equal(sl_partition_retention(t->p, 0, &deleted), 0);
+    assert_int_equal(deleted, 0);
+    /* a share below one sealed segment is floored: the newest sealed segment stays */
+    cfg.max_size_share = 1;
+    sl_partition_reconfigure(t->p, &cfg);
+    assert_int_equal(sl_partition_retention(t->p, 0, &deleted), 0);
+    assert_int_equal(deleted, segments - 2);
+    assert_int_equal(sl_partition_segments(t->p), 2);
+    sl_segment_info_t info;
+    assert_true(sl_partition_segment_info(t->p, 0, &info));
+    assert_true(info.sealed);
+    assert_int_equal(sl_partition_retention(t->p, 0, &deleted), 0);
+    assert_int_equal(deleted, 0);
+}
+
+static void test_purge(void **state)
+{
+    tu_part_t *t = *state;
+    fill_segments(t, 40);
+    tu_append(t, 3, 10); /* journaled */
+    assert_int_equal(sl_offsets_store(t->p, SL_OFFSETS_CONSUMER, 7, 5, false, false), 0);
+    assert_int_equal(sl_offsets_store(t->p, SL_OFFSETS_GROUP, 1, 9, false, false), 0);
+    assert_int_equal(sl_partition_purge(t->p), 0);
+    assert_true(sl_partition_empty(t->p));
+    assert_int_equal(sl_partition_messages(t->p), 0);
+    assert_int_equal(sl_partition_segments(t->p), 1);
+    assert_int_equal(sl_partition_current_offset(t->p), 0);
+    assert_int_equal(sl_offsets_count(t->p), 0);
+    uint64_t offset;
+    assert_int_equal(sl_offsets_get(t->p, SL_OFFSETS_CONSUMER, 7, &offset),
+                     -SL_ERR_CONSUMER_OFFSET_NOT_FOUND);
+    t->next_id = 0;
+    tu_append(t, 2, 10);
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    tu_reopen(t);
+    assert_int_equal(sl_offsets_count(t->p), 0);
+    assert_int_equal(sl_partition_segments(t->p), 1);
+    tu_poll_all(t, 10);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_round_trip_byte_for_byte, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_offsets_across_rotations, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_poll_inside_batches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_poll_by_timestamp, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_first_last_and_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_empty_partition, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_journal_and_disk_identical, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_poll_out_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_zero_copy_ownership, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_batch_too_large, setup, teardown),
+        cmocka_unit_test(test_config_from_topic),
+        cmocka_unit_test_setup_teardown(test_delete_segments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retention_expiry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retention_expiry_unknown_timestamp, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retention_size, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_purge, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
