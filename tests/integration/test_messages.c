@@ -319,6 +319,45 @@ static void test_restart_keeps_messages(void **state)
     sl_client_close(c);
 }
 
+/* DeleteSegments removes the oldest sealed segments, never the active one. */
+static void test_delete_segments(void **state)
+{
+    (void)state;
+    sl_client_t *c = connect_root();
+    sl_topic_options_t opt = {.set = SL_TOPIC_OPT_SEGMENT_SIZE, .segment_size = 1024 * 1024};
+    assert_int_equal(sl_client_create_stream(c, "seg", NULL), 0);
+    assert_int_equal(sl_client_create_topic(c, sl_id_name("seg"), "t", 1, &opt, NULL), 0);
+    static uint8_t payload[64 * 1024];
+    memset(payload, 'x', sizeof(payload));
+    sl_send_message_t m = {.payload = payload, .payload_len = sizeof(payload)};
+    for (int i = 0; i < 40; i++) { /* 2.5 MiB: at least two sealed segments */
+        sl_send_result_t r;
+        assert_int_equal(sl_client_send_messages(c, sl_id_name("seg"), sl_id_name("t"),
+                                                 sl_partitioning_partition(0), &m, 1, &r),
+                         0);
+    }
+    const sl_topic_t *t;
+    assert_int_equal(sl_client_get_topic(c, sl_id_name("seg"), sl_id_name("t"), &t), 0);
+    uint32_t before = t->partitions[0].segments_count;
+    assert_true(before >= 3);
+    assert_int_equal(sl_client_delete_segments(c, sl_id_name("seg"), sl_id_name("t"), 0, 1), 0);
+    assert_int_equal(sl_client_get_topic(c, sl_id_name("seg"), sl_id_name("t"), &t), 0);
+    assert_int_equal(t->partitions[0].segments_count, before - 1);
+    sl_polled_messages_t out;
+    assert_int_equal(sl_client_poll_messages(c, sl_consumer_single(sl_id_num(1)),
+                                             sl_id_name("seg"), sl_id_name("t"), 0, sl_poll_first(),
+                                             1, false, &out),
+                     0);
+    assert_int_equal(out.count, 1);
+    assert_true(out.messages[0].offset > 0); /* the oldest messages are gone */
+    /* Asking for more than exist keeps the active segment. */
+    assert_int_equal(sl_client_delete_segments(c, sl_id_name("seg"), sl_id_name("t"), 0, 100), 0);
+    assert_int_equal(sl_client_get_topic(c, sl_id_name("seg"), sl_id_name("t"), &t), 0);
+    assert_int_equal(t->partitions[0].segments_count, 1);
+    assert_int_equal(t->partitions[0].current_offset, 39);
+    sl_client_close(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -326,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_consumer_offsets),
         cmocka_unit_test(test_group_exactly_once),
         cmocka_unit_test(test_restart_keeps_messages),
+        cmocka_unit_test(test_delete_segments),
     };
     return cmocka_run_group_tests(tests, start, stop);
 }
