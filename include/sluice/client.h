@@ -469,14 +469,14 @@ typedef struct sl_topic_options {
     const sl_option_t *extra;
 } sl_topic_options_t;
 
-typedef struct sl_partition {
+typedef struct sl_topic_partition {
     uint32_t id;
     uint64_t created_at_us;
     uint32_t segments_count;
     uint64_t current_offset;
     uint64_t size_bytes;
     uint64_t messages_count;
-} sl_partition_t;
+} sl_topic_partition_t;
 
 struct sl_topic {
     uint32_t id;
@@ -495,7 +495,7 @@ struct sl_topic {
     const sl_option_t *derived_options;
     /* get_topic / create_topic: partitions_count partitions. NULL in
      * get_topics and inside sl_stream_t. */
-    const sl_partition_t *partitions;
+    const sl_topic_partition_t *partitions;
 };
 
 int sl_client_get_topic(sl_client_t *client, sl_id_t stream, sl_id_t topic,

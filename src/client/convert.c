@@ -229,11 +229,11 @@ int sl_client_topic_options_encode(sl_buf_t *b, const sl_topic_options_t *in)
 /* --- streams and topics ---------------------------------------------------------- */
 
 static void conv_partitions(sl_client_conv_t *cv, const sl_partition_info_t *in, uint32_t count,
-                            const sl_partition_t **out)
+                            const sl_topic_partition_t **out)
 {
-    sl_partition_t *p = SL_CONV_NEW(cv, sl_partition_t, count);
+    sl_topic_partition_t *p = SL_CONV_NEW(cv, sl_topic_partition_t, count);
     for (uint32_t i = 0; p != NULL && i < count; i++) {
-        p[i] = (sl_partition_t){
+        p[i] = (sl_topic_partition_t){
             .id = in[i].id,
             .created_at_us = in[i].created_at,
             .segments_count = in[i].segments_count,

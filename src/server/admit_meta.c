@@ -201,8 +201,74 @@ void sl_admit_metadata(sl_session_t *s, const sl_request_header_t *req, sl_span_
         sl_reply_result(s, req, operation, SL_ERR_TRANSIENT_NOT_ACCEPTED);
         return;
     }
+    sl_server_after_commit(srv, &e, sl_buf_span(&s->reply_body));
     if (cmd->operation == SL_OP_CREATE_PERSONAL_ACCESS_TOKEN)
         append_token(&s->reply_body, 0, token);
     sl_reply_committed(s, req, operation, e.op, e.timestamp, sl_buf_span(&s->reply_body));
     memset(token, 0, sizeof(token));
+}
+
+/* --- effects on the partitions ---------------------------------------------------- */
+
+static void delete_segments(sl_server_t *srv, sl_span_t body)
+{
+    sl_delete_segments_request_t q;
+    if (sl_delete_segments_request_decode(body, &q) != 0)
+        return;
+    const sl_meta_stream_t *st = sl_meta_stream_find(srv->meta, &q.stream_id);
+    const sl_meta_topic_t *t = st ? sl_meta_topic_find(st, &q.topic_id) : NULL;
+    sl_partition_t *p =
+        t ? sl_partitions_get(&srv->partitions, st->id, t->id, q.partition_id) : NULL;
+    uint32_t deleted = 0;
+    if (p && sl_partition_delete_segments(p, q.segments_count, &deleted) != 0)
+        sl_log_error("DeleteSegments on partition %u of topic %u failed", q.partition_id, t->id);
+    else if (p)
+        sl_log_info("deleted %u sealed segments of partition %u, topic %u, stream %u", deleted,
+                    q.partition_id, t->id, st->id);
+}
+
+static void purge(sl_server_t *srv, uint8_t operation, sl_span_t body)
+{
+    const sl_meta_stream_t *st;
+    const sl_meta_topic_t *t = NULL;
+    if (operation == SL_OP_PURGE_STREAM) {
+        sl_purge_stream_request_t q;
+        if (sl_purge_stream_request_decode(body, &q) != 0 ||
+            !(st = sl_meta_stream_find(srv->meta, &q.stream_id)))
+            return;
+    } else {
+        sl_purge_topic_request_t q;
+        if (sl_purge_topic_request_decode(body, &q) != 0 ||
+            !(st = sl_meta_stream_find(srv->meta, &q.stream_id)) ||
+            !(t = sl_meta_topic_find(st, &q.topic_id)))
+            return;
+    }
+    sl_partitions_purge(&srv->partitions, st->id, t ? t->id : UINT32_MAX);
+}
+
+void sl_server_after_commit(sl_server_t *srv, const sl_meta_entry_t *e, sl_span_t reply)
+{
+    uint32_t result;
+    sl_span_t payload;
+    if (sl_result_split(reply, &result, &payload) != 0 || result != 0)
+        return;
+    switch (e->operation) {
+    case SL_OP_CREATE_TOPIC_WITH_ASSIGNMENTS:
+    case SL_OP_CREATE_PARTITIONS_WITH_ASSIGNMENTS:
+    case SL_OP_DELETE_PARTITIONS:
+    case SL_OP_DELETE_TOPIC:
+    case SL_OP_DELETE_STREAM:
+    case SL_OP_UPDATE_TOPIC:
+        sl_partitions_sync(&srv->partitions, srv->meta, false);
+        return;
+    case SL_OP_PURGE_STREAM:
+    case SL_OP_PURGE_TOPIC:
+        purge(srv, e->operation, e->body);
+        return;
+    case SL_OP_TRUNCATE_PARTITION:
+        delete_segments(srv, e->body);
+        return;
+    default:
+        return;
+    }
 }

@@ -67,7 +67,8 @@ static void non_replicated(sl_session_t *s, const sl_request_header_t *req, sl_s
     sl_reads_handle(s, req, body);
 }
 
-static void replicated(sl_session_t *s, const sl_request_header_t *req, sl_span_t body)
+static void replicated(sl_session_t *s, const sl_request_header_t *req, const uint8_t *frame,
+                       sl_span_t body)
 {
     if (!s->bound) {
         sl_reply_evict(s, req->client, SL_EVICT_NO_SESSION, false);
@@ -80,8 +81,7 @@ static void replicated(sl_session_t *s, const sl_request_header_t *req, sl_span_
         return;
     }
     if (sl_op_partition(req->operation)) {
-        /* Messages and consumer offsets arrive with the segmented log. */
-        sl_reply_status(s, req, SL_ERR_FEATURE_UNAVAILABLE);
+        sl_messages_partition_op(s, req, frame, body);
         return;
     }
     sl_admit_metadata(s, req, body);
@@ -117,7 +117,7 @@ void sl_dispatch_frame(void *ctx, sl_conn_t *conn, const uint8_t *frame, uint32_
         sl_admit_logout(s, &req);
         return;
     default:
-        replicated(s, &req, body);
+        replicated(s, &req, frame, body);
         return;
     }
 }

@@ -22,6 +22,10 @@ static void put_topic_header(sl_read_t *c, const sl_meta_topic_t *t)
 {
     sl_topic_header_t h;
     sl_meta_topic_header(t, &h);
+    sl_partitions_stats_t st;
+    sl_partitions_topic_stats(&c->s->server->partitions, t->stream_id, t->id, &st);
+    h.size_bytes = st.size_bytes;
+    h.messages_count = st.messages;
     sl_topic_header_encode(c->out, &h);
 }
 
@@ -29,6 +33,10 @@ static void put_stream_header(sl_read_t *c, const sl_meta_stream_t *st)
 {
     sl_stream_header_t h;
     sl_meta_stream_header(st, &h);
+    sl_partitions_stats_t stats;
+    sl_partitions_stream_stats(&c->s->server->partitions, st->id, &stats);
+    h.size_bytes = stats.size_bytes;
+    h.messages_count = stats.messages;
     sl_stream_header_encode(c->out, &h);
 }
 
@@ -76,6 +84,13 @@ static void get_topic(sl_read_t *c)
         sl_partition_info_t info;
         sl_meta_partition_info(t, p, &info);
         info.segments_count = 1; /* Get* report at least one (commands.md 2.3) */
+        sl_partition_t *part = sl_partitions_get(&c->s->server->partitions, st->id, t->id, p);
+        if (part) {
+            info.segments_count = sl_partition_segments(part);
+            info.current_offset = sl_partition_current_offset(part);
+            info.size_bytes = sl_partition_size(part);
+            info.messages_count = sl_partition_messages(part);
+        }
         sl_partition_info_encode(c->out, &info);
     }
     sl_read_ok(c);
@@ -209,8 +224,7 @@ void sl_reads_handle(sl_session_t *s, const sl_request_header_t *req, sl_span_t 
         return sl_reads_users(&c);
     case SL_CMD_POLL_MESSAGES:
     case SL_CMD_GET_CONSUMER_OFFSET:
-        /* Messages arrive with the segmented log (issue 4). */
-        return sl_read_status(&c, SL_ERR_FEATURE_UNAVAILABLE);
+        return sl_messages_read(&c);
     default:
         return sl_reads_system(&c);
     }

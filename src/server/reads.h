@@ -44,6 +44,8 @@ static inline bool sl_read_allowed(sl_read_t *c, sl_perm_rule_t rule, uint32_t s
 }
 
 void sl_reads_users(sl_read_t *c);
+/* messages.c: PollMessages and GetConsumerOffset. */
+void sl_messages_read(sl_read_t *c);
 void sl_reads_system(sl_read_t *c);
 
 #endif

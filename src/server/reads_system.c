@@ -22,7 +22,11 @@ static void get_stats(sl_read_t *c)
     r.streams_count = n.streams;
     r.topics_count = n.topics;
     r.partitions_count = n.partitions;
-    r.segments_count = n.partitions; /* each partition counts at least one */
+    sl_partitions_stats_t st;
+    sl_partitions_all_stats(&srv->partitions, &st);
+    r.segments_count = st.segments; /* each partition counts at least one */
+    r.messages_count = st.messages;
+    r.messages_size_bytes = st.size_bytes;
     r.consumer_groups_count = n.groups;
     r.clients_count = srv->sessions_count;
     if (sl_get_stats_reply_encode(c->out, &r) != 0)

@@ -135,10 +135,21 @@ static void on_close(void *ctx, sl_conn_t *conn)
 
 /* lifecycle.md 8: a logged-in consumer-group member silent for 6/5 of the
  * heartbeat interval is evicted (13) and its memberships released. */
+/* storage.md 8: the segment cleaner (message_expiry, max_topic_size). */
+static void retention_tick(sl_server_t *srv)
+{
+    uint64_t now = sl_clock_monotonic_us();
+    if (now - srv->last_retention_us < SL_RETENTION_INTERVAL_US)
+        return;
+    srv->last_retention_us = now;
+    sl_partitions_retention(&srv->partitions, sl_clock_realtime_us());
+}
+
 static void on_tick(void *ctx, sl_loop_t *loop)
 {
     (void)loop;
     sl_server_t *srv = ctx;
+    retention_tick(srv);
     if (!srv->cfg.heartbeat.enabled)
         return;
     uint64_t now = sl_clock_monotonic_us();
@@ -194,8 +205,14 @@ static int open_metadata(sl_server_t *srv, char *err, size_t err_len)
     if (info->torn_bytes)
         sl_log_warn("metadata: cut %llu bytes of a torn journal tail",
                     (unsigned long long)info->torn_bytes);
-    if (!sl_meta_user_by_id(srv->meta, 0))
-        return create_root(srv, err, err_len);
+    if (!sl_meta_user_by_id(srv->meta, 0)) {
+        rc = create_root(srv, err, err_len);
+        if (rc != 0)
+            return rc;
+    }
+    /* Every partition meta knows, open; leftovers of interrupted deletes gone. */
+    sl_partitions_init(&srv->partitions, srv->cfg.system.path, srv->frame_max);
+    sl_partitions_sync(&srv->partitions, srv->meta, true);
     return 0;
 }
 
@@ -254,6 +271,7 @@ void sl_server_close(sl_server_t *srv)
 {
     if (srv->loop)
         sl_loop_destroy(srv->loop);
+    sl_partitions_close(&srv->partitions);
     if (srv->store)
         sl_meta_store_close(srv->store);
     if (srv->meta)

@@ -21,6 +21,7 @@
 #include "meta/store.h"
 #include "server/config.h"
 #include "server/loop.h"
+#include "server/partitions.h"
 #include "server/sysinfo.h"
 #include "wire/header.h"
 
@@ -30,6 +31,10 @@
 #else
 #define SL_SERVER_VERSION "0.1.0"
 #endif
+
+/* How often the segment cleaner runs (the reference's
+ * data_maintenance.messages.interval default, 1 minute). */
+#define SL_RETENTION_INTERVAL_US (60u * 1000000u)
 
 typedef struct sl_server sl_server_t;
 
@@ -60,7 +65,10 @@ struct sl_server {
     sl_meta_t *meta;
     sl_meta_store_t *store;
     sl_sysinfo_t sysinfo;
-    uint64_t last_timestamp; /* of the last journaled entry */
+    sl_partitions_t partitions; /* every partition of meta, open */
+    uint64_t last_timestamp;    /* of the last journaled entry */
+    uint64_t last_message_ts;   /* of the last appended batch: strictly increasing */
+    uint64_t last_retention_us; /* monotonic time of the last cleaner pass */
     uint64_t start_us;
     uint32_t frame_max;
     /* Every open connection, for GetClients and the heartbeat verifier. */
@@ -102,6 +110,14 @@ void sl_reply_result(sl_session_t *s, const sl_request_header_t *req, uint8_t op
 void sl_reply_evict(sl_session_t *s, sl_u128_t client, uint8_t reason, bool close);
 /* No reply at all (the reference drops the frame). */
 void sl_reply_drop(sl_session_t *s);
+
+/* messages.c: SendMessages and the consumer-offset writes (160..162). The
+ * frame is passed so SendMessages can hand it to the partition. */
+void sl_messages_partition_op(sl_session_t *s, const sl_request_header_t *req,
+                              const uint8_t *frame, sl_span_t body);
+/* After a committed metadata operation: bring the partitions in line
+ * (create, delete, purge, delete segments). reply is its result body. */
+void sl_server_after_commit(sl_server_t *srv, const sl_meta_entry_t *e, sl_span_t reply);
 
 /* reads.c: operation 2 commands after the gate. */
 void sl_reads_handle(sl_session_t *s, const sl_request_header_t *req, sl_span_t body);

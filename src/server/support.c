@@ -6,17 +6,6 @@
 const char *sl_server_support(uint32_t code)
 {
     switch (code) {
-    case SL_CMD_POLL_MESSAGES:
-    case SL_CMD_SEND_MESSAGES:
-    case SL_CMD_GET_CONSUMER_OFFSET:
-    case SL_CMD_STORE_CONSUMER_OFFSET:
-    case SL_CMD_DELETE_CONSUMER_OFFSET:
-        return "not yet (status 5; issue 4)";
-    case SL_CMD_DELETE_SEGMENTS:
-        return "partial: checks and commits, deletes nothing yet (issue 4)";
-    case SL_CMD_PURGE_STREAM:
-    case SL_CMD_PURGE_TOPIC:
-        return "partial: metadata only until messages exist (issue 4)";
     case SL_CMD_FLUSH_UNSAVED_BUFFER:
         return "yes (status 5, as the reference)";
     case SL_CMD_LOGIN_USER:

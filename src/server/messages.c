@@ -1,0 +1,340 @@
+/* The message plane (messages.md, commands.md 6-7): SendMessages,
+ * PollMessages and the consumer offsets, over the partitions of
+ * server/partitions.h. Resolution, permissions and consumer-group fencing
+ * happen here; the store sees plain numbers. */
+#include <errno.h>
+#include <sluice/error.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "server/reads.h"
+#include "store/offsets.h"
+#include "wire/cmd_messages.h"
+#include "wire/codec.h"
+#include "wire/command.h"
+
+/* A resolved (stream, topic) pair of a message request. */
+typedef struct target {
+    const sl_meta_stream_t *stream;
+    const sl_meta_topic_t *topic;
+    sl_topic_rt_t *rt;
+} target_t;
+
+static bool resolve(sl_server_t *srv, const sl_ident_t *stream, const sl_ident_t *topic,
+                    target_t *t)
+{
+    t->stream = sl_meta_stream_find(srv->meta, stream);
+    t->topic = t->stream ? sl_meta_topic_find(t->stream, topic) : NULL;
+    t->rt = t->topic ? sl_partitions_topic(&srv->partitions, t->stream->id, t->topic->id) : NULL;
+    return t->rt != NULL;
+}
+
+/* --- SendMessages (101) ------------------------------------------------------------- */
+
+/* encodings.md 5: the partition a send goes to; false when none. */
+static bool choose_partition(const sl_partitioning_t *p, sl_topic_rt_t *rt, uint32_t *id)
+{
+    uint32_t n = rt->partitions_count;
+    switch (p->kind) {
+    case SL_PARTITIONING_PARTITION_ID:
+        *id = p->partition_id;
+        return *id < n;
+    case SL_PARTITIONING_BALANCED:
+        if (n == 0)
+            return false;
+        *id = (uint32_t)(rt->balanced_next % n);
+        rt->balanced_next = (rt->balanced_next + 1) % n;
+        return true;
+    case SL_PARTITIONING_MESSAGES_KEY:
+        if (n == 0)
+            return false;
+        *id = sl_partitioning_key_index(p->key, n);
+        return true;
+    }
+    return false;
+}
+
+static uint64_t next_message_timestamp(sl_server_t *srv)
+{
+    uint64_t now = sl_clock_realtime_us();
+    srv->last_message_ts = now > srv->last_message_ts ? now : srv->last_message_ts + 1;
+    return srv->last_message_ts;
+}
+
+static void send_messages(sl_session_t *s, const sl_request_header_t *req, const uint8_t *frame,
+                          sl_span_t body)
+{
+    sl_server_t *srv = s->server;
+    sl_send_messages_request_t q;
+    target_t t;
+    uint32_t partition_id;
+    /* Every resolution failure is 20, as the reference maps them. */
+    if (sl_send_messages_metadata_decode(body, &q) != 0 || !resolve(srv, &q.stream_id, &q.topic_id, &t))
+        return sl_reply_status(s, req, SL_ERR_RESOURCE_NOT_FOUND);
+    if (!sl_meta_allow(srv->meta, s->user_id, SL_PERM_SEND_MESSAGES, t.stream->id, t.topic->id))
+        return sl_reply_status(s, req, SL_ERR_UNAUTHORIZED);
+    if (!choose_partition(&q.partitioning, t.rt, &partition_id) || !t.rt->partitions[partition_id])
+        return sl_reply_status(s, req, SL_ERR_RESOURCE_NOT_FOUND);
+    int rc = sl_batch_validate(q.batch, q.messages_count);
+    if (rc != 0)
+        return sl_reply_status(s, req, (uint32_t)-rc);
+
+    /* The frame becomes the journal's: no copy of the messages. Everything
+     * read from it must be read before the append (a flush may free it). */
+    uint32_t stream_id = t.stream->id, topic_id = t.topic->id;
+    size_t record_at = (size_t)(q.batch.ptr - frame);
+    size_t record_len = q.batch.len;
+    uint8_t *owned = sl_conn_take_frame(s->conn);
+    sl_assert(owned == frame);
+    uint64_t base_offset;
+    rc = sl_partition_append(t.rt->partitions[partition_id], owned, owned + record_at, record_len,
+                             next_message_timestamp(srv), &base_offset);
+    if (rc != 0) {
+        free(owned);
+        sl_log_error("append to partition %u of topic %u, stream %u failed: %s", partition_id,
+                     topic_id, stream_id, sl_strerror(rc));
+        return sl_reply_status(s, req, (uint32_t)-rc);
+    }
+    sl_send_confirmation_t c = {stream_id, topic_id, partition_id, base_offset};
+    sl_send_messages_reply_t r = {1, &c};
+    sl_buf_reset(&s->reply_body);
+    if (sl_send_messages_reply_encode(&s->reply_body, &r) != 0)
+        return sl_reply_status(s, req, SL_ERR_ERROR);
+    /* The request header was decoded into req before the frame moved. */
+    sl_reply_body(s, req, SL_OP_SEND_MESSAGES);
+}
+
+/* --- consumers ------------------------------------------------------------------------ */
+
+/* The offsets key of a consumer: a single consumer's id (names hashed), or
+ * the group's numeric id; false when the group does not resolve. */
+static bool consumer_key(const sl_meta_topic_t *topic, const sl_consumer_t *c,
+                         sl_offsets_kind_t *kind, uint32_t *id, const sl_meta_group_t **group)
+{
+    *group = NULL;
+    if (c->kind == SL_CONSUMER_SINGLE) {
+        *kind = SL_OFFSETS_CONSUMER;
+        *id = sl_consumer_key(&c->id);
+        return true;
+    }
+    *kind = SL_OFFSETS_GROUP;
+    *group = sl_meta_group_find(topic, &c->id);
+    if (!*group)
+        return false;
+    *id = (*group)->id;
+    return true;
+}
+
+/* A group consumer may only touch partitions its member owns now. */
+static bool group_owns(sl_session_t *s, const sl_meta_group_t *g, uint32_t partition_id)
+{
+    const sl_meta_member_t *m = sl_meta_member_find(g, s->client);
+    return m && sl_meta_member_owns(m, partition_id);
+}
+
+/* --- PollMessages (100) ------------------------------------------------------------------ */
+
+static void poll_empty(sl_session_t *s, const sl_request_header_t *req, uint32_t partition_id,
+                       uint64_t current_offset)
+{
+    sl_buf_reset(&s->reply_body);
+    sl_poll_messages_reply_begin(&s->reply_body, partition_id, current_offset);
+    sl_reply_body(s, req, SL_OP_NON_REPLICATED);
+}
+
+/* Where a poll starts (commands.md 100); false when it returns nothing. */
+static bool poll_start(sl_partition_t *p, const sl_poll_messages_request_t *q,
+                       sl_offsets_kind_t kind, uint32_t key, sl_partition_poll_t *pq)
+{
+    pq->kind = SL_PARTITION_POLL_OFFSET;
+    pq->count = q->count;
+    uint64_t current = sl_partition_current_offset(p);
+    uint64_t stored;
+    switch (q->strategy.kind) {
+    case SL_STRATEGY_OFFSET:
+        pq->value = q->strategy.value;
+        return true;
+    case SL_STRATEGY_TIMESTAMP:
+        pq->kind = SL_PARTITION_POLL_TIMESTAMP;
+        pq->value = q->strategy.value;
+        return true;
+    case SL_STRATEGY_FIRST:
+        pq->value = sl_partition_first_offset(p);
+        return true;
+    case SL_STRATEGY_LAST:
+        pq->value = current >= q->count - 1 ? current - (q->count - 1) : 0;
+        return true;
+    case SL_STRATEGY_NEXT:
+        /* After the stored offset, or from the start when none is stored. */
+        pq->value = sl_offsets_get(p, kind, key, &stored) == 0 ? stored + 1 : 0;
+        return true;
+    }
+    return false;
+}
+
+static void poll_messages(sl_read_t *c)
+{
+    sl_session_t *s = c->s;
+    sl_server_t *srv = s->server;
+    sl_poll_messages_request_t q;
+    if (sl_poll_messages_request_decode(c->body, &q) != 0)
+        return poll_empty(s, c->req, 0, 0);
+    const sl_meta_stream_t *st = sl_meta_stream_find(srv->meta, &q.stream_id);
+    if (!st)
+        return sl_read_status(c, SL_ERR_STREAM_ID_NOT_FOUND);
+    const sl_meta_topic_t *t = sl_meta_topic_find(st, &q.topic_id);
+    if (!t)
+        return sl_read_status(c, SL_ERR_TOPIC_ID_NOT_FOUND);
+    if (!sl_read_allowed(c, SL_PERM_POLL_MESSAGES, st->id, t->id))
+        return;
+    sl_offsets_kind_t kind;
+    uint32_t key;
+    const sl_meta_group_t *g;
+    if (q.consumer.kind == SL_CONSUMER_GROUP && !q.partition.present)
+        return poll_empty(s, c->req, 0, 0);
+    if (!consumer_key(t, &q.consumer, &kind, &key, &g) ||
+        (g && !group_owns(s, g, q.partition.id)))
+        return poll_empty(s, c->req, SL_POLL_RESYNC_PARTITION, 0);
+    uint32_t partition_id = q.partition.present ? q.partition.id : 0;
+    sl_partition_t *p = sl_partitions_get(&srv->partitions, st->id, t->id, partition_id);
+    if (!p)
+        return sl_read_status(c, SL_ERR_PARTITION_NOT_FOUND);
+
+    sl_partition_poll_t pq;
+    uint64_t current = sl_partition_current_offset(p);
+    if (q.count == 0 || sl_partition_empty(p) || !poll_start(p, &q, kind, key, &pq))
+        return poll_empty(s, c->req, partition_id, current);
+    sl_buf_reset(&s->reply_body);
+    size_t count_at = sl_poll_messages_reply_begin(&s->reply_body, partition_id, current);
+    sl_partition_poll_result_t res;
+    if (sl_partition_poll(p, &pq, &s->reply_body, &res) != 0)
+        return poll_empty(s, c->req, partition_id, 0);
+    sl_buf_patch_u32(&s->reply_body, count_at, res.messages);
+    if (q.auto_commit && res.messages > 0 &&
+        sl_offsets_store(p, kind, key, res.last_offset, false, true) != 0)
+        sl_log_warn("auto-commit of offset %llu failed", (unsigned long long)res.last_offset);
+    sl_reply_body(s, c->req, SL_OP_NON_REPLICATED);
+}
+
+/* --- consumer offsets (120, 121, 122) ------------------------------------------------------ */
+
+static void get_consumer_offset(sl_read_t *c)
+{
+    sl_server_t *srv = c->s->server;
+    sl_get_consumer_offset_request_t q;
+    if (sl_get_consumer_offset_request_decode(c->body, &q) != 0)
+        return sl_read_ok(c);
+    const sl_meta_stream_t *st = sl_meta_stream_find(srv->meta, &q.stream_id);
+    const sl_meta_topic_t *t = st ? sl_meta_topic_find(st, &q.topic_id) : NULL;
+    if (!t)
+        return sl_read_ok(c);
+    if (!sl_read_allowed(c, SL_PERM_POLL_MESSAGES, st->id, t->id))
+        return;
+    sl_offsets_kind_t kind;
+    uint32_t key;
+    const sl_meta_group_t *g;
+    if (!consumer_key(t, &q.consumer, &kind, &key, &g))
+        return sl_read_ok(c);
+    uint32_t partition_id = q.partition.present ? q.partition.id : 0;
+    sl_partition_t *p = sl_partitions_get(&srv->partitions, st->id, t->id, partition_id);
+    if (!p)
+        return sl_read_status(c, SL_ERR_PARTITION_NOT_FOUND);
+    uint64_t stored;
+    if (sl_offsets_get(p, kind, key, &stored) != 0)
+        return sl_read_ok(c);
+    sl_get_consumer_offset_reply_t r = {true, partition_id, sl_partition_current_offset(p), stored};
+    if (sl_get_consumer_offset_reply_encode(c->out, &r) != 0)
+        return sl_read_status(c, SL_ERR_ERROR);
+    sl_read_ok(c);
+}
+
+/* Store and delete share resolution: the partition and the offsets key, or
+ * the status to answer (20, 41). */
+static int offset_target(sl_session_t *s, const sl_consumer_t *consumer, const sl_ident_t *stream,
+                         const sl_ident_t *topic, sl_opt_partition_t part, sl_partition_t **p,
+                         sl_offsets_kind_t *kind, uint32_t *key, bool *fsync)
+{
+    sl_server_t *srv = s->server;
+    target_t t;
+    const sl_meta_group_t *g;
+    if (!part.present || !resolve(srv, stream, topic, &t))
+        return SL_ERR_RESOURCE_NOT_FOUND;
+    if (!sl_meta_allow(srv->meta, s->user_id, SL_PERM_POLL_MESSAGES, t.stream->id, t.topic->id))
+        return SL_ERR_UNAUTHORIZED;
+    *p = sl_partitions_get(&srv->partitions, t.stream->id, t.topic->id, part.id);
+    if (!*p || !consumer_key(t.topic, consumer, kind, key, &g) || (g && !group_owns(s, g, part.id)))
+        return SL_ERR_RESOURCE_NOT_FOUND;
+    *fsync = t.rt->enforce_fsync;
+    return 0;
+}
+
+static void offset_done(sl_session_t *s, const sl_request_header_t *req)
+{
+    sl_buf_reset(&s->reply_body);
+    sl_result_put_ok(&s->reply_body);
+    sl_reply_body(s, req, req->operation);
+}
+
+static void store_consumer_offset(sl_session_t *s, const sl_request_header_t *req, sl_span_t body)
+{
+    sl_store_consumer_offset_request_t q;
+    sl_partition_t *p;
+    sl_offsets_kind_t kind;
+    uint32_t key;
+    bool fsync;
+    int rc = sl_store_consumer_offset_request_decode(body, &q) != 0
+                 ? SL_ERR_RESOURCE_NOT_FOUND
+                 : offset_target(s, &q.consumer, &q.stream_id, &q.topic_id, q.partition, &p,
+                                 &kind, &key, &fsync);
+    if (rc != 0)
+        return sl_reply_status(s, req, (uint32_t)rc);
+    if (sl_partition_empty(p) || q.offset > sl_partition_current_offset(p))
+        return sl_reply_status(s, req, SL_ERR_INVALID_OFFSET);
+    rc = sl_offsets_store(p, kind, key, q.offset, fsync, false);
+    if (rc != 0)
+        return sl_reply_status(s, req, (uint32_t)-rc);
+    offset_done(s, req);
+}
+
+static void delete_consumer_offset(sl_session_t *s, const sl_request_header_t *req, sl_span_t body)
+{
+    sl_delete_consumer_offset_request_t q;
+    sl_partition_t *p;
+    sl_offsets_kind_t kind;
+    uint32_t key;
+    bool fsync;
+    int rc = sl_delete_consumer_offset_request_decode(body, &q) != 0
+                 ? SL_ERR_RESOURCE_NOT_FOUND
+                 : offset_target(s, &q.consumer, &q.stream_id, &q.topic_id, q.partition, &p,
+                                 &kind, &key, &fsync);
+    if (rc != 0)
+        return sl_reply_status(s, req, (uint32_t)rc);
+    rc = sl_offsets_delete(p, kind, key);
+    if (rc != 0)
+        return sl_reply_status(s, req, (uint32_t)-rc);
+    offset_done(s, req);
+}
+
+/* --- entry points ---------------------------------------------------------------------- */
+
+void sl_messages_partition_op(sl_session_t *s, const sl_request_header_t *req,
+                              const uint8_t *frame, sl_span_t body)
+{
+    switch (req->operation) {
+    case SL_OP_SEND_MESSAGES:
+        return send_messages(s, req, frame, body);
+    case SL_OP_STORE_CONSUMER_OFFSET:
+        return store_consumer_offset(s, req, body);
+    default:
+        return delete_consumer_offset(s, req, body);
+    }
+}
+
+void sl_messages_read(sl_read_t *c)
+{
+    if (c->req->code == SL_CMD_POLL_MESSAGES)
+        return poll_messages(c);
+    return get_consumer_offset(c);
+}

@@ -1,0 +1,361 @@
+/* The partition registry (server/partitions.h). */
+#include "server/partitions.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+
+void sl_partitions_init(sl_partitions_t *ps, const char *data_dir, uint64_t batch_max)
+{
+    memset(ps, 0, sizeof(*ps));
+    snprintf(ps->data_dir, sizeof(ps->data_dir), "%s", data_dir);
+    ps->batch_max = batch_max;
+}
+
+static void stream_dir(const sl_partitions_t *ps, uint32_t s, char *out, size_t n)
+{
+    snprintf(out, n, "%s/streams/%u", ps->data_dir, s);
+}
+
+static void topic_dir(const sl_partitions_t *ps, uint32_t s, uint32_t t, char *out, size_t n)
+{
+    snprintf(out, n, "%s/streams/%u/topics/%u", ps->data_dir, s, t);
+}
+
+static void partition_dir(const sl_partitions_t *ps, uint32_t s, uint32_t t, uint32_t p, char *out,
+                          size_t n)
+{
+    snprintf(out, n, "%s/streams/%u/topics/%u/partitions/%u", ps->data_dir, s, t, p);
+}
+
+static void remove_dir(const char *dir)
+{
+    if (sl_partition_remove(dir) != 0)
+        sl_log_error("cannot delete %s", dir);
+}
+
+/* --- lookup ---------------------------------------------------------------------- */
+
+static int compare_key(uint32_t s1, uint32_t t1, uint32_t s2, uint32_t t2)
+{
+    if (s1 != s2)
+        return s1 < s2 ? -1 : 1;
+    if (t1 != t2)
+        return t1 < t2 ? -1 : 1;
+    return 0;
+}
+
+/* Index of (s, t), or where it would go. */
+static uint32_t find_slot(const sl_partitions_t *ps, uint32_t s, uint32_t t, bool *found)
+{
+    uint32_t lo = 0, hi = ps->count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        int c = compare_key(ps->topics[mid]->stream_id, ps->topics[mid]->topic_id, s, t);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+sl_topic_rt_t *sl_partitions_topic(sl_partitions_t *ps, uint32_t stream_id, uint32_t topic_id)
+{
+    bool found;
+    uint32_t i = find_slot(ps, stream_id, topic_id, &found);
+    return found ? ps->topics[i] : NULL;
+}
+
+sl_partition_t *sl_partitions_get(sl_partitions_t *ps, uint32_t stream_id, uint32_t topic_id,
+                                  uint32_t partition_id)
+{
+    sl_topic_rt_t *t = sl_partitions_topic(ps, stream_id, topic_id);
+    if (!t || partition_id >= t->partitions_count)
+        return NULL;
+    return t->partitions[partition_id];
+}
+
+/* --- opening and closing ------------------------------------------------------------ */
+
+static void open_partition(sl_partitions_t *ps, sl_topic_rt_t *rt, const sl_meta_topic_t *mt,
+                           uint32_t id)
+{
+    char dir[4400], err[512] = {0};
+    partition_dir(ps, rt->stream_id, rt->topic_id, id, dir, sizeof(dir));
+    sl_partition_config_t cfg;
+    sl_partition_config_from_topic(&mt->config, mt->partitions_count, &cfg);
+    cfg.batch_max = ps->batch_max;
+    int rc = sl_partition_open(dir, id, &cfg, sl_clock_realtime_us(), &rt->partitions[id], err,
+                               sizeof(err));
+    if (rc != 0) {
+        rt->partitions[id] = NULL;
+        sl_log_error("partition %u of topic %u in stream %u %s: %s", id, rt->topic_id,
+                     rt->stream_id, sl_partition_refused(rc) ? "refused" : "not opened", err);
+    }
+}
+
+static void close_partition(sl_partitions_t *ps, sl_topic_rt_t *rt, uint32_t id, bool remove)
+{
+    sl_partition_t *p = rt->partitions[id];
+    if (p) {
+        if (!remove && sl_partition_flush(p) != 0)
+            sl_log_error("partition %u of topic %u: final flush failed", id, rt->topic_id);
+        sl_partition_close(p);
+        rt->partitions[id] = NULL;
+    }
+    if (remove) {
+        char dir[4400];
+        partition_dir(ps, rt->stream_id, rt->topic_id, id, dir, sizeof(dir));
+        remove_dir(dir);
+    }
+}
+
+static bool resize(sl_topic_rt_t *rt, uint32_t count)
+{
+    if (count > rt->partitions_count) {
+        sl_partition_t **grown = realloc(rt->partitions, sizeof(*grown) * count);
+        if (!grown)
+            return false;
+        memset(grown + rt->partitions_count, 0,
+               sizeof(*grown) * (count - rt->partitions_count));
+        rt->partitions = grown;
+    }
+    return true;
+}
+
+/* Brings one runtime topic to the meta topic's partitions and options. */
+static void sync_topic(sl_partitions_t *ps, sl_topic_rt_t *rt, const sl_meta_topic_t *mt,
+                       bool fresh)
+{
+    uint32_t want = mt->partitions_count;
+    for (uint32_t id = want; id < rt->partitions_count; id++)
+        close_partition(ps, rt, id, true);
+    if (!resize(rt, want)) {
+        sl_log_error("out of memory for the partitions of topic %u", rt->topic_id);
+        return;
+    }
+    uint32_t had = fresh ? 0 : (rt->partitions_count < want ? rt->partitions_count : want);
+    rt->partitions_count = want;
+    rt->enforce_fsync = mt->config.enforce_fsync;
+    sl_partition_config_t cfg;
+    sl_partition_config_from_topic(&mt->config, want, &cfg);
+    cfg.batch_max = ps->batch_max;
+    for (uint32_t id = 0; id < had; id++)
+        if (rt->partitions[id])
+            sl_partition_reconfigure(rt->partitions[id], &cfg);
+    for (uint32_t id = had; id < want; id++)
+        open_partition(ps, rt, mt, id);
+}
+
+static void drop_topic(sl_partitions_t *ps, uint32_t index, bool remove)
+{
+    sl_topic_rt_t *rt = ps->topics[index];
+    for (uint32_t id = 0; id < rt->partitions_count; id++)
+        close_partition(ps, rt, id, false);
+    if (remove) {
+        char dir[4400];
+        topic_dir(ps, rt->stream_id, rt->topic_id, dir, sizeof(dir));
+        remove_dir(dir);
+    }
+    free(rt->partitions);
+    free(rt);
+    memmove(ps->topics + index, ps->topics + index + 1,
+            sizeof(*ps->topics) * (ps->count - index - 1));
+    ps->count--;
+}
+
+static sl_topic_rt_t *add_topic(sl_partitions_t *ps, const sl_meta_stream_t *ms,
+                                const sl_meta_topic_t *mt, uint32_t slot)
+{
+    if (ps->count == ps->cap) {
+        uint32_t cap = ps->cap ? ps->cap * 2 : 16;
+        sl_topic_rt_t **grown = realloc(ps->topics, sizeof(*grown) * cap);
+        if (!grown)
+            return NULL;
+        ps->topics = grown;
+        ps->cap = cap;
+    }
+    sl_topic_rt_t *rt = calloc(1, sizeof(*rt));
+    if (!rt)
+        return NULL;
+    rt->stream_id = ms->id;
+    rt->topic_id = mt->id;
+    rt->stream_created_at = ms->created_at;
+    rt->created_at = mt->created_at;
+    memmove(ps->topics + slot + 1, ps->topics + slot, sizeof(*ps->topics) * (ps->count - slot));
+    ps->topics[slot] = rt;
+    ps->count++;
+    return rt;
+}
+
+/* --- sync ---------------------------------------------------------------------------- */
+
+/* Whether meta still has this runtime topic (same ids, same creations). */
+static bool still_in_meta(const sl_meta_t *meta, const sl_topic_rt_t *rt, bool *stream_alive)
+{
+    const sl_meta_stream_t *ms = sl_meta_stream_by_id(meta, rt->stream_id);
+    *stream_alive = ms && ms->created_at == rt->stream_created_at;
+    if (!*stream_alive)
+        return false;
+    sl_ident_t tid = sl_ident_number(rt->topic_id);
+    const sl_meta_topic_t *mt = sl_meta_topic_find(ms, &tid);
+    return mt && mt->created_at == rt->created_at;
+}
+
+static void drop_gone(sl_partitions_t *ps, const sl_meta_t *meta)
+{
+    for (uint32_t i = ps->count; i-- > 0;) {
+        sl_topic_rt_t *rt = ps->topics[i];
+        bool stream_alive;
+        if (still_in_meta(meta, rt, &stream_alive))
+            continue;
+        uint32_t stream_id = rt->stream_id;
+        drop_topic(ps, i, true);
+        if (!stream_alive) {
+            char dir[4400];
+            stream_dir(ps, stream_id, dir, sizeof(dir));
+            remove_dir(dir);
+        }
+    }
+}
+
+/* At boot: stream directories meta does not know are leftovers of a delete
+ * that a crash interrupted. */
+static void sweep_streams(sl_partitions_t *ps, const sl_meta_t *meta)
+{
+    char root[4200];
+    snprintf(root, sizeof(root), "%s/streams", ps->data_dir);
+    DIR *d = opendir(root);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char *end;
+        unsigned long id = strtoul(e->d_name, &end, 10);
+        if (e->d_name[0] == '.' || *end != '\0' || id > UINT32_MAX)
+            continue;
+        if (!sl_meta_stream_by_id(meta, (uint32_t)id)) {
+            char dir[4400];
+            stream_dir(ps, (uint32_t)id, dir, sizeof(dir));
+            sl_log_warn("removing %s: no such stream in the metadata", dir);
+            remove_dir(dir);
+        }
+    }
+    closedir(d);
+}
+
+void sl_partitions_sync(sl_partitions_t *ps, const sl_meta_t *meta, bool boot)
+{
+    drop_gone(ps, meta);
+    if (boot)
+        sweep_streams(ps, meta);
+    for (const sl_meta_stream_t *ms = sl_meta_stream_next(meta, NULL); ms;
+         ms = sl_meta_stream_next(meta, ms)) {
+        for (uint32_t i = 0; i < ms->topics.count; i++) {
+            const sl_meta_topic_t *mt = sl_meta_topic_at(ms, i);
+            bool found;
+            uint32_t slot = find_slot(ps, ms->id, mt->id, &found);
+            if (found) {
+                sync_topic(ps, ps->topics[slot], mt, false);
+                continue;
+            }
+            if (!boot) {
+                /* A new topic starts empty, whatever a failed delete left. */
+                char dir[4400];
+                topic_dir(ps, ms->id, mt->id, dir, sizeof(dir));
+                remove_dir(dir);
+            }
+            sl_topic_rt_t *rt = add_topic(ps, ms, mt, slot);
+            if (!rt) {
+                sl_log_error("out of memory for topic %u of stream %u", mt->id, ms->id);
+                continue;
+            }
+            sync_topic(ps, rt, mt, true);
+        }
+    }
+}
+
+void sl_partitions_close(sl_partitions_t *ps)
+{
+    while (ps->count > 0)
+        drop_topic(ps, ps->count - 1, false);
+    free(ps->topics);
+    ps->topics = NULL;
+    ps->cap = 0;
+}
+
+/* --- statistics and maintenance --------------------------------------------------------- */
+
+static void add_topic_stats(const sl_topic_rt_t *rt, sl_partitions_stats_t *out)
+{
+    for (uint32_t id = 0; id < rt->partitions_count; id++) {
+        sl_partition_t *p = rt->partitions[id];
+        out->segments += p ? sl_partition_segments(p) : 1;
+        if (!p)
+            continue;
+        out->messages += sl_partition_messages(p);
+        out->size_bytes += sl_partition_size(p);
+    }
+}
+
+void sl_partitions_topic_stats(sl_partitions_t *ps, uint32_t stream_id, uint32_t topic_id,
+                               sl_partitions_stats_t *out)
+{
+    *out = (sl_partitions_stats_t){0};
+    sl_topic_rt_t *rt = sl_partitions_topic(ps, stream_id, topic_id);
+    if (rt)
+        add_topic_stats(rt, out);
+}
+
+void sl_partitions_stream_stats(sl_partitions_t *ps, uint32_t stream_id,
+                                sl_partitions_stats_t *out)
+{
+    *out = (sl_partitions_stats_t){0};
+    for (uint32_t i = 0; i < ps->count; i++)
+        if (ps->topics[i]->stream_id == stream_id)
+            add_topic_stats(ps->topics[i], out);
+}
+
+void sl_partitions_all_stats(sl_partitions_t *ps, sl_partitions_stats_t *out)
+{
+    *out = (sl_partitions_stats_t){0};
+    for (uint32_t i = 0; i < ps->count; i++)
+        add_topic_stats(ps->topics[i], out);
+}
+
+void sl_partitions_purge(sl_partitions_t *ps, uint32_t stream_id, uint32_t topic_id)
+{
+    for (uint32_t i = 0; i < ps->count; i++) {
+        sl_topic_rt_t *rt = ps->topics[i];
+        if (rt->stream_id != stream_id || (topic_id != UINT32_MAX && rt->topic_id != topic_id))
+            continue;
+        rt->balanced_next = 0;
+        for (uint32_t id = 0; id < rt->partitions_count; id++)
+            if (rt->partitions[id] && sl_partition_purge(rt->partitions[id]) != 0)
+                sl_log_error("purge of partition %u of topic %u failed", id, rt->topic_id);
+    }
+}
+
+void sl_partitions_retention(sl_partitions_t *ps, uint64_t now_us)
+{
+    for (uint32_t i = 0; i < ps->count; i++) {
+        sl_topic_rt_t *rt = ps->topics[i];
+        for (uint32_t id = 0; id < rt->partitions_count; id++) {
+            uint32_t deleted = 0;
+            if (rt->partitions[id] &&
+                sl_partition_retention(rt->partitions[id], now_us, &deleted) == 0 && deleted)
+                sl_log_info("retention: deleted %u segments of partition %u, topic %u, stream %u",
+                            deleted, id, rt->topic_id, rt->stream_id);
+        }
+    }
+}

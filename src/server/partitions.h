@@ -1,0 +1,69 @@
+/* The partitions this shard owns, kept in step with the metadata: every
+ * partition of every topic in meta is open here, under
+ * <data>/streams/<stream>/topics/<topic>/partitions/<partition>/.
+ *
+ * After every committed metadata operation the server calls
+ * sl_partitions_sync, which opens what meta has and the registry lacks,
+ * closes and deletes what meta no longer has (topics are told apart by
+ * created_at, so a reused id never inherits old data) and reconfigures
+ * the rest. At boot the same call also sweeps stream directories that meta
+ * does not know (a delete interrupted by a crash). Internal to src/server;
+ * runs on the loop thread. */
+#ifndef SL_SERVER_PARTITIONS_H
+#define SL_SERVER_PARTITIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "meta/state.h"
+#include "store/partition.h"
+
+typedef struct sl_topic_rt {
+    uint32_t stream_id;
+    uint32_t topic_id;
+    uint64_t stream_created_at;
+    uint64_t created_at;
+    uint32_t partitions_count;
+    sl_partition_t **partitions;       /* by partition id; NULL where refused at boot */
+    uint64_t balanced_next;            /* round-robin counter of Balanced sends */
+    bool enforce_fsync;
+} sl_topic_rt_t;
+
+typedef struct sl_partitions {
+    char data_dir[4096];
+    uint64_t batch_max;
+    sl_topic_rt_t **topics; /* sorted by (stream_id, topic_id) */
+    uint32_t count;
+    uint32_t cap;
+} sl_partitions_t;
+
+void sl_partitions_init(sl_partitions_t *ps, const char *data_dir, uint64_t batch_max);
+/* Opens, closes and deletes to match meta. Errors are logged per partition
+ * (a refused partition stays NULL and answers as missing data). */
+void sl_partitions_sync(sl_partitions_t *ps, const sl_meta_t *meta, bool boot);
+/* Flushes every partition (shutdown) and closes them. */
+void sl_partitions_close(sl_partitions_t *ps);
+
+sl_topic_rt_t *sl_partitions_topic(sl_partitions_t *ps, uint32_t stream_id, uint32_t topic_id);
+/* NULL when the topic or the partition does not exist, or was refused. */
+sl_partition_t *sl_partitions_get(sl_partitions_t *ps, uint32_t stream_id, uint32_t topic_id,
+                                  uint32_t partition_id);
+
+/* Statistics of a topic / stream / everything, for the Get* replies. */
+typedef struct sl_partitions_stats {
+    uint64_t messages;
+    uint64_t size_bytes;
+    uint32_t segments;
+} sl_partitions_stats_t;
+void sl_partitions_topic_stats(sl_partitions_t *ps, uint32_t stream_id, uint32_t topic_id,
+                               sl_partitions_stats_t *out);
+void sl_partitions_stream_stats(sl_partitions_t *ps, uint32_t stream_id,
+                                sl_partitions_stats_t *out);
+void sl_partitions_all_stats(sl_partitions_t *ps, sl_partitions_stats_t *out);
+
+/* Purges every partition of a stream or of one topic (UINT32_MAX: all). */
+void sl_partitions_purge(sl_partitions_t *ps, uint32_t stream_id, uint32_t topic_id);
+/* Runs retention on every partition (the cleaner timer). */
+void sl_partitions_retention(sl_partitions_t *ps, uint64_t now_us);
+
+#endif
