@@ -116,6 +116,21 @@ static void on_open(void *ctx, sl_conn_t *conn)
     sl_log_debug("connection %u from %s", s->id, sl_conn_peer(conn));
 }
 
+/* A reply is written: a connection that once polled a large batch does not
+ * keep a large buffer while it idles. */
+#define SESSION_BUFFER_KEEP (1024u * 1024u)
+
+static void on_sent(void *ctx, sl_conn_t *conn)
+{
+    (void)ctx;
+    sl_session_t *s = sl_conn_user(conn);
+    if (s && s->reply_body.cap > SESSION_BUFFER_KEEP) {
+        size_t max = s->reply_body.max;
+        sl_buf_free(&s->reply_body);
+        sl_buf_init(&s->reply_body, max);
+    }
+}
+
 static void on_close(void *ctx, sl_conn_t *conn)
 {
     sl_server_t *srv = ctx;
@@ -242,6 +257,7 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
     lc.frames_per_turn = cfg->server.per_connection_work_max;
     lc.cb = (sl_loop_callbacks_t){.on_open = on_open,
                                   .on_frame = sl_dispatch_frame,
+                                  .on_sent = on_sent,
                                   .on_close = on_close,
                                   .on_tick = on_tick};
     lc.ctx = srv;
