@@ -1,0 +1,173 @@
+/* sluice-bench durable operations: CreateStream over one libsluice connection
+ * (each acknowledged only after the metadata journal's fdatasync) next to the
+ * raw cost of one durable append, a 256-byte write + fdatasync on a file in
+ * the journal's directory. The two take turns round by round. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "sluice_bench.h"
+
+enum {
+    ROUNDS_MAX = 64,
+    APPEND_BYTES = 256,
+    WARMUP_OPS = 20,
+};
+
+/* One round of one figure: operations done, their wall time, and each
+ * operation's latency written to lat[0..done). */
+static sb_rate_t create_round(sl_client_t *client, int round, int count, double seconds_max,
+                              uint64_t *lat)
+{
+    uint64_t start = sl_clock_monotonic_ns(), now = start;
+    uint64_t deadline = start + (uint64_t)(seconds_max * 1e9);
+    uint64_t done = 0;
+    char name[64];
+    while (done < (uint64_t)count && now < deadline) {
+        snprintf(name, sizeof(name), "sluice-bench-%d-%d-%llu", (int)getpid(), round,
+                 (unsigned long long)done);
+        uint64_t t0 = now;
+        int rc = sl_client_create_stream(client, name, NULL);
+        if (rc != 0)
+            sb_die("CreateStream %s: %s", name, sl_strerror(rc));
+        now = sl_clock_monotonic_ns();
+        lat[done++] = now - t0;
+    }
+    return (sb_rate_t){done, now - start};
+}
+
+static sb_rate_t append_round(int fd, int count, double seconds_max, uint64_t *lat)
+{
+    uint8_t block[APPEND_BYTES];
+    memset(block, 0xa5, sizeof(block));
+    uint64_t start = sl_clock_monotonic_ns(), now = start;
+    uint64_t deadline = start + (uint64_t)(seconds_max * 1e9);
+    uint64_t done = 0;
+    while (done < (uint64_t)count && now < deadline) {
+        uint64_t t0 = now;
+        if (write(fd, block, sizeof(block)) != (ssize_t)sizeof(block))
+            sb_die("baseline write: %s", strerror(errno));
+        if (fdatasync(fd) != 0)
+            sb_die("baseline fdatasync: %s", strerror(errno));
+        now = sl_clock_monotonic_ns();
+        lat[done++] = now - t0;
+    }
+    return (sb_rate_t){done, now - start};
+}
+
+/* Removes what an external server got from this run (untimed). */
+static void delete_streams(sl_client_t *client, int rounds, int per_round)
+{
+    char name[64];
+    for (int r = -1; r < rounds; r++) { /* -1: the warm-up */
+        int count = r < 0 ? WARMUP_OPS : per_round;
+        for (int i = 0; i < count; i++) {
+            snprintf(name, sizeof(name), "sluice-bench-%d-%d-%d", (int)getpid(), r, i);
+            if (sl_client_delete_stream(client, sl_id_name(name)) != 0)
+                return; /* a round cut short by its time cap created fewer */
+        }
+    }
+}
+
+typedef struct durable_figures {
+    double create_rate[ROUNDS_MAX], append_rate[ROUNDS_MAX], ratio[ROUNDS_MAX];
+    uint64_t *create_lat, *append_lat;
+    size_t creates, appends;
+} durable_figures_t;
+
+static void print_row(const char *name, uint64_t ops, double rate, uint64_t *lat, size_t n,
+                      const char *ratio)
+{
+    uint64_t p50 = sb_percentile(lat, n, 0.50), p99 = sb_percentile(lat, n, 0.99);
+    uint64_t max = sb_percentile(lat, n, 1.0);
+    printf("  %-44s %6llu %10.0f %9.3f %9.3f %9.3f  %s\n", name, (unsigned long long)ops, rate,
+           (double)p50 / 1e6, (double)p99 / 1e6, (double)max / 1e6, ratio);
+}
+
+static void print_figures(durable_figures_t *f, int rounds)
+{
+    printf("  per-round CreateStream / baseline:");
+    for (int r = 0; r < rounds; r++)
+        printf(" %.1f%%", 100.0 * f->ratio[r]);
+    printf("\n");
+    double create_rate = sb_median(f->create_rate, rounds);
+    double append_rate = sb_median(f->append_rate, rounds);
+    double ratio = sb_median(f->ratio, rounds);
+    char text[64];
+    snprintf(text, sizeof(text), "%5.1f %%", 100.0 * ratio);
+    printf("  %-44s %6s %10s %9s %9s %9s  %s\n", "figure", "ops", "ops/s", "p50 ms", "p99 ms",
+           "max ms", "vs baseline");
+    print_row("write 256 B + fdatasync (baseline)", f->appends, append_rate, f->append_lat,
+              f->appends, "100 %");
+    print_row("CreateStream, acked after journal fdatasync", f->creates, create_rate, f->create_lat,
+              f->creates, text);
+    printf("  (ops/s: median of %d rounds; ratio: median of per-round ratios; latencies over "
+           "all operations)\n",
+           rounds);
+}
+
+static int open_baseline(const char *dir, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/sluice-bench-append.bin", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        sb_die("cannot create %s: %s", path, strerror(errno));
+    return fd;
+}
+
+void sb_durable_run(const sb_options_t *o, const char *host, uint16_t port, const char *dir)
+{
+    int rounds = o->rounds < ROUNDS_MAX ? o->rounds : ROUNDS_MAX;
+    int per_round = o->streams / rounds > 0 ? o->streams / rounds : 1;
+    sl_client_t *client;
+    sl_client_options_t opt = {.request_timeout_ms = 10000};
+    int rc = sl_client_connect(host, port, &opt, &client);
+    if (rc == 0)
+        rc = sl_client_login(client, o->user, o->password, NULL);
+    if (rc != 0)
+        sb_die("libsluice connect/login to %s:%u: %s", host, port, sl_strerror(rc));
+    char path[512];
+    int fd = open_baseline(dir, path, sizeof(path));
+    durable_figures_t f = {
+        .create_lat = calloc((size_t)rounds * (size_t)per_round, sizeof(uint64_t)),
+        .append_lat = calloc((size_t)rounds * (size_t)per_round, sizeof(uint64_t)),
+    };
+    if (!f.create_lat || !f.append_lat)
+        sb_die("out of memory");
+    printf("CreateStream: %d rounds x %d operations, 1 connection; baseline file %s\n", rounds,
+           per_round, path);
+    /* Warm-up, not counted: the first appends extend a fresh file and a
+     * fresh journal, and the first requests fault in the server's code. */
+    uint64_t scratch[WARMUP_OPS];
+    create_round(client, -1, WARMUP_OPS, o->durable_round_seconds_max, scratch);
+    append_round(fd, WARMUP_OPS, o->durable_round_seconds_max, scratch);
+    for (int r = 0; r < rounds; r++) {
+        sb_rate_t c, a;
+        if (r % 2 == 0) { /* take turns, so a slow spell does not hit one side only */
+            c = create_round(client, r, per_round, o->durable_round_seconds_max,
+                             f.create_lat + f.creates);
+            a = append_round(fd, per_round, o->durable_round_seconds_max, f.append_lat + f.appends);
+        } else {
+            a = append_round(fd, per_round, o->durable_round_seconds_max, f.append_lat + f.appends);
+            c = create_round(client, r, per_round, o->durable_round_seconds_max,
+                             f.create_lat + f.creates);
+        }
+        f.creates += c.trips;
+        f.appends += a.trips;
+        f.create_rate[r] = sb_per_second(c);
+        f.append_rate[r] = sb_per_second(a);
+        f.ratio[r] = f.append_rate[r] > 0 ? f.create_rate[r] / f.append_rate[r] : 0.0;
+    }
+    print_figures(&f, rounds);
+    if (o->port != 0)
+        delete_streams(client, rounds, per_round);
+    close(fd);
+    unlink(path);
+    sl_client_close(client);
+    free(f.create_lat);
+    free(f.append_lat);
+}
