@@ -73,6 +73,10 @@ bool sb_memory_of_sleep(sb_memory_t *out);
  * largest resident set first, at most top lines, each line prefixed. */
 void sb_smaps_print(pid_t pid, int top, const char *prefix);
 
+/* CPU time pid's main thread has used, in ns (/proc/<pid>/schedstat); 0
+ * when unreadable. */
+uint64_t sb_cpu_ns(pid_t pid);
+
 /* Sleeps for ms milliseconds. */
 void sb_sleep_ms(unsigned ms);
 
@@ -123,6 +127,10 @@ static inline double sb_per_second(sb_rate_t r)
 {
     return r.elapsed_ns ? (double)r.trips * 1e9 / (double)r.elapsed_ns : 0.0;
 }
+
+/* Runs the ping figures against host:port (server_pid 0: not ours, so its
+ * CPU time is not read) and prints them. */
+void sb_ping_run(const sb_options_t *o, const char *host, uint16_t port, pid_t server_pid);
 
 /* --- durable operations (sluice_bench_durable.c) ------------------------------- */
 

@@ -16,20 +16,20 @@ enum {
     ROUNDS_MAX = 64,
     APPEND_BYTES = 256,
     WARMUP_OPS = 20,
+    CHUNK_OPS = 20, /* operations of one kind before the other kind's turn */
 };
 
-/* One round of one figure: operations done, their wall time, and each
- * operation's latency written to lat[0..done). */
-static sb_rate_t create_round(sl_client_t *client, int round, int count, double seconds_max,
-                              uint64_t *lat)
+/* count CreateStream operations, or fewer when the deadline passes; each
+ * one's latency goes to lat[0..done). Names are numbered by *seq. */
+static sb_rate_t create_ops(sl_client_t *client, uint64_t *seq, int count, uint64_t deadline_ns,
+                            uint64_t *lat)
 {
     uint64_t start = sl_clock_monotonic_ns(), now = start;
-    uint64_t deadline = start + (uint64_t)(seconds_max * 1e9);
     uint64_t done = 0;
     char name[64];
-    while (done < (uint64_t)count && now < deadline) {
-        snprintf(name, sizeof(name), "sluice-bench-%d-%d-%llu", (int)getpid(), round,
-                 (unsigned long long)done);
+    while (done < (uint64_t)count && now < deadline_ns) {
+        snprintf(name, sizeof(name), "sluice-bench-%d-%llu", (int)getpid(),
+                 (unsigned long long)(*seq)++);
         uint64_t t0 = now;
         int rc = sl_client_create_stream(client, name, NULL);
         if (rc != 0)
@@ -40,14 +40,14 @@ static sb_rate_t create_round(sl_client_t *client, int round, int count, double 
     return (sb_rate_t){done, now - start};
 }
 
-static sb_rate_t append_round(int fd, int count, double seconds_max, uint64_t *lat)
+/* The same for 256-byte appends, each followed by fdatasync. */
+static sb_rate_t append_ops(int fd, int count, uint64_t deadline_ns, uint64_t *lat)
 {
     uint8_t block[APPEND_BYTES];
     memset(block, 0xa5, sizeof(block));
     uint64_t start = sl_clock_monotonic_ns(), now = start;
-    uint64_t deadline = start + (uint64_t)(seconds_max * 1e9);
     uint64_t done = 0;
-    while (done < (uint64_t)count && now < deadline) {
+    while (done < (uint64_t)count && now < deadline_ns) {
         uint64_t t0 = now;
         if (write(fd, block, sizeof(block)) != (ssize_t)sizeof(block))
             sb_die("baseline write: %s", strerror(errno));
@@ -60,16 +60,13 @@ static sb_rate_t append_round(int fd, int count, double seconds_max, uint64_t *l
 }
 
 /* Removes what an external server got from this run (untimed). */
-static void delete_streams(sl_client_t *client, int rounds, int per_round)
+static void delete_streams(sl_client_t *client, uint64_t count)
 {
     char name[64];
-    for (int r = -1; r < rounds; r++) { /* -1: the warm-up */
-        int count = r < 0 ? WARMUP_OPS : per_round;
-        for (int i = 0; i < count; i++) {
-            snprintf(name, sizeof(name), "sluice-bench-%d-%d-%d", (int)getpid(), r, i);
-            if (sl_client_delete_stream(client, sl_id_name(name)) != 0)
-                return; /* a round cut short by its time cap created fewer */
-        }
+    for (uint64_t i = 0; i < count; i++) {
+        snprintf(name, sizeof(name), "sluice-bench-%d-%llu", (int)getpid(), (unsigned long long)i);
+        if (sl_client_delete_stream(client, sl_id_name(name)) != 0)
+            fprintf(stderr, "sluice-bench: could not delete stream %s\n", name);
     }
 }
 
@@ -77,7 +74,38 @@ typedef struct durable_figures {
     double create_rate[ROUNDS_MAX], append_rate[ROUNDS_MAX], ratio[ROUNDS_MAX];
     uint64_t *create_lat, *append_lat;
     size_t creates, appends;
+    uint64_t seq; /* streams created so far, warm-up included */
 } durable_figures_t;
+
+/* One round: per_round operations of each kind in chunks of CHUNK_OPS, the
+ * two kinds taking turns chunk by chunk (in rotating order) so a slow spell
+ * of the shared disk lands on both. Bounded by the round's time cap. */
+static void durable_round(durable_figures_t *f, int r, sl_client_t *client, int fd, int per_round,
+                          double seconds_max)
+{
+    uint64_t deadline = sl_clock_monotonic_ns() + (uint64_t)(seconds_max * 1e9);
+    sb_rate_t c = {0, 0}, a = {0, 0};
+    for (int left = per_round, chunk = 0; left > 0; left -= CHUNK_OPS, chunk++) {
+        int count = left < CHUNK_OPS ? left : CHUNK_OPS;
+        for (int k = 0; k < 2; k++) {
+            sb_rate_t x;
+            if ((chunk + k) % 2 == 0) {
+                x = create_ops(client, &f->seq, count, deadline, f->create_lat + f->creates);
+                f->creates += x.trips;
+                c.trips += x.trips;
+                c.elapsed_ns += x.elapsed_ns;
+            } else {
+                x = append_ops(fd, count, deadline, f->append_lat + f->appends);
+                f->appends += x.trips;
+                a.trips += x.trips;
+                a.elapsed_ns += x.elapsed_ns;
+            }
+        }
+    }
+    f->create_rate[r] = sb_per_second(c);
+    f->append_rate[r] = sb_per_second(a);
+    f->ratio[r] = f->append_rate[r] > 0 ? f->create_rate[r] / f->append_rate[r] : 0.0;
+}
 
 static void print_row(const char *name, uint64_t ops, double rate, uint64_t *lat, size_t n,
                       const char *ratio)
@@ -138,33 +166,21 @@ void sb_durable_run(const sb_options_t *o, const char *host, uint16_t port, cons
     };
     if (!f.create_lat || !f.append_lat)
         sb_die("out of memory");
-    printf("CreateStream: %d rounds x %d operations, 1 connection; baseline file %s\n", rounds,
-           per_round, path);
+    printf("CreateStream: %d rounds x %d operations per figure, interleaved in chunks of %d; 1 "
+           "connection; baseline file %s\n",
+           rounds, per_round, CHUNK_OPS, path);
     /* Warm-up, not counted: the first appends extend a fresh file and a
      * fresh journal, and the first requests fault in the server's code. */
     uint64_t scratch[WARMUP_OPS];
-    create_round(client, -1, WARMUP_OPS, o->durable_round_seconds_max, scratch);
-    append_round(fd, WARMUP_OPS, o->durable_round_seconds_max, scratch);
-    for (int r = 0; r < rounds; r++) {
-        sb_rate_t c, a;
-        if (r % 2 == 0) { /* take turns, so a slow spell does not hit one side only */
-            c = create_round(client, r, per_round, o->durable_round_seconds_max,
-                             f.create_lat + f.creates);
-            a = append_round(fd, per_round, o->durable_round_seconds_max, f.append_lat + f.appends);
-        } else {
-            a = append_round(fd, per_round, o->durable_round_seconds_max, f.append_lat + f.appends);
-            c = create_round(client, r, per_round, o->durable_round_seconds_max,
-                             f.create_lat + f.creates);
-        }
-        f.creates += c.trips;
-        f.appends += a.trips;
-        f.create_rate[r] = sb_per_second(c);
-        f.append_rate[r] = sb_per_second(a);
-        f.ratio[r] = f.append_rate[r] > 0 ? f.create_rate[r] / f.append_rate[r] : 0.0;
-    }
+    uint64_t warm_deadline =
+        sl_clock_monotonic_ns() + (uint64_t)(o->durable_round_seconds_max * 1e9);
+    create_ops(client, &f.seq, WARMUP_OPS, warm_deadline, scratch);
+    append_ops(fd, WARMUP_OPS, warm_deadline, scratch);
+    for (int r = 0; r < rounds; r++)
+        durable_round(&f, r, client, fd, per_round, o->durable_round_seconds_max);
     print_figures(&f, rounds);
     if (o->port != 0)
-        delete_streams(client, rounds, per_round);
+        delete_streams(client, f.seq);
     close(fd);
     unlink(path);
     sl_client_close(client);

@@ -19,11 +19,9 @@
 #endif
 
 enum {
-    PING_ROUNDS_MAX = 64,
-    PING_TRIPS_MAX = 100000000, /* per run; the time bound normally ends it first */
-    RSS_AIM_KB = 10000,         /* issue 3: idle sluiced under 10 MB */
+    ROUNDS_MAX = 64,
+    RSS_AIM_KB = 10000, /* issue 3: idle sluiced under 10 MB */
 };
-#define WARMUP_SECONDS 0.2
 
 /* --- the run's context ---------------------------------------------------------- */
 
@@ -106,127 +104,6 @@ static void rss_run(const sb_sluiced_t *s, const sb_options_t *o)
            after.rss_kb < RSS_AIM_KB ? "met" : "MISSED");
 }
 
-/* --- ping ------------------------------------------------------------------------- */
-
-typedef struct ping_figures {
-    double bare_one[PING_ROUNDS_MAX], sluiced_one[PING_ROUNDS_MAX];
-    double bare_many[PING_ROUNDS_MAX], sluiced_many[PING_ROUNDS_MAX];
-    double library[PING_ROUNDS_MAX];
-    double ratio_one[PING_ROUNDS_MAX], ratio_many[PING_ROUNDS_MAX], ratio_library[PING_ROUNDS_MAX];
-} ping_figures_t;
-
-static sb_conn_t *open_conns(int n, const char *host, uint16_t port, const sb_options_t *o)
-{
-    sb_conn_t *conns = calloc((size_t)n, sizeof(*conns));
-    if (!conns)
-        sb_die("out of memory");
-    for (int i = 0; i < n; i++) {
-        conns[i].fd = sb_connect(host, port);
-        if (o)
-            sb_raw_login(&conns[i], o->user, o->password);
-        else
-            sb_raw_anonymous(&conns[i]);
-    }
-    return conns;
-}
-
-static void close_conns(sb_conn_t *conns, int n)
-{
-    for (int i = 0; i < n; i++)
-        close(conns[i].fd);
-    free(conns);
-}
-
-/* Runs the bare server and sluiced for the same time, in the order given. */
-static void ping_pair(sb_conn_t *bare, sb_conn_t *sluiced, int n, double seconds, bool bare_first,
-                      double *bare_rate, double *sluiced_rate)
-{
-    if (bare_first)
-        *bare_rate = sb_per_second(sb_pingpong(bare, n, seconds, PING_TRIPS_MAX));
-    *sluiced_rate = sb_per_second(sb_pingpong(sluiced, n, seconds, PING_TRIPS_MAX));
-    if (!bare_first)
-        *bare_rate = sb_per_second(sb_pingpong(bare, n, seconds, PING_TRIPS_MAX));
-}
-
-static void print_ratios(const char *label, const double *ratio, int rounds)
-{
-    printf("  per-round %s:", label);
-    for (int r = 0; r < rounds; r++)
-        printf(" %.1f%%", 100.0 * ratio[r]);
-    printf("\n");
-}
-
-static void print_ping(ping_figures_t *f, int rounds, int n)
-{
-    print_ratios("sluiced / bare, 1 connection", f->ratio_one, rounds);
-    print_ratios("sluiced / bare, many connections", f->ratio_many, rounds);
-    print_ratios("libsluice / bare, 1 connection", f->ratio_library, rounds);
-    char many_bare[80], many_sluiced[80];
-    snprintf(many_bare, sizeof(many_bare), "bare ping-pong, %d connections (baseline)", n);
-    snprintf(many_sluiced, sizeof(many_sluiced), "sluiced, %d connections, raw sockets", n);
-    printf("  %-50s %14s %12s\n", "figure", "round trips/s", "vs bare");
-    printf("  %-50s %14.0f %12s\n", "bare ping-pong, 1 connection (baseline)",
-           sb_median(f->bare_one, rounds), "100 %");
-    printf("  %-50s %14.0f %10.1f %%\n", "sluiced, 1 connection, raw socket",
-           sb_median(f->sluiced_one, rounds), 100.0 * sb_median(f->ratio_one, rounds));
-    printf("  %-50s %14.0f %10.1f %%\n", "sluiced, 1 connection, libsluice sl_client_ping",
-           sb_median(f->library, rounds), 100.0 * sb_median(f->ratio_library, rounds));
-    printf("  %-50s %14.0f %12s\n", many_bare, sb_median(f->bare_many, rounds), "100 %");
-    printf("  %-50s %14.0f %10.1f %%\n", many_sluiced, sb_median(f->sluiced_many, rounds),
-           100.0 * sb_median(f->ratio_many, rounds));
-    printf("  (rates: median of %d rounds; ratios: median of per-round ratios; aim: sluiced >= "
-           "80 %% of bare)\n",
-           rounds);
-}
-
-static void ping_rounds(ping_figures_t *f, sb_conn_t *bare, sb_conn_t *sluiced,
-                        sl_client_t *library, const sb_options_t *o, int rounds)
-{
-    int n = o->connections;
-    double s = o->seconds;
-    for (int r = 0; r < rounds; r++) {
-        bool bare_first = r % 2 == 0; /* take turns against slow spells */
-        ping_pair(bare, sluiced, 1, s, bare_first, &f->bare_one[r], &f->sluiced_one[r]);
-        f->library[r] = sb_per_second(sb_client_ping(library, s, PING_TRIPS_MAX));
-        ping_pair(bare, sluiced, n, s, !bare_first, &f->bare_many[r], &f->sluiced_many[r]);
-        f->ratio_one[r] = f->sluiced_one[r] / f->bare_one[r];
-        f->ratio_library[r] = f->library[r] / f->bare_one[r];
-        f->ratio_many[r] = f->sluiced_many[r] / f->bare_many[r];
-    }
-}
-
-static void ping_run(const sb_options_t *o, const char *host, uint16_t port)
-{
-    int n = o->connections, rounds = o->rounds < PING_ROUNDS_MAX ? o->rounds : PING_ROUNDS_MAX;
-    double lifetime = 60.0 + (double)rounds * 6.0 * o->seconds;
-    uint16_t bare_port;
-    pid_t bare_pid = sb_bare_start(&bare_port, lifetime);
-    sb_conn_t *sluiced = open_conns(n, host, port, o);
-    sb_conn_t *bare = open_conns(n, "127.0.0.1", bare_port, NULL);
-    sl_client_t *library;
-    int rc = sl_client_connect(host, port, NULL, &library);
-    if (rc == 0)
-        rc = sl_client_login(library, o->user, o->password, NULL);
-    if (rc != 0)
-        sb_die("libsluice connect/login: %s", sl_strerror(rc));
-    printf("\nPing round trips (256-byte PING request, 256-byte reply, lockstep per connection; "
-           "%d rounds x %.1f s per figure; bare server on port %u)\n",
-           rounds, o->seconds, bare_port);
-    sb_pingpong(bare, 1, WARMUP_SECONDS, PING_TRIPS_MAX);
-    sb_pingpong(sluiced, 1, WARMUP_SECONDS, PING_TRIPS_MAX);
-    sb_pingpong(bare, n, WARMUP_SECONDS, PING_TRIPS_MAX);
-    sb_pingpong(sluiced, n, WARMUP_SECONDS, PING_TRIPS_MAX);
-    sb_client_ping(library, WARMUP_SECONDS, PING_TRIPS_MAX);
-
-    static ping_figures_t f;
-    ping_rounds(&f, bare, sluiced, library, o, rounds);
-    print_ping(&f, rounds, n);
-    sl_client_close(library);
-    close_conns(sluiced, n);
-    close_conns(bare, n);
-    sb_bare_stop(bare_pid);
-}
-
 /* --- options ----------------------------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -267,8 +144,8 @@ static void parse_only(sb_options_t *o, const char *list)
 
 static void check_options(const sb_options_t *o)
 {
-    if (o->rounds < 1 || o->rounds > PING_ROUNDS_MAX)
-        sb_die("--rounds must be 1..%d", PING_ROUNDS_MAX);
+    if (o->rounds < 1 || o->rounds > ROUNDS_MAX)
+        sb_die("--rounds must be 1..%d", ROUNDS_MAX);
     if (!(o->seconds > 0.0 && o->seconds <= 60.0))
         sb_die("--seconds must be in (0, 60]");
     if (o->connections < 2 || o->connections > 64)
@@ -379,7 +256,7 @@ int main(int argc, char **argv)
         printf("server: %s:%u (started elsewhere: no memory figure)\n", host, port);
     }
     if (o.run_ping)
-        ping_run(&o, host, port);
+        sb_ping_run(&o, host, port, own.pid);
     if (o.run_durable) {
         char dir[400];
         snprintf(dir, sizeof(dir), "%s/metadata", own.data);

@@ -257,6 +257,20 @@ bool sb_memory_read(pid_t pid, sb_memory_t *out)
     return out->rss_kb >= 0;
 }
 
+uint64_t sb_cpu_ns(pid_t pid)
+{
+    char path[64];
+    unsigned long long ns = 0;
+    snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+    FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+    if (!f)
+        return 0;
+    if (fscanf(f, "%llu", &ns) != 1)
+        ns = 0;
+    fclose(f);
+    return ns;
+}
+
 static bool comm_is(pid_t pid, const char *name)
 {
     char path[64], comm[64] = {0};
