@@ -116,12 +116,23 @@ static void print_row(const char *name, uint64_t ops, double rate, uint64_t *lat
            (double)p50 / 1e6, (double)p99 / 1e6, (double)max / 1e6, ratio);
 }
 
+/* Which operation was the slowest (before the percentiles sort the array). */
+static size_t slowest(const uint64_t *lat, size_t n)
+{
+    size_t at = 0;
+    for (size_t i = 1; i < n; i++)
+        at = lat[i] > lat[at] ? i : at;
+    return at;
+}
+
 static void print_figures(durable_figures_t *f, int rounds)
 {
     printf("  per-round CreateStream / baseline:");
     for (int r = 0; r < rounds; r++)
         printf(" %.1f%%", 100.0 * f->ratio[r]);
-    printf("\n");
+    size_t worst = slowest(f->create_lat, f->creates);
+    printf("\n  slowest CreateStream: the %zu-th after the %d warm-up ones (%.1f ms)\n", worst + 1,
+           WARMUP_OPS, f->creates ? (double)f->create_lat[worst] / 1e6 : 0.0);
     double create_rate = sb_median(f->create_rate, rounds);
     double append_rate = sb_median(f->append_rate, rounds);
     double ratio = sb_median(f->ratio, rounds);
