@@ -269,6 +269,7 @@ int main(int argc, char **argv)
             printf("\nsluiced at the end: VmRSS %.1f MiB, RssAnon %.1f MiB, VmHWM %.1f MiB\n",
                    (double)end.rss_kb / 1024.0, (double)end.anon_kb / 1024.0,
                    (double)end.hwm_kb / 1024.0);
+        sb_smaps_print(own.pid, 3, "    ");
         sb_sluiced_stop(&own);
     }
     return 0;
