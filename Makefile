@@ -38,8 +38,12 @@ fuzz: deps
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	./tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
+# Both benchmark programs; sluice-bench starts its own sluiced in a temporary
+# directory under $TMPDIR (options: BENCH_ARGS="--rounds 7 --streams 4000").
+BENCH_ARGS ?=
 bench: all
 	./$(BUILD)/bench/sl_bench_wire
+	./$(BUILD)/bench/sluice-bench $(BENCH_ARGS)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -1,0 +1,140 @@
+/* sluice-bench: what the benchmark program's files share. Each figure is
+ * measured next to a baseline in the same run (the machine is shared and
+ * noisy), over loopback only, with every loop bounded by a count and a time.
+ * docs/benchmarks.md says how to read the output. */
+#ifndef SLUICE_BENCH_H
+#define SLUICE_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <sluice/client.h>
+
+#include "wire/header.h"
+
+/* --- options ----------------------------------------------------------------- */
+
+typedef struct sb_options {
+    const char *sluiced; /* the binary to start; NULL when host/port are given */
+    const char *host;    /* an external server (loopback only), or NULL */
+    uint16_t port;       /* of the external server; 0: start sluiced here */
+    const char *user;    /* login for every figure */
+    const char *password;
+    const char *dir;                  /* parent of the temporary data directory */
+    int rounds;                       /* rounds per figure; medians are taken over them */
+    double seconds;                   /* length of one ping run */
+    int connections;                  /* the many-connection ping figure */
+    int streams;                      /* CreateStream operations, split over the rounds */
+    double durable_round_seconds_max; /* time cap of one durable round and figure */
+    bool run_rss, run_ping, run_durable;
+} sb_options_t;
+
+/* --- process plumbing (sluice_bench_proc.c) ------------------------------------- */
+
+/* Prints "sluice-bench: <message>" to stderr, stops every child process the
+ * bench started, removes its temporary directory and exits 1. */
+__attribute__((noreturn, format(printf, 1, 2))) void sb_die(const char *fmt, ...);
+
+/* SIGINT, SIGTERM, SIGHUP: kill the children, remove the temporary
+ * directory, exit. SIGPIPE: ignored. */
+void sb_signals_install(void);
+
+/* A sluiced started by the bench, on 127.0.0.1 with an ephemeral port and a
+ * fresh data directory under a temporary directory. */
+typedef struct sb_sluiced {
+    pid_t pid;
+    uint16_t port;
+    char dir[256];  /* the temporary directory: config, log, data/ */
+    char data[320]; /* dir/data, the server's system.path */
+    char log[320];
+} sb_sluiced_t;
+
+/* Starts sluiced with the root user user/password and waits until it
+ * listens (20 s at most); dies on failure. */
+void sb_sluiced_start(sb_sluiced_t *s, const char *binary, const char *parent_dir, const char *user,
+                      const char *password);
+/* SIGTERM, wait (10 s, then SIGKILL), remove the directory. */
+void sb_sluiced_stop(sb_sluiced_t *s);
+
+/* Registers a child for sb_die to kill (at most a few). */
+void sb_child_track(pid_t pid);
+void sb_child_untrack(pid_t pid);
+
+/* Memory of a process from /proc/<pid>/status, in kB; false when unreadable. */
+typedef struct sb_memory {
+    long rss_kb, anon_kb, file_kb, hwm_kb, size_kb;
+} sb_memory_t;
+bool sb_memory_read(pid_t pid, sb_memory_t *out);
+/* The resident set of a trivial C process (`sleep`) started and read now. */
+bool sb_memory_of_sleep(sb_memory_t *out);
+/* Prints the mappings of pid grouped by file name ([heap], [anon], ...),
+ * largest resident set first, at most top lines, each line prefixed. */
+void sb_smaps_print(pid_t pid, int top, const char *prefix);
+
+/* CPU time pid's main thread has used, in ns (/proc/<pid>/schedstat); 0
+ * when unreadable. */
+uint64_t sb_cpu_ns(pid_t pid);
+
+/* Sleeps for ms milliseconds. */
+void sb_sleep_ms(unsigned ms);
+
+/* --- statistics (sluice_bench_stats.c) ----------------------------------------- */
+
+/* The median of n values (sorts v). */
+double sb_median(double *v, int n);
+/* The value below which a fraction q of the n samples lie (sorts v). */
+uint64_t sb_percentile(uint64_t *v, size_t n, double q);
+
+/* --- ping (sluice_bench_ping.c) -------------------------------------------------- */
+
+/* One lockstep connection: its request frame and the reply being assembled. */
+typedef struct sb_conn {
+    int fd;
+    uint8_t frame[SL_HEADER_SIZE]; /* the PING request this connection sends */
+    uint32_t have;                 /* reply bytes received so far */
+    uint32_t need;                 /* reply bytes expected (the header's size) */
+    uint32_t reply_size;           /* of the last complete reply */
+    uint8_t reply[4096];
+} sb_conn_t;
+
+/* A TCP connection to 127.0.0.1:port (TCP_NODELAY, receive timeout). */
+int sb_connect(const char *host, uint16_t port);
+/* Logs conn in with a fresh client id (raw LoginRegister) and fills
+ * conn->frame with a PING of that session. */
+void sb_raw_login(sb_conn_t *conn, const char *user, const char *password);
+/* Fills conn->frame with a PING outside any session (for the bare server,
+ * which only counts bytes). */
+void sb_raw_anonymous(sb_conn_t *conn);
+
+/* The bare ping-pong server: a forked child with one epoll thread that reads
+ * 256 bytes and answers 256 bytes per connection. Returns its pid. */
+pid_t sb_bare_start(uint16_t *port, double lifetime_seconds);
+void sb_bare_stop(pid_t pid);
+
+/* Round trips each connection completes lockstep (send a frame, read the
+ * whole reply, send again) within seconds, and at most trips_max in all. */
+typedef struct sb_rate {
+    uint64_t trips;
+    uint64_t elapsed_ns;
+} sb_rate_t;
+sb_rate_t sb_pingpong(sb_conn_t *conns, int n, double seconds, uint64_t trips_max);
+/* The same with libsluice's sl_client_ping on one logged-in client. */
+sb_rate_t sb_client_ping(sl_client_t *client, double seconds, uint64_t trips_max);
+
+static inline double sb_per_second(sb_rate_t r)
+{
+    return r.elapsed_ns ? (double)r.trips * 1e9 / (double)r.elapsed_ns : 0.0;
+}
+
+/* Runs the ping figures against host:port (server_pid 0: not ours, so its
+ * CPU time is not read) and prints them. */
+void sb_ping_run(const sb_options_t *o, const char *host, uint16_t port, pid_t server_pid);
+
+/* --- durable operations (sluice_bench_durable.c) ------------------------------- */
+
+/* Runs the CreateStream figure and its fdatasync baseline and prints them. */
+void sb_durable_run(const sb_options_t *o, const char *host, uint16_t port, const char *dir);
+
+#endif

@@ -1,0 +1,276 @@
+/* sluice-bench: end-to-end figures of sluiced, each next to a baseline from
+ * the same run: ping round trips (vs a bare TCP ping-pong server), idle
+ * resident memory (vs `sleep`), and durable CreateStream (vs write +
+ * fdatasync). `sluice-bench --help` lists the options. */
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "sluice_bench.h"
+
+#ifndef SLUICE_BENCH_SLUICED
+#define SLUICE_BENCH_SLUICED "./sluiced"
+#endif
+
+enum {
+    ROUNDS_MAX = 64,
+    RSS_AIM_KB = 10000, /* issue 3: idle sluiced under 10 MB */
+};
+
+/* --- the run's context ---------------------------------------------------------- */
+
+static void print_first_line(const char *path, const char *key, const char *label)
+{
+    char line[256];
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    for (int i = 0; i < 10000 && fgets(line, sizeof(line), f); i++) {
+        if (strncmp(line, key, strlen(key)) == 0) {
+            line[strcspn(line, "\n")] = '\0';
+            printf("%s%s\n", label, line + strlen(key));
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static void print_context(int argc, char **argv)
+{
+    printf("command:");
+    for (int i = 0; i < argc; i++)
+        printf(" %s", argv[i]);
+    char date[64];
+    time_t now = time(NULL);
+    strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    struct utsname u;
+    uname(&u);
+    printf("\ndate: %s; %ld online cores; kernel %s %s\n", date, sysconf(_SC_NPROCESSORS_ONLN),
+           u.release, u.machine);
+    print_first_line("/proc/cpuinfo", "model name\t: ", "cpu: ");
+    print_first_line("/proc/loadavg", "", "load average at start: ");
+}
+
+/* --- idle memory ------------------------------------------------------------------ */
+
+static void print_memory(const char *name, const sb_memory_t *m)
+{
+    printf("  %-46s %8.1f %8.1f %8.1f %8.1f\n", name, (double)m->rss_kb / 1024.0,
+           (double)m->anon_kb / 1024.0, (double)m->file_kb / 1024.0, (double)m->hwm_kb / 1024.0);
+}
+
+static void rss_run(const sb_sluiced_t *s, const sb_options_t *o)
+{
+    sb_memory_t idle, after, base;
+    sb_sleep_ms(2000);
+    if (!sb_memory_read(s->pid, &idle))
+        sb_die("cannot read /proc/%d/status", (int)s->pid);
+    printf("\nIdle memory (MiB; fresh data directory, 2 s after listening)\n");
+    printf("  largest mappings of the idle sluiced:\n");
+    sb_smaps_print(s->pid, 8, "    ");
+
+    sl_client_t *client;
+    int rc = sl_client_connect("127.0.0.1", s->port, NULL, &client);
+    uint64_t t0 = sl_clock_monotonic_ns(), login_ns = 0;
+    if (rc == 0 && (rc = sl_client_login(client, o->user, o->password, NULL)) == 0) {
+        login_ns = sl_clock_monotonic_ns() - t0;
+        rc = sl_client_logout(client);
+    }
+    if (rc != 0)
+        sb_die("login/logout: %s", sl_strerror(rc));
+    sl_client_close(client);
+    sb_sleep_ms(200);
+    if (!sb_memory_read(s->pid, &after) || !sb_memory_of_sleep(&base))
+        sb_die("cannot read process memory");
+    printf("  largest mappings after one login (%.1f ms, password check included) + logout:\n",
+           (double)login_ns / 1e6);
+    sb_smaps_print(s->pid, 3, "    ");
+
+    printf("  %-46s %8s %8s %8s %8s\n", "process", "VmRSS", "RssAnon", "RssFile", "VmHWM");
+    print_memory("sleep 30 (baseline: a trivial C process)", &base);
+    print_memory("sluiced, idle", &idle);
+    print_memory("sluiced, after one login + logout", &after);
+    printf("  sluiced idle / sleep: %.1fx; sluiced idle - sleep: %.1f MiB\n",
+           base.rss_kb ? (double)idle.rss_kb / (double)base.rss_kb : 0.0,
+           (double)(idle.rss_kb - base.rss_kb) / 1024.0);
+    printf("  aim VmRSS < 10 MB (10000 kB): idle %s, after one login %s\n",
+           idle.rss_kb < RSS_AIM_KB ? "met" : "MISSED",
+           after.rss_kb < RSS_AIM_KB ? "met" : "MISSED");
+}
+
+/* --- options ----------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: sluice-bench [options]\n"
+            "  --sluiced PATH     sluiced to start (default %s or $SLUICE_SLUICED)\n"
+            "  --host IP --port N use a running server on loopback instead (no RSS figure)\n"
+            "  --user U --password P  login (default iggy/iggy)\n"
+            "  --rounds N         rounds per figure, medians over them (default 5)\n"
+            "  --seconds S        length of one ping run (default 1.0)\n"
+            "  --connections N    the many-connection ping figure (default 16, max 64)\n"
+            "  --streams N        CreateStream operations in all (default 2000)\n"
+            "  --dir DIR          where temporary data goes (default $TMPDIR or /tmp)\n"
+            "  --only LIST        any of rss,ping,durable (default all)\n",
+            SLUICE_BENCH_SLUICED);
+}
+
+/* Loopback only: 127.0.0.0/8 (or "localhost"). */
+static const char *loopback_host(const char *host)
+{
+    struct in_addr a;
+    if (strcmp(host, "localhost") == 0)
+        return "127.0.0.1";
+    if (inet_pton(AF_INET, host, &a) != 1 || (ntohl(a.s_addr) >> 24) != 127)
+        sb_die("--host must be an IPv4 loopback address (127.x.x.x), not %s", host);
+    return host;
+}
+
+static void parse_only(sb_options_t *o, const char *list)
+{
+    o->run_rss = strstr(list, "rss") != NULL;
+    o->run_ping = strstr(list, "ping") != NULL;
+    o->run_durable = strstr(list, "durable") != NULL;
+    if (!o->run_rss && !o->run_ping && !o->run_durable)
+        sb_die("--only takes rss, ping and/or durable");
+}
+
+static void check_options(const sb_options_t *o)
+{
+    if (o->rounds < 1 || o->rounds > ROUNDS_MAX)
+        sb_die("--rounds must be 1..%d", ROUNDS_MAX);
+    if (!(o->seconds > 0.0 && o->seconds <= 60.0))
+        sb_die("--seconds must be in (0, 60]");
+    if (o->connections < 2 || o->connections > 64)
+        sb_die("--connections must be 2..64");
+    if (o->streams < 1 || o->streams > 1000000)
+        sb_die("--streams must be 1..1000000");
+}
+
+/* One option of getopt_long; exits on --help and unknown options. */
+static void apply_option(sb_options_t *o, int c, const char *arg)
+{
+    switch (c) {
+    case 's':
+        o->sluiced = arg;
+        break;
+    case 'h':
+        o->host = loopback_host(arg);
+        break;
+    case 'p':
+        o->port = (uint16_t)atoi(arg);
+        break;
+    case 'u':
+        o->user = arg;
+        break;
+    case 'w':
+        o->password = arg;
+        break;
+    case 'r':
+        o->rounds = atoi(arg);
+        break;
+    case 't':
+        o->seconds = atof(arg);
+        break;
+    case 'c':
+        o->connections = atoi(arg);
+        break;
+    case 'n':
+        o->streams = atoi(arg);
+        break;
+    case 'd':
+        o->dir = arg;
+        break;
+    case 'o':
+        parse_only(o, arg);
+        break;
+    case 'H':
+        usage(stdout);
+        exit(0);
+    default:
+        usage(stderr);
+        exit(2);
+    }
+}
+
+static void parse_options(int argc, char **argv, sb_options_t *o)
+{
+    const char *env = getenv("SLUICE_SLUICED"), *tmp = getenv("TMPDIR");
+    *o = (sb_options_t){.sluiced = env ? env : SLUICE_BENCH_SLUICED,
+                        .user = "iggy",
+                        .password = "iggy",
+                        .dir = tmp ? tmp : "/tmp",
+                        .rounds = 5,
+                        .seconds = 1.0,
+                        .connections = 16,
+                        .streams = 2000,
+                        .durable_round_seconds_max = 30.0,
+                        .run_rss = true,
+                        .run_ping = true,
+                        .run_durable = true};
+    static const struct option longs[] = {{"sluiced", 1, 0, 's'},
+                                          {"host", 1, 0, 'h'},
+                                          {"port", 1, 0, 'p'},
+                                          {"user", 1, 0, 'u'},
+                                          {"password", 1, 0, 'w'},
+                                          {"rounds", 1, 0, 'r'},
+                                          {"seconds", 1, 0, 't'},
+                                          {"connections", 1, 0, 'c'},
+                                          {"streams", 1, 0, 'n'},
+                                          {"dir", 1, 0, 'd'},
+                                          {"only", 1, 0, 'o'},
+                                          {"help", 0, 0, 'H'},
+                                          {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1)
+        apply_option(o, c, optarg);
+    check_options(o);
+}
+
+int main(int argc, char **argv)
+{
+    sb_options_t o;
+    parse_options(argc, argv, &o);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    sb_signals_install();
+    print_context(argc, argv);
+
+    sb_sluiced_t own = {0};
+    const char *host = o.host ? o.host : "127.0.0.1";
+    uint16_t port = o.port;
+    if (port == 0) {
+        sb_sluiced_start(&own, o.sluiced, o.dir, o.user, o.password);
+        port = own.port;
+        printf("sluiced: %s, pid %d, 127.0.0.1:%u, data %s\n", o.sluiced, (int)own.pid, port,
+               own.data);
+        if (o.run_rss)
+            rss_run(&own, &o);
+    } else {
+        printf("server: %s:%u (started elsewhere: no memory figure)\n", host, port);
+    }
+    if (o.run_ping)
+        sb_ping_run(&o, host, port, own.pid);
+    if (o.run_durable) {
+        char dir[400];
+        snprintf(dir, sizeof(dir), "%s/metadata", own.data);
+        printf("\n");
+        sb_durable_run(&o, host, port, port == own.port ? dir : o.dir);
+    }
+    if (own.pid > 0) {
+        sb_memory_t end;
+        if (sb_memory_read(own.pid, &end))
+            printf("\nsluiced at the end: VmRSS %.1f MiB, RssAnon %.1f MiB, VmHWM %.1f MiB\n",
+                   (double)end.rss_kb / 1024.0, (double)end.anon_kb / 1024.0,
+                   (double)end.hwm_kb / 1024.0);
+        sb_smaps_print(own.pid, 3, "    ");
+        sb_sluiced_stop(&own);
+    }
+    return 0;
+}
