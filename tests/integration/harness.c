@@ -134,6 +134,9 @@ int th_stop(th_server_t *srv, int sig)
     for (int i = 0; i < 1500; i++) { /* 30 s at most, then SIGKILL */
         if (waitpid(srv->pid, &status, WNOHANG) == srv->pid) {
             srv->pid = 0;
+            if (sig != SIGKILL && status != 0)
+                fprintf(stderr, "harness: sluiced exited with status %d:\n%s\n", status,
+                        th_log(srv));
             return status;
         }
         struct timespec ts = {0, 20 * 1000 * 1000};
