@@ -12,6 +12,7 @@
 #include "auth/secret.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "server/test_faults.h"
 #include "wire/cmd_system.h"
 #include "wire/codec.h"
 
@@ -160,10 +161,20 @@ static void retention_tick(sl_server_t *srv)
     sl_partitions_retention(&srv->partitions, sl_clock_realtime_us());
 }
 
+/* The on_frame of a process started with SLUICE_FAULT_FILE (tests only): the fault plan is
+ * brought up to date before each request, so a test that rewrites the control file and then
+ * sends knows which plan that request meets. */
+static void on_frame_test_faults(void *ctx, sl_conn_t *conn, const uint8_t *frame, uint32_t size)
+{
+    sl_test_faults_poll();
+    sl_dispatch_frame(ctx, conn, frame, size);
+}
+
 static void on_tick(void *ctx, sl_loop_t *loop)
 {
     (void)loop;
     sl_server_t *srv = ctx;
+    sl_test_faults_poll();
     retention_tick(srv);
     if (!srv->cfg.heartbeat.enabled)
         return;
@@ -248,6 +259,7 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
     if (rc != 0)
         return rc;
 
+    bool test_faults = sl_test_faults_init();
     sl_loop_config_t lc;
     sl_loop_config_init(&lc);
     lc.host = cfg->tcp.address.host;
@@ -255,11 +267,12 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
     lc.max_frame = srv->frame_max;
     lc.max_conns = cfg->tcp.max_connections;
     lc.frames_per_turn = cfg->server.per_connection_work_max;
-    lc.cb = (sl_loop_callbacks_t){.on_open = on_open,
-                                  .on_frame = sl_dispatch_frame,
-                                  .on_sent = on_sent,
-                                  .on_close = on_close,
-                                  .on_tick = on_tick};
+    lc.cb =
+        (sl_loop_callbacks_t){.on_open = on_open,
+                              .on_frame = test_faults ? on_frame_test_faults : sl_dispatch_frame,
+                              .on_sent = on_sent,
+                              .on_close = on_close,
+                              .on_tick = on_tick};
     lc.ctx = srv;
     rc = sl_loop_create(&lc, &srv->loop);
     if (rc != 0) {

@@ -136,8 +136,10 @@ static int write_chunk(sl_partition_t *p, size_t from, size_t to)
 /* Releases the first n entries, which are on disk now. */
 static void drop_flushed(sl_partition_t *p, size_t n)
 {
+    /* A partition that was never appended to has no journal array: p->journal is NULL, and
+     * even a zero-length memmove from NULL + 0 is undefined. */
     if (n == 0)
-        return; /* the journal may not even be allocated yet */
+        return;
     for (size_t i = 0; i < n; i++) {
         p->journal_bytes -= p->journal[i].len;
         p->journal_messages -= p->journal[i].count;

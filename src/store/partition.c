@@ -449,6 +449,11 @@ static int remove_tree(const char *dir, int depth)
 
 int sl_partition_remove(const char *dir)
 {
+    /* Nothing to delete, and nothing to make durable: its parent may not exist either (the
+     * server clears the directory of every new topic this way). */
+    struct stat st;
+    if (lstat(dir, &st) != 0 && errno == ENOENT)
+        return 0;
     int rc = remove_tree(dir, 2);
     if (rc < 0) {
         sl_log_error("partition %s: cannot delete the directory: %s", dir, strerror(-rc));

@@ -1,0 +1,27 @@
+/* Test-only I/O fault injection into the real sluiced process, so integration tests can make
+ * segment writes fail (ENOSPC, EIO, short writes) the way a full or failing disk would.
+ *
+ * Off unless the environment variable SLUICE_FAULT_FILE names a control file when sluiced
+ * starts; nothing else turns it on, and a warning is logged when it is set. While on, the
+ * server re-reads that file before every request frame and on every tick. Its first line is
+ * one fault plan for src/base/io.h (sl_io_fault_t):
+ *
+ *     <error> <call> [<path-substring>] [after=<n>] [count=<n>] [short=<bytes>]
+ *
+ * error: enospc, eio, edquot, erofs or a positive errno number; call: an sl_io_call_name()
+ * ("pwritev", "pwrite", "fdatasync", ...), "writes", "syncs" or "any"; the path substring
+ * limits the plan to matching files (".log", ".index"); after, count and short are the plan's
+ * fields of the same names. A missing, empty or unreadable file clears the plan. A plan is
+ * (re)armed, with its counters reset, only when the file's text changes. Every change is
+ * logged ("test faults: armed ..." / "test faults: cleared"). Runs on the loop thread. */
+#ifndef SL_SERVER_TEST_FAULTS_H
+#define SL_SERVER_TEST_FAULTS_H
+
+#include <stdbool.h>
+
+/* Reads SLUICE_FAULT_FILE; true when fault injection is on for this process. */
+bool sl_test_faults_init(void);
+/* Applies the control file's current text (no-op when off or unchanged). */
+void sl_test_faults_poll(void);
+
+#endif
