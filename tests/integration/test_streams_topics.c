@@ -1,0 +1,765 @@
+/* Streams, topics, partitions and segments against the real sluiced
+ * (commands.md 8-10): every command's success path and each documented
+ * error code, through libsluice (raw frames only for option blocks the
+ * library cannot send and for reply operation bytes). */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+// clang-format off
+#include <cmocka.h>
+// clang-format on
+
+#include <sluice/client.h>
+
+#include "harness.h"
+#include "wire/cmd_streams.h"
+#include "wire/cmd_topics.h"
+#include "wire/header.h"
+#include "wire/tlv.h"
+
+#define MIB               (1024ull * 1024ull)
+#define GIB               (1024ull * MIB)
+#define SECOND_US         1000000ull
+#define OK(expr)          assert_int_equal((expr), 0)
+#define FAILS(expr, code) assert_int_equal((expr), -(code))
+
+static th_server_t srv;
+static sl_client_t *root;
+
+static int setup(void **state)
+{
+    (void)state;
+    if (!th_start(&srv, NULL))
+        return -1;
+    root = th_client(srv.port, "iggy", "iggy");
+    return root ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    sl_client_close(root);
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+    th_cleanup(&srv);
+    return 0;
+}
+
+static uint64_t now_us(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (uint64_t)tv.tv_sec * SECOND_US + (uint64_t)tv.tv_usec;
+}
+
+static uint32_t create_stream(const char *name)
+{
+    const sl_stream_t *s = NULL;
+    OK(sl_client_create_stream(root, name, &s));
+    assert_non_null(s);
+    assert_string_equal(s->name, name);
+    return s->id;
+}
+
+static const sl_option_t *find_option(const sl_option_t *items, uint32_t count, const char *key)
+{
+    for (uint32_t i = 0; i < count; i++)
+        if (strcmp(items[i].key, key) == 0)
+            return &items[i];
+    return NULL;
+}
+
+/* An option entry holding a little-endian number of kind (width bytes). */
+static void assert_number_option(const sl_option_t *o, uint8_t kind, uint64_t value)
+{
+    assert_non_null(o);
+    assert_int_equal(o->kind, kind);
+    uint32_t width = sl_kind_width(kind);
+    assert_int_equal(o->value_len, width);
+    uint64_t got = 0;
+    for (uint32_t i = 0; i < width && i < 8; i++)
+        got |= (uint64_t)o->value[i] << (8 * i);
+    assert_true(got == value);
+}
+
+static void assert_text_option(const sl_option_t *o, uint8_t kind, const char *text)
+{
+    assert_non_null(o);
+    assert_int_equal(o->kind, kind);
+    assert_int_equal(o->value_len, strlen(text));
+    assert_memory_equal(o->value, text, strlen(text));
+}
+
+/* Keys of an option list are sorted (options.md 2). */
+static void assert_sorted(const sl_option_t *items, uint32_t count)
+{
+    for (uint32_t i = 1; i < count; i++)
+        assert_true(strcmp(items[i - 1].key, items[i].key) < 0);
+}
+
+/* --- streams --------------------------------------------------------------------- */
+
+static void test_stream_create_get(void **state)
+{
+    (void)state;
+    uint64_t before = now_us();
+    const sl_stream_t *s = NULL;
+    OK(sl_client_create_stream(root, "alpha", &s));
+    uint32_t id = s->id;
+    assert_true(s->created_at_us >= before - SECOND_US && s->created_at_us <= now_us());
+    assert_int_equal(s->topics_count, 0);
+    assert_int_equal(s->size_bytes, 0);
+    assert_int_equal(s->messages_count, 0);
+    uint64_t created = s->created_at_us;
+
+    /* By number and by name: the same stream. */
+    OK(sl_client_get_stream(root, sl_id_num(id), &s));
+    assert_non_null(s);
+    assert_int_equal(s->id, id);
+    assert_string_equal(s->name, "alpha");
+    assert_true(s->created_at_us == created);
+    OK(sl_client_get_stream(root, sl_id_name("alpha"), &s));
+    assert_non_null(s);
+    assert_int_equal(s->id, id);
+
+    /* Missing: an empty reply, not an error. */
+    OK(sl_client_get_stream(root, sl_id_name("no-such-stream"), &s));
+    assert_null(s);
+    OK(sl_client_get_stream(root, sl_id_num(999999), &s));
+    assert_null(s);
+
+    FAILS(sl_client_create_stream(root, "alpha", NULL), SL_ERR_STREAM_NAME_ALREADY_EXISTS);
+    /* Names compare byte-exactly: another case is another stream. */
+    uint32_t upper = create_stream("ALPHA");
+    assert_int_not_equal(upper, id);
+}
+
+static void test_stream_list(void **state)
+{
+    (void)state;
+    uint32_t a = create_stream("list-a");
+    uint32_t b = create_stream("list-b");
+    const sl_stream_t *items;
+    uint32_t n;
+    OK(sl_client_get_streams(root, &items, &n));
+    assert_true(n >= 2);
+    bool seen_a = false, seen_b = false;
+    for (uint32_t i = 0; i < n; i++) {
+        if (i > 0)
+            assert_true(items[i - 1].id < items[i].id); /* ascending ids */
+        assert_null(items[i].topics);
+        if (items[i].id == a) {
+            assert_string_equal(items[i].name, "list-a");
+            seen_a = true;
+        }
+        if (items[i].id == b) {
+            assert_string_equal(items[i].name, "list-b");
+            seen_b = true;
+        }
+    }
+    assert_true(seen_a && seen_b);
+}
+
+static void test_stream_update(void **state)
+{
+    (void)state;
+    uint32_t id = create_stream("upd-one");
+    create_stream("upd-two");
+    OK(sl_client_update_stream(root, sl_id_num(id), "upd-one")); /* same name: fine */
+    OK(sl_client_update_stream(root, sl_id_name("upd-one"), "upd-renamed"));
+    const sl_stream_t *s;
+    OK(sl_client_get_stream(root, sl_id_name("upd-one"), &s));
+    assert_null(s);
+    OK(sl_client_get_stream(root, sl_id_name("upd-renamed"), &s));
+    assert_non_null(s);
+    assert_int_equal(s->id, id);
+    /* The old name is free again. */
+    uint32_t reuse = create_stream("upd-one");
+    assert_int_not_equal(reuse, id);
+
+    FAILS(sl_client_update_stream(root, sl_id_num(id), "upd-two"),
+          SL_ERR_STREAM_NAME_ALREADY_EXISTS);
+    FAILS(sl_client_update_stream(root, sl_id_num(999999), "whatever"), SL_ERR_STREAM_ID_NOT_FOUND);
+    FAILS(sl_client_update_stream(root, sl_id_name("no-such"), "whatever"),
+          SL_ERR_STREAM_ID_NOT_FOUND);
+}
+
+static void test_stream_delete_purge(void **state)
+{
+    (void)state;
+    uint32_t id = create_stream("del-me");
+    OK(sl_client_create_topic(root, sl_id_num(id), "inside", 2, NULL, NULL));
+    OK(sl_client_purge_stream(root, sl_id_num(id)));
+    OK(sl_client_purge_stream(root, sl_id_name("del-me")));
+    /* Purging keeps topics and partitions. */
+    const sl_stream_t *s;
+    OK(sl_client_get_stream(root, sl_id_num(id), &s));
+    assert_non_null(s);
+    assert_int_equal(s->topics_count, 1);
+    FAILS(sl_client_purge_stream(root, sl_id_num(999999)), SL_ERR_STREAM_ID_NOT_FOUND);
+    FAILS(sl_client_purge_stream(root, sl_id_name("no-such")), SL_ERR_STREAM_ID_NOT_FOUND);
+
+    OK(sl_client_delete_stream(root, sl_id_name("del-me")));
+    OK(sl_client_get_stream(root, sl_id_num(id), &s));
+    assert_null(s);
+    const sl_topic_t *t;
+    OK(sl_client_get_topic(root, sl_id_num(id), sl_id_name("inside"), &t));
+    assert_null(t);
+    FAILS(sl_client_delete_stream(root, sl_id_num(id)), SL_ERR_STREAM_ID_NOT_FOUND);
+    FAILS(sl_client_delete_stream(root, sl_id_name("del-me")), SL_ERR_STREAM_ID_NOT_FOUND);
+}
+
+static void test_stream_lowest_free_id(void **state)
+{
+    (void)state;
+    uint32_t a = create_stream("reuse-a");
+    uint32_t b = create_stream("reuse-b");
+    uint32_t c = create_stream("reuse-c");
+    assert_true(a < b && b < c);
+    OK(sl_client_delete_stream(root, sl_id_num(b)));
+    /* b was the lowest free id after a, so the next stream takes it. */
+    assert_int_equal(create_stream("reuse-d"), b);
+    assert_int_equal(create_stream("reuse-e") > c, true);
+}
+
+/* The stream catalog has no keys: any option is status 4041, nothing is
+ * applied (the library sends no stream options, so the body is raw). */
+static void test_stream_option_key_refused(void **state)
+{
+    (void)state;
+    sl_buf_t opts, body;
+    sl_buf_init(&opts, 0);
+    sl_buf_init(&body, 0);
+    assert_true(sl_tlv_put_pair(&opts, "retention", SL_KIND_STRING, sl_span_str("1d")));
+    sl_create_stream_request_t cq = {.name = sl_span_str("with-options"),
+                                     .options = sl_buf_span(&opts)};
+    OK(sl_create_stream_request_encode(&body, &cq));
+    sl_raw_reply_t r;
+    OK(sl_client_request_raw(root, SL_OP_CREATE_STREAM, 0, body.data, body.len, &r));
+    assert_false(r.evicted);
+    assert_int_equal(r.status, SL_ERR_UNSUPPORTED_OPTION_KEY);
+    assert_int_equal(r.operation, SL_OP_CREATE_STREAM);
+    assert_int_equal(r.body_len, 0);
+    const sl_stream_t *s;
+    OK(sl_client_get_stream(root, sl_id_name("with-options"), &s));
+    assert_null(s);
+
+    uint32_t id = create_stream("opt-update");
+    sl_buf_reset(&body);
+    sl_update_stream_request_t uq = {.stream_id = sl_ident_number(id),
+                                     .name = sl_span_str("opt-update-2"),
+                                     .options = sl_buf_span(&opts)};
+    OK(sl_update_stream_request_encode(&body, &uq));
+    OK(sl_client_request_raw(root, SL_OP_UPDATE_STREAM, 0, body.data, body.len, &r));
+    assert_int_equal(r.status, SL_ERR_UNSUPPORTED_OPTION_KEY);
+    OK(sl_client_get_stream(root, sl_id_num(id), &s));
+    assert_string_equal(s->name, "opt-update"); /* not renamed */
+    sl_buf_free(&opts);
+    sl_buf_free(&body);
+}
+
+/* --- topics ---------------------------------------------------------------------- */
+
+/* Explicit String forms are parsed and stored canonically; every other key
+ * is derived with its default (options.md 4.4). */
+static void check_events_topic(const sl_topic_t *t, bool created)
+{
+    assert_string_equal(t->name, "events");
+    assert_int_equal(t->partitions_count, 3);
+    assert_true(t->message_expiry_us == 7ull * 24 * 3600 * SECOND_US);
+    assert_int_equal(t->compression, SL_TOPIC_COMPRESSION_GZIP);
+    assert_true(t->max_topic_size == UINT64_MAX);
+    assert_int_equal(t->size_bytes, 0);
+    assert_int_equal(t->messages_count, 0);
+    assert_int_equal(t->settings.set, SL_TOPIC_OPT_COMPRESSION | SL_TOPIC_OPT_MESSAGE_EXPIRY |
+                                          SL_TOPIC_OPT_SEGMENT_SIZE);
+    assert_true(t->settings.segment_size == 128 * MIB);
+    assert_true(t->settings.size_of_messages_required_to_save == MIB);
+    assert_int_equal(t->settings.messages_required_to_save, 1024);
+
+    assert_int_equal(t->options_count, 3);
+    assert_sorted(t->options, t->options_count);
+    assert_text_option(find_option(t->options, 3, "compression_algorithm"), SL_KIND_STRING, "gzip");
+    assert_number_option(find_option(t->options, 3, "message_expiry"), SL_KIND_UINT64,
+                         7ull * 24 * 3600 * SECOND_US);
+    assert_number_option(find_option(t->options, 3, "segment_size"), SL_KIND_UINT64, 128 * MIB);
+
+    const sl_option_t *d = t->derived_options;
+    uint32_t dn = t->derived_options_count;
+    assert_int_equal(dn, 5);
+    assert_sorted(d, dn);
+    assert_number_option(find_option(d, dn, "enforce_fsync"), SL_KIND_BOOL, 0);
+    assert_number_option(find_option(d, dn, "max_topic_size"), SL_KIND_UINT64, UINT64_MAX);
+    assert_number_option(find_option(d, dn, "messages_required_to_save"), SL_KIND_UINT32, 1024);
+    assert_number_option(find_option(d, dn, "preallocate_segments"), SL_KIND_BOOL, 0);
+    assert_number_option(find_option(d, dn, "size_of_messages_required_to_save"), SL_KIND_UINT64,
+                         MIB);
+
+    assert_non_null(t->partitions);
+    for (uint32_t p = 0; p < 3; p++) {
+        assert_int_equal(t->partitions[p].id, p);
+        /* CreateTopic reports 0 segments, Get* at least 1 (commands.md 2.3). */
+        assert_int_equal(t->partitions[p].segments_count, created ? 0 : 1);
+        assert_int_equal(t->partitions[p].current_offset, 0);
+        assert_int_equal(t->partitions[p].messages_count, 0);
+        assert_true(t->partitions[p].created_at_us == t->created_at_us);
+    }
+}
+
+static void test_topic_create_with_options(void **state)
+{
+    (void)state;
+    uint32_t sid = create_stream("topics-opt");
+    static const char seg[] = "128 MiB", expiry[] = "7 days";
+    sl_option_t extra[2] = {
+        {"segment_size", SL_KIND_STRING, (const uint8_t *)seg, sizeof(seg) - 1},
+        {"message_expiry", SL_KIND_STRING, (const uint8_t *)expiry, sizeof(expiry) - 1},
+    };
+    sl_topic_options_t o = {.set = SL_TOPIC_OPT_COMPRESSION,
+                            .compression = SL_TOPIC_COMPRESSION_GZIP,
+                            .extra_count = 2,
+                            .extra = extra};
+    const sl_topic_t *t;
+    OK(sl_client_create_topic(root, sl_id_num(sid), "events", 3, &o, &t));
+    assert_int_equal(t->id, 0);
+    check_events_topic(t, true);
+    uint64_t created = t->created_at_us;
+
+    OK(sl_client_get_topic(root, sl_id_num(sid), sl_id_name("events"), &t));
+    assert_non_null(t);
+    check_events_topic(t, false);
+    assert_true(t->created_at_us == created);
+    OK(sl_client_get_topic(root, sl_id_name("topics-opt"), sl_id_num(0), &t));
+    assert_non_null(t);
+    assert_string_equal(t->name, "events");
+
+    /* GetStream lists its topics, without partitions. */
+    const sl_stream_t *s;
+    OK(sl_client_get_stream(root, sl_id_num(sid), &s));
+    assert_int_equal(s->topics_count, 1);
+    assert_non_null(s->topics);
+    assert_string_equal(s->topics[0].name, "events");
+    assert_int_equal(s->topics[0].partitions_count, 3);
+    assert_null(s->topics[0].partitions);
+}
+
+static void test_topic_defaults_derived(void **state)
+{
+    (void)state;
+    uint32_t sid = create_stream("topics-default");
+    const sl_topic_t *t;
+    OK(sl_client_create_topic(root, sl_id_num(sid), "plain", 0, NULL,
+                              &t)); /* 0 partitions: legal */
+    assert_int_equal(t->partitions_count, 0);
+    OK(sl_client_get_topic(root, sl_id_num(sid), sl_id_name("plain"), &t));
+    assert_non_null(t);
+    assert_int_equal(t->options_count, 0);
+    assert_int_equal(t->settings.set, 0);
+    assert_true(t->message_expiry_us == UINT64_MAX);
+    assert_true(t->max_topic_size == UINT64_MAX);
+    assert_int_equal(t->compression, SL_TOPIC_COMPRESSION_NONE);
+    const sl_option_t *d = t->derived_options;
+    uint32_t n = t->derived_options_count;
+    assert_int_equal(n, 8);
+    assert_sorted(d, n);
+    assert_text_option(find_option(d, n, "compression_algorithm"), SL_KIND_STRING, "none");
+    assert_number_option(find_option(d, n, "message_expiry"), SL_KIND_UINT64, UINT64_MAX);
+    assert_number_option(find_option(d, n, "max_topic_size"), SL_KIND_UINT64, UINT64_MAX);
+    assert_number_option(find_option(d, n, "segment_size"), SL_KIND_UINT64, GIB);
+    assert_number_option(find_option(d, n, "enforce_fsync"), SL_KIND_BOOL, 0);
+    assert_number_option(find_option(d, n, "messages_required_to_save"), SL_KIND_UINT32, 1024);
+    assert_number_option(find_option(d, n, "size_of_messages_required_to_save"), SL_KIND_UINT64,
+                         MIB);
+    assert_number_option(find_option(d, n, "preallocate_segments"), SL_KIND_BOOL, 0);
+    assert_true(t->settings.segment_size == GIB);
+}
+
+static void test_topic_create_errors(void **state)
+{
+    (void)state;
+    uint32_t sid = create_stream("topics-err");
+    OK(sl_client_create_topic(root, sl_id_num(sid), "taken", 1, NULL, NULL));
+    FAILS(sl_client_create_topic(root, sl_id_num(sid), "taken", 1, NULL, NULL),
+          SL_ERR_TOPIC_NAME_ALREADY_EXISTS);
+    FAILS(sl_client_create_topic(root, sl_id_num(999999), "x", 1, NULL, NULL),
+          SL_ERR_STREAM_ID_NOT_FOUND);
+    FAILS(sl_client_create_topic(root, sl_id_name("no-such"), "x", 1, NULL, NULL),
+          SL_ERR_STREAM_ID_NOT_FOUND);
+    FAILS(sl_client_create_topic(root, sl_id_num(sid), "many", 1001, NULL, NULL),
+          SL_ERR_TOO_MANY_PARTITIONS);
+    OK(sl_client_create_topic(root, sl_id_num(sid), "thousand", 1000, NULL, NULL));
+
+    /* Unknown keys: 4041 (partitions_count is not an option either). */
+    static const uint8_t one[4] = {1, 0, 0, 0};
+    sl_option_t bogus = {"bogus_key", SL_KIND_STRING, (const uint8_t *)"1", 1};
+    sl_topic_options_t o = {.extra_count = 1, .extra = &bogus};
+    FAILS(sl_client_create_topic(root, sl_id_num(sid), "x", 1, &o, NULL),
+          SL_ERR_UNSUPPORTED_OPTION_KEY);
+    sl_option_t pc = {"partitions_count", SL_KIND_UINT32, one, 4};
+    o.extra = &pc;
+    FAILS(sl_client_create_topic(root, sl_id_num(sid), "x", 1, &o, NULL),
+          SL_ERR_UNSUPPORTED_OPTION_KEY);
+
+    /* Bad values: 4042. */
+    sl_option_t zip = {"compression_algorithm", SL_KIND_STRING, (const uint8_t *)"zip", 3};
+    o.extra = &zip;
+    FAILS(sl_client_create_topic(root, sl_id_num(sid), "x", 1, &o, NULL),
+          SL_ERR_INVALID_OPTION_VALUE);
+    sl_option_t expiry32 = {"message_expiry", SL_KIND_UINT32, one, 4}; /* wrong kind */
+    o.extra = &expiry32;
+    FAILS(sl_client_create_topic(root, sl_id_num(sid), "x", 1, &o, NULL),
+          SL_ERR_INVALID_OPTION_VALUE);
+    o = (sl_topic_options_t){.set = SL_TOPIC_OPT_SEGMENT_SIZE, .segment_size = 1000};
+    FAILS(sl_client_create_topic(root, sl_id_num(sid), "x", 1, &o, NULL),
+          SL_ERR_INVALID_OPTION_VALUE);
+    o = (sl_topic_options_t){.set = SL_TOPIC_OPT_SEGMENT_SIZE, .segment_size = 2 * GIB};
+    FAILS(sl_client_create_topic(root, sl_id_num(sid), "x", 1, &o, NULL),
+          SL_ERR_INVALID_OPTION_VALUE);
+    o = (sl_topic_options_t){.set = SL_TOPIC_OPT_MESSAGES_REQUIRED_TO_SAVE};
+    FAILS(sl_client_create_topic(root, sl_id_num(sid), "x", 1, &o, NULL),
+          SL_ERR_INVALID_OPTION_VALUE);
+    /* Preallocation cap: 65 x 1 GiB > 64 GiB. */
+    o = (sl_topic_options_t){.set = SL_TOPIC_OPT_PREALLOCATE_SEGMENTS,
+                             .preallocate_segments = true};
+    FAILS(sl_client_create_topic(root, sl_id_num(sid), "x", 65, &o, NULL),
+          SL_ERR_INVALID_OPTION_VALUE);
+    OK(sl_client_create_topic(root, sl_id_num(sid), "prealloc", 64, &o, NULL));
+
+    /* max_topic_size below the (default 1 GiB) segment size: 1019. */
+    o = (sl_topic_options_t){.set = SL_TOPIC_OPT_MAX_TOPIC_SIZE, .max_topic_size = MIB};
+    FAILS(sl_client_create_topic(root, sl_id_num(sid), "x", 1, &o, NULL),
+          SL_ERR_INVALID_TOPIC_SIZE);
+    o.set |= SL_TOPIC_OPT_SEGMENT_SIZE;
+    o.segment_size = MIB;
+    o.max_topic_size = 2 * MIB;
+    OK(sl_client_create_topic(root, sl_id_num(sid), "capped", 1, &o, NULL));
+
+    /* Check order (options.md 4.2): 4042 before 2015 before 1019. */
+    o = (sl_topic_options_t){.extra_count = 1, .extra = &zip};
+    FAILS(sl_client_create_topic(root, sl_id_num(sid), "x", 1001, &o, NULL),
+          SL_ERR_INVALID_OPTION_VALUE);
+    o = (sl_topic_options_t){.set = SL_TOPIC_OPT_MAX_TOPIC_SIZE, .max_topic_size = MIB};
+    FAILS(sl_client_create_topic(root, sl_id_num(sid), "x", 1001, &o, NULL),
+          SL_ERR_TOO_MANY_PARTITIONS);
+
+    /* None of the refused creates left a topic behind. */
+    const sl_topic_t *t;
+    OK(sl_client_get_topic(root, sl_id_num(sid), sl_id_name("x"), &t));
+    assert_null(t);
+    OK(sl_client_get_topic(root, sl_id_num(sid), sl_id_name("many"), &t));
+    assert_null(t);
+}
+
+static void test_topic_list_get_missing(void **state)
+{
+    (void)state;
+    uint32_t sid = create_stream("topics-list");
+    OK(sl_client_create_topic(root, sl_id_num(sid), "t-a", 1, NULL, NULL));
+    OK(sl_client_create_topic(root, sl_id_num(sid), "t-b", 2, NULL, NULL));
+    const sl_topic_t *items;
+    uint32_t n = 99;
+    OK(sl_client_get_topics(root, sl_id_num(sid), &items, &n));
+    assert_int_equal(n, 2);
+    assert_int_equal(items[0].id, 0);
+    assert_string_equal(items[0].name, "t-a");
+    assert_int_equal(items[1].id, 1);
+    assert_int_equal(items[1].partitions_count, 2);
+    assert_null(items[1].partitions);
+    /* A missing stream is an empty list, not an error. */
+    n = 99;
+    OK(sl_client_get_topics(root, sl_id_num(999999), &items, &n));
+    assert_int_equal(n, 0);
+    n = 99;
+    OK(sl_client_get_topics(root, sl_id_name("no-such"), &items, &n));
+    assert_int_equal(n, 0);
+
+    const sl_topic_t *t = NULL;
+    OK(sl_client_get_topic(root, sl_id_num(sid), sl_id_num(77), &t));
+    assert_null(t);
+    OK(sl_client_get_topic(root, sl_id_num(999999), sl_id_num(0), &t));
+    assert_null(t);
+
+    /* Topic ids: the lowest free one in the stream. */
+    OK(sl_client_delete_topic(root, sl_id_num(sid), sl_id_name("t-a")));
+    OK(sl_client_create_topic(root, sl_id_num(sid), "t-c", 1, NULL, &t));
+    assert_int_equal(t->id, 0);
+}
+
+static void test_topic_delete_purge(void **state)
+{
+    (void)state;
+    uint32_t sid = create_stream("topics-del");
+    OK(sl_client_create_topic(root, sl_id_num(sid), "gone", 2, NULL, NULL));
+    OK(sl_client_purge_topic(root, sl_id_num(sid), sl_id_name("gone")));
+    FAILS(sl_client_purge_topic(root, sl_id_num(sid), sl_id_name("nope")),
+          SL_ERR_TOPIC_ID_NOT_FOUND);
+    FAILS(sl_client_purge_topic(root, sl_id_num(999999), sl_id_num(0)), SL_ERR_STREAM_ID_NOT_FOUND);
+    OK(sl_client_delete_topic(root, sl_id_num(sid), sl_id_num(0)));
+    const sl_topic_t *t;
+    OK(sl_client_get_topic(root, sl_id_num(sid), sl_id_num(0), &t));
+    assert_null(t);
+    FAILS(sl_client_delete_topic(root, sl_id_num(sid), sl_id_num(0)), SL_ERR_TOPIC_ID_NOT_FOUND);
+    FAILS(sl_client_delete_topic(root, sl_id_num(sid), sl_id_name("gone")),
+          SL_ERR_TOPIC_ID_NOT_FOUND);
+    FAILS(sl_client_delete_topic(root, sl_id_num(999999), sl_id_num(0)),
+          SL_ERR_STREAM_ID_NOT_FOUND);
+    const sl_stream_t *s;
+    OK(sl_client_get_stream(root, sl_id_num(sid), &s));
+    assert_int_equal(s->topics_count, 0);
+}
+
+/* UpdateTopic patches: keys not sent keep their value, sent keys become
+ * explicit and are stored as sent (options.md 4.4). */
+static void test_topic_update_patch(void **state)
+{
+    (void)state;
+    uint32_t sid = create_stream("topics-upd");
+    sl_topic_options_t o = {.set = SL_TOPIC_OPT_SEGMENT_SIZE | SL_TOPIC_OPT_COMPRESSION,
+                            .segment_size = 128 * MIB,
+                            .compression = SL_TOPIC_COMPRESSION_GZIP};
+    OK(sl_client_create_topic(root, sl_id_num(sid), "patched", 1, &o, NULL));
+    OK(sl_client_create_topic(root, sl_id_num(sid), "other", 1, NULL, NULL));
+
+    o = (sl_topic_options_t){.set = SL_TOPIC_OPT_MAX_TOPIC_SIZE, .max_topic_size = 256 * MIB};
+    OK(sl_client_update_topic(root, sl_id_num(sid), sl_id_name("patched"), "patched", &o));
+    const sl_topic_t *t;
+    OK(sl_client_get_topic(root, sl_id_num(sid), sl_id_name("patched"), &t));
+    assert_true(t->max_topic_size == 256 * MIB);
+    assert_int_equal(t->compression, SL_TOPIC_COMPRESSION_GZIP); /* kept */
+    assert_true(t->message_expiry_us == UINT64_MAX);             /* kept */
+    assert_int_equal(t->options_count, 3);
+    assert_number_option(find_option(t->options, 3, "max_topic_size"), SL_KIND_UINT64, 256 * MIB);
+    assert_int_equal(t->derived_options_count, 5);
+    assert_null(find_option(t->derived_options, 5, "max_topic_size"));
+
+    /* A String value is stored verbatim; the fixed field is parsed. */
+    sl_option_t hour = {"message_expiry", SL_KIND_STRING, (const uint8_t *)"1h", 2};
+    o = (sl_topic_options_t){.extra_count = 1, .extra = &hour};
+    OK(sl_client_update_topic(root, sl_id_num(sid), sl_id_name("patched"), "patched-2", &o));
+    OK(sl_client_get_topic(root, sl_id_num(sid), sl_id_name("patched-2"), &t));
+    assert_non_null(t);
+    assert_true(t->message_expiry_us == 3600 * SECOND_US);
+    assert_true(t->max_topic_size == 256 * MIB);
+    assert_int_equal(t->options_count, 4);
+    assert_text_option(find_option(t->options, 4, "message_expiry"), SL_KIND_STRING, "1h");
+    assert_int_equal(t->derived_options_count, 4);
+    OK(sl_client_get_topic(root, sl_id_num(sid), sl_id_name("patched"), &t));
+    assert_null(t);
+    uint32_t tid = 0;
+    OK(sl_client_get_topic(root, sl_id_num(sid), sl_id_name("patched-2"), &t));
+    tid = t->id;
+
+    /* Errors: 1019 against the stored segment size, 4041 for create-only
+     * keys, 4042 for bad values, 2013 for another topic's name, 2010 / 1009. */
+    o = (sl_topic_options_t){.set = SL_TOPIC_OPT_MAX_TOPIC_SIZE, .max_topic_size = 64 * MIB};
+    FAILS(sl_client_update_topic(root, sl_id_num(sid), sl_id_num(tid), "patched-2", &o),
+          SL_ERR_INVALID_TOPIC_SIZE);
+    o = (sl_topic_options_t){.set = SL_TOPIC_OPT_SEGMENT_SIZE, .segment_size = 64 * MIB};
+    FAILS(sl_client_update_topic(root, sl_id_num(sid), sl_id_num(tid), "patched-2", &o),
+          SL_ERR_UNSUPPORTED_OPTION_KEY);
+    o = (sl_topic_options_t){.set = SL_TOPIC_OPT_ENFORCE_FSYNC, .enforce_fsync = true};
+    FAILS(sl_client_update_topic(root, sl_id_num(sid), sl_id_num(tid), "patched-2", &o),
+          SL_ERR_UNSUPPORTED_OPTION_KEY);
+    sl_option_t zip = {"compression_algorithm", SL_KIND_STRING, (const uint8_t *)"zip", 3};
+    o = (sl_topic_options_t){.extra_count = 1, .extra = &zip};
+    FAILS(sl_client_update_topic(root, sl_id_num(sid), sl_id_num(tid), "patched-2", &o),
+          SL_ERR_INVALID_OPTION_VALUE);
+    FAILS(sl_client_update_topic(root, sl_id_num(sid), sl_id_num(tid), "other", NULL),
+          SL_ERR_TOPIC_NAME_ALREADY_EXISTS);
+    FAILS(sl_client_update_topic(root, sl_id_num(sid), sl_id_num(99), "x", NULL),
+          SL_ERR_TOPIC_ID_NOT_FOUND);
+    FAILS(sl_client_update_topic(root, sl_id_num(999999), sl_id_num(0), "x", NULL),
+          SL_ERR_STREAM_ID_NOT_FOUND);
+    /* Nothing of the refused updates stuck. */
+    OK(sl_client_get_topic(root, sl_id_num(sid), sl_id_num(tid), &t));
+    assert_string_equal(t->name, "patched-2");
+    assert_int_equal(t->compression, SL_TOPIC_COMPRESSION_GZIP);
+    assert_true(t->max_topic_size == 256 * MIB);
+    assert_true(t->settings.segment_size == 128 * MIB);
+    assert_false(t->settings.enforce_fsync);
+}
+
+/* Other value forms of options.md 4.3/4.4: server-default sentinels are
+ * resolved like absent keys at create, and kept raw (fixed field unchanged)
+ * at update; alternative kinds are re-encoded canonically. */
+static void test_topic_option_forms(void **state)
+{
+    (void)state;
+    uint32_t sid = create_stream("topics-forms");
+    static const uint8_t gzip_code = 2;
+    sl_option_t extra[3] = {
+        {"compression_algorithm", SL_KIND_UINT8, &gzip_code, 1},
+        {"enforce_fsync", SL_KIND_STRING, (const uint8_t *)"true", 4},
+        {"max_topic_size", SL_KIND_STRING, (const uint8_t *)"unlimited", 9},
+    };
+    sl_topic_options_t o = {.set = SL_TOPIC_OPT_MESSAGE_EXPIRY | SL_TOPIC_OPT_SEGMENT_SIZE,
+                            .message_expiry_us = 0, /* server default: not explicit */
+                            .segment_size = 0,
+                            .extra_count = 3,
+                            .extra = extra};
+    const sl_topic_t *t;
+    OK(sl_client_create_topic(root, sl_id_num(sid), "forms", 1, &o, &t));
+    OK(sl_client_get_topic(root, sl_id_num(sid), sl_id_name("forms"), &t));
+    assert_int_equal(t->compression, SL_TOPIC_COMPRESSION_GZIP);
+    assert_true(t->max_topic_size == UINT64_MAX);
+    assert_true(t->message_expiry_us == UINT64_MAX);
+    assert_int_equal(t->options_count, 3);
+    assert_text_option(find_option(t->options, 3, "compression_algorithm"), SL_KIND_STRING, "gzip");
+    assert_number_option(find_option(t->options, 3, "enforce_fsync"), SL_KIND_BOOL, 1);
+    assert_number_option(find_option(t->options, 3, "max_topic_size"), SL_KIND_UINT64, UINT64_MAX);
+    assert_int_equal(t->derived_options_count, 5);
+    assert_number_option(find_option(t->derived_options, 5, "message_expiry"), SL_KIND_UINT64,
+                         UINT64_MAX);
+    assert_number_option(find_option(t->derived_options, 5, "segment_size"), SL_KIND_UINT64, GIB);
+
+    /* Update with max_topic_size 0: stored raw, the fixed field stays. */
+    o = (sl_topic_options_t){.set = SL_TOPIC_OPT_MAX_TOPIC_SIZE, .max_topic_size = 0};
+    OK(sl_client_update_topic(root, sl_id_num(sid), sl_id_name("forms"), "forms", &o));
+    OK(sl_client_get_topic(root, sl_id_num(sid), sl_id_name("forms"), &t));
+    assert_true(t->max_topic_size == UINT64_MAX);
+    assert_number_option(find_option(t->options, t->options_count, "max_topic_size"),
+                         SL_KIND_UINT64, 0);
+
+    /* A structurally broken options block is undecodable: status 3. */
+    sl_buf_t body;
+    sl_buf_init(&body, 0);
+    static const uint8_t broken[] = {2, 5, 0, 0, 0, 'a', 'b'}; /* key runs past the end */
+    sl_put_u8(&body, SL_IDENT_NUMERIC);
+    sl_put_u8(&body, 4);
+    sl_put_u32(&body, sid);
+    sl_put_u32(&body, 1); /* partitions_count */
+    sl_put_u8(&body, 6);
+    sl_put_span(&body, sl_span_str("broken"));
+    sl_put_span(&body, sl_span(broken, sizeof(broken)));
+    sl_raw_reply_t r;
+    OK(sl_client_request_raw(root, SL_OP_CREATE_TOPIC, 0, body.data, body.len, &r));
+    assert_int_equal(r.status, SL_ERR_INVALID_COMMAND);
+    assert_int_equal(r.operation, SL_OP_CREATE_TOPIC);
+
+    /* DeleteTopic with the Node SDK's trailing u32: accepted, ignored. */
+    sl_buf_reset(&body);
+    sl_delete_topic_request_t d = {.stream_id = sl_ident_number(sid),
+                                   .topic_id = sl_ident_name("forms")};
+    OK(sl_delete_topic_request_encode(&body, &d));
+    sl_put_u32(&body, 0);
+    OK(sl_client_request_raw(root, SL_OP_DELETE_TOPIC, 0, body.data, body.len, &r));
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.error, 0);
+    OK(sl_client_get_topic(root, sl_id_num(sid), sl_id_name("forms"), &t));
+    assert_null(t);
+    sl_buf_free(&body);
+}
+
+/* --- partitions and segments --------------------------------------------------------- */
+
+static void assert_partition_ids(uint32_t sid, const char *topic, uint32_t count)
+{
+    const sl_topic_t *t;
+    OK(sl_client_get_topic(root, sl_id_num(sid), sl_id_name(topic), &t));
+    assert_non_null(t);
+    assert_int_equal(t->partitions_count, count);
+    for (uint32_t p = 0; p < count; p++)
+        assert_int_equal(t->partitions[p].id, p);
+}
+
+static void test_partitions(void **state)
+{
+    (void)state;
+    uint32_t sid = create_stream("parts");
+    OK(sl_client_create_topic(root, sl_id_num(sid), "p", 2, NULL, NULL));
+    OK(sl_client_create_partitions(root, sl_id_num(sid), sl_id_name("p"), 3));
+    assert_partition_ids(sid, "p", 5); /* ids continue: 2, 3, 4 */
+    OK(sl_client_delete_partitions(root, sl_id_num(sid), sl_id_name("p"), 2));
+    assert_partition_ids(sid, "p", 3); /* the highest two went */
+    OK(sl_client_create_partitions(root, sl_id_num(sid), sl_id_name("p"), 1));
+    assert_partition_ids(sid, "p", 4);
+
+    FAILS(sl_client_create_partitions(root, sl_id_num(sid), sl_id_name("p"), 0),
+          SL_ERR_TOO_MANY_PARTITIONS);
+    FAILS(sl_client_create_partitions(root, sl_id_num(sid), sl_id_name("p"), 1001),
+          SL_ERR_TOO_MANY_PARTITIONS);
+    FAILS(sl_client_delete_partitions(root, sl_id_num(sid), sl_id_name("p"), 0),
+          SL_ERR_TOO_MANY_PARTITIONS);
+    FAILS(sl_client_delete_partitions(root, sl_id_num(sid), sl_id_name("p"), 1001),
+          SL_ERR_TOO_MANY_PARTITIONS);
+    FAILS(sl_client_delete_partitions(root, sl_id_num(sid), sl_id_name("p"), 5),
+          SL_ERR_INVALID_PARTITIONS_COUNT);
+    assert_partition_ids(sid, "p", 4);
+    FAILS(sl_client_create_partitions(root, sl_id_num(sid), sl_id_name("q"), 1),
+          SL_ERR_TOPIC_ID_NOT_FOUND);
+    FAILS(sl_client_delete_partitions(root, sl_id_num(sid), sl_id_name("q"), 1),
+          SL_ERR_TOPIC_ID_NOT_FOUND);
+    FAILS(sl_client_create_partitions(root, sl_id_num(999999), sl_id_num(0), 1),
+          SL_ERR_STREAM_ID_NOT_FOUND);
+    FAILS(sl_client_delete_partitions(root, sl_id_num(999999), sl_id_num(0), 1),
+          SL_ERR_STREAM_ID_NOT_FOUND);
+    /* Deleting every partition is allowed. */
+    OK(sl_client_delete_partitions(root, sl_id_num(sid), sl_id_name("p"), 4));
+    assert_partition_ids(sid, "p", 0);
+}
+
+static void test_delete_segments(void **state)
+{
+    (void)state;
+    uint32_t sid = create_stream("segments");
+    OK(sl_client_create_topic(root, sl_id_num(sid), "s", 2, NULL, NULL));
+    /* Nothing sealed yet: a committed no-op. */
+    OK(sl_client_delete_segments(root, sl_id_num(sid), sl_id_name("s"), 0, 1));
+    OK(sl_client_delete_segments(root, sl_id_num(sid), sl_id_name("s"), 1, 100));
+    FAILS(sl_client_delete_segments(root, sl_id_num(sid), sl_id_name("s"), 2, 1),
+          SL_ERR_PARTITION_NOT_FOUND);
+    FAILS(sl_client_delete_segments(root, sl_id_num(sid), sl_id_name("t"), 0, 1),
+          SL_ERR_TOPIC_ID_NOT_FOUND);
+    FAILS(sl_client_delete_segments(root, sl_id_num(999999), sl_id_num(0), 0, 1),
+          SL_ERR_STREAM_ID_NOT_FOUND);
+
+    /* The committed reply carries operation 68 (TruncatePartition), framed. */
+    sl_buf_t body;
+    sl_buf_init(&body, 0);
+    sl_delete_segments_request_t q = {.stream_id = sl_ident_number(sid),
+                                      .topic_id = sl_ident_name("s"),
+                                      .partition_id = 0,
+                                      .segments_count = 1};
+    OK(sl_delete_segments_request_encode(&body, &q));
+    sl_raw_reply_t r;
+    OK(sl_client_request_raw(root, SL_OP_DELETE_SEGMENTS, 0, body.data, body.len, &r));
+    assert_int_equal(r.operation, SL_OP_TRUNCATE_PARTITION);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.body_len, 4);
+    assert_int_equal(r.error, 0);
+    q.partition_id = 7;
+    sl_buf_reset(&body);
+    OK(sl_delete_segments_request_encode(&body, &q));
+    OK(sl_client_request_raw(root, SL_OP_DELETE_SEGMENTS, 0, body.data, body.len, &r));
+    assert_int_equal(r.operation, SL_OP_TRUNCATE_PARTITION);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.body_len, 12);
+    assert_int_equal(r.error, -SL_ERR_PARTITION_NOT_FOUND);
+    sl_buf_free(&body);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stream_create_get),
+        cmocka_unit_test(test_stream_list),
+        cmocka_unit_test(test_stream_update),
+        cmocka_unit_test(test_stream_delete_purge),
+        cmocka_unit_test(test_stream_lowest_free_id),
+        cmocka_unit_test(test_stream_option_key_refused),
+        cmocka_unit_test(test_topic_create_with_options),
+        cmocka_unit_test(test_topic_defaults_derived),
+        cmocka_unit_test(test_topic_create_errors),
+        cmocka_unit_test(test_topic_list_get_missing),
+        cmocka_unit_test(test_topic_delete_purge),
+        cmocka_unit_test(test_topic_update_patch),
+        cmocka_unit_test(test_topic_option_forms),
+        cmocka_unit_test(test_partitions),
+        cmocka_unit_test(test_delete_segments),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
