@@ -471,18 +471,41 @@ static void boot_counts(uint64_t *checkpoint_op, uint64_t *replayed)
                      2);
 }
 
+static sl_span_t group_body(sl_buf_t *b, const char *stream, const char *topic, const char *group)
+{
+    sl_buf_reset(b);
+    const char *names[3] = {stream, topic, group};
+    for (int i = 0; i < 3; i++) {
+        sl_put_u8(b, 2); /* string identifier */
+        sl_put_u8(b, (uint8_t)strlen(names[i]));
+        sl_put_span(b, sl_span_str(names[i]));
+    }
+    return sl_buf_span(b);
+}
+
 static void test_checkpoint_snapshot_and_replay(void **state)
 {
     (void)state;
-    /* With checkpoints every 5 ops, 12 commits after the login leave a
-     * snapshot and a few journal entries above it. */
+    /* With checkpoints every 5 ops, a dozen commits after the login leave a
+     * snapshot and a few journal entries above it. A group member joins
+     * early, so its membership (and client-table entry) is in the snapshot. */
     restart_with(SIGTERM, "[metadata]\ncheckpoint_interval = 5\n");
+    static raw_session_t m; /* 1 MiB frame buffer */
+    sl_buf_t body;
+    sl_buf_init(&body, 0);
     for (int i = 0; i < 4; i++) {
         char name[32];
         snprintf(name, sizeof(name), "ckpt-%d", i);
         OK(sl_client_create_stream(root, name, NULL));
         OK(sl_client_create_topic(root, sl_id_name(name), "t", 2, NULL, NULL));
         OK(sl_client_create_consumer_group(root, sl_id_name(name), sl_id_name("t"), "g", NULL));
+        if (i == 0) {
+            raw_open(&m, srv.port);
+            assert_int_equal(raw_login(&m, "iggy", "iggy").result, 0);
+            raw_reply_t rep =
+                raw_meta(&m, SL_OP_JOIN_CONSUMER_GROUP, group_body(&body, "ckpt-0", "t", "g"));
+            assert_int_equal(rep.result, 0);
+        }
     }
     assert_true(file_exists("superblock.a"));
     assert_true(file_exists("superblock.b"));
@@ -490,8 +513,13 @@ static void test_checkpoint_snapshot_and_replay(void **state)
     assert_true(file_exists("journal.wal"));
     capture_free(&before);
     capture(root, &before);
+    const sl_consumer_group_t *g;
+    OK(sl_client_get_consumer_group(root, sl_id_name("ckpt-0"), sl_id_name("t"), sl_id_name("g"),
+                                    &g));
+    assert_int_equal(g->members_count, 1);
 
-    restart(SIGKILL);
+    restart(SIGKILL); /* the member's connection dies without a logout */
+    raw_close(&m);
     uint64_t checkpoint_op = 0, replayed = 0;
     boot_counts(&checkpoint_op, &replayed);
     assert_true(checkpoint_op > 0);
@@ -503,6 +531,26 @@ static void test_checkpoint_snapshot_and_replay(void **state)
     boot_counts(&checkpoint_op, &replayed);
     assert_true(checkpoint_op > 0);
     assert_same(root, &before);
+
+    /* The member comes back under its client id: still a member, and it can
+     * leave. */
+    sl_u128_t client = m.client;
+    raw_open(&m, srv.port);
+    m.client = client;
+    assert_int_equal(raw_login(&m, "iggy", "iggy").result, 0);
+    raw_reply_t rep = raw_read(&m, SL_CMD_GET_ME, sl_span(NULL, 0));
+    assert_int_equal(rep.status, 0);
+    assert_true(rep.payload.len >= 4);
+    assert_int_equal(sl_load_u32(rep.payload.ptr + rep.payload.len - 16), 1); /* groups */
+    m.request = 100; /* above anything it used before */
+    rep = raw_meta(&m, SL_OP_LEAVE_CONSUMER_GROUP, group_body(&body, "ckpt-0", "t", "g"));
+    assert_int_equal(rep.status, 0);
+    assert_int_equal(rep.result, 0);
+    OK(sl_client_get_consumer_group(root, sl_id_name("ckpt-0"), sl_id_name("t"), sl_id_name("g"),
+                                    &g));
+    assert_int_equal(g->members_count, 0);
+    raw_close(&m);
+    sl_buf_free(&body);
 }
 
 static void append_garbage(const char *file, size_t n)

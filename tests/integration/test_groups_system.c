@@ -325,6 +325,41 @@ static void test_membership_ends_with_session(void **state)
     sl_client_close(leaver);
 }
 
+/* Deleting the topic or stream under a group ends its memberships: the
+ * member's views forget it and its later logout has nothing to release. */
+static void test_delete_parent_releases_members(void **state)
+{
+    (void)state;
+    const sl_stream_t *s;
+    OK(sl_client_create_stream(root, "doomed", &s));
+    uint32_t sid = s->id;
+    OK(sl_client_create_topic(root, sl_id_num(sid), "t1", 2, NULL, NULL));
+    OK(sl_client_create_topic(root, sl_id_num(sid), "t2", 3, NULL, NULL));
+    OK(sl_client_create_consumer_group(root, sl_id_num(sid), sl_id_name("t1"), "g1", NULL));
+    OK(sl_client_create_consumer_group(root, sl_id_num(sid), sl_id_name("t2"), "g2", NULL));
+    sl_client_t *m = member();
+    OK(sl_client_join_consumer_group(m, sl_id_num(sid), sl_id_name("t1"), sl_id_name("g1")));
+    OK(sl_client_join_consumer_group(m, sl_id_num(sid), sl_id_name("t2"), sl_id_name("g2")));
+    OK(sl_client_join_consumer_group(m, sl_id_num(gs), sl_id_num(gt), sl_id_name("g-one")));
+    const sl_client_info_t *me;
+    OK(sl_client_get_me(m, &me));
+    assert_int_equal(me->groups_count, 3);
+
+    OK(sl_client_delete_topic(root, sl_id_num(sid), sl_id_name("t1")));
+    OK(sl_client_get_me(m, &me));
+    assert_int_equal(me->groups_count, 2);
+    OK(sl_client_delete_stream(root, sl_id_num(sid)));
+    OK(sl_client_get_me(m, &me));
+    assert_int_equal(me->groups_count, 1);
+    assert_int_equal(me->groups[0].stream_id, gs);
+    OK(sl_client_logout(m));
+    assert_int_equal(members_of("g-one"), 0);
+    OK(sl_client_login(m, "iggy", "iggy", NULL));
+    OK(sl_client_get_me(m, &me));
+    assert_int_equal(me->groups_count, 0);
+    sl_client_close(m);
+}
+
 /* --- system reads ------------------------------------------------------------------------ */
 
 /* Totals GetStats must agree with, counted through the other reads. */
@@ -750,18 +785,63 @@ static void test_heartbeat_evicts_silent_member(void **state)
     th_cleanup(&hb);
 }
 
+/* A full client table (2 slots here) gives up the entry whose latest commit
+ * is oldest when a new client registers (framing.md 6.1): that client's
+ * next metadata request is Eviction 1, and its group memberships go with
+ * the entry. */
+static void test_client_table_eviction_drops_membership(void **state)
+{
+    (void)state;
+    th_server_t small;
+    th_options_t opt = {.extra_config = "[metadata]\nclients_table_max = 2\n"};
+    assert_true(th_start(&small, &opt));
+    sl_client_t *admin = th_client(small.port, "iggy", "iggy");
+    assert_non_null(admin);
+    OK(sl_client_create_stream(admin, "ct", NULL));
+    OK(sl_client_create_topic(admin, sl_id_name("ct"), "t", 2, NULL, NULL));
+    OK(sl_client_create_consumer_group(admin, sl_id_name("ct"), sl_id_name("t"), "g", NULL));
+    sl_client_t *m = th_client(small.port, "iggy", "iggy");
+    assert_non_null(m);
+    OK(sl_client_join_consumer_group(m, sl_id_name("ct"), sl_id_name("t"), sl_id_name("g")));
+    /* The admin commits again, so the member's entry is now the oldest. */
+    OK(sl_client_create_stream(admin, "ct-2", NULL));
+    sl_client_t *third = th_client(small.port, "iggy", "iggy");
+    assert_non_null(third);
+
+    const sl_consumer_group_t *g;
+    OK(sl_client_get_consumer_group(admin, sl_id_name("ct"), sl_id_name("t"), sl_id_name("g"), &g));
+    assert_int_equal(g->members_count, 0);
+    assert_int_equal(
+        sl_client_leave_consumer_group(m, sl_id_name("ct"), sl_id_name("t"), sl_id_name("g")),
+        -SL_ERR_UNAUTHENTICATED); /* Eviction 1 as the library maps it */
+    /* Logged in again, it can join again. */
+    OK(sl_client_login(m, "iggy", "iggy", NULL));
+    OK(sl_client_join_consumer_group(m, sl_id_name("ct"), sl_id_name("t"), sl_id_name("g")));
+    const sl_assignment_t *as;
+    OK(sl_client_sync_consumer_group(m, sl_id_name("ct"), sl_id_name("t"), sl_id_name("g"), &as));
+    assert_non_null(as);
+    assert_int_equal(as->partitions_count, 2);
+    sl_client_close(third);
+    sl_client_close(m);
+    sl_client_close(admin);
+    assert_int_equal(th_stop(&small, SIGTERM), 0);
+    th_cleanup(&small);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_group_crud),
         cmocka_unit_test(test_join_sync_leave),
         cmocka_unit_test(test_membership_ends_with_session),
+        cmocka_unit_test(test_delete_parent_releases_members),
         cmocka_unit_test(test_stats),
         cmocka_unit_test(test_clients),
         cmocka_unit_test(test_cluster_metadata),
         cmocka_unit_test(test_describe_options),
         cmocka_unit_test(test_snapshot),
         cmocka_unit_test(test_heartbeat_evicts_silent_member),
+        cmocka_unit_test(test_client_table_eviction_drops_membership),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

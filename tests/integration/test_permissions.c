@@ -343,6 +343,95 @@ static int get_tokens(const actor_t *a)
     return rc ? code(rc) : n ? 0 : EMPTY;
 }
 
+static int purge_stream(const actor_t *a)
+{
+    return code(sl_client_purge_stream(a->c, sl_id_num(s1)));
+}
+
+static int purge_topic(const actor_t *a)
+{
+    return code(sl_client_purge_topic(a->c, sl_id_num(s1), sl_id_num(t1)));
+}
+
+static int delete_partitions(const actor_t *a)
+{
+    return code(sl_client_delete_partitions(a->c, sl_id_num(s1), sl_id_num(t1), 1));
+}
+
+static int delete_segments(const actor_t *a)
+{
+    return code(sl_client_delete_segments(a->c, sl_id_num(s1), sl_id_num(t1), 0, 1));
+}
+
+static int get_group(const actor_t *a)
+{
+    const sl_consumer_group_t *g = NULL;
+    int rc = sl_client_get_consumer_group(a->c, sl_id_num(s1), sl_id_num(t1),
+                                          sl_id_name("fixture-g"), &g);
+    return found(rc, g);
+}
+
+static int join_group(const actor_t *a)
+{
+    return code(
+        sl_client_join_consumer_group(a->c, sl_id_num(s1), sl_id_num(t1), sl_id_name("fixture-g")));
+}
+
+static int sync_group(const actor_t *a)
+{
+    const sl_assignment_t *as = NULL;
+    int rc = sl_client_sync_consumer_group(a->c, sl_id_num(s1), sl_id_num(t1),
+                                           sl_id_name("fixture-g"), &as);
+    return found(rc, as);
+}
+
+static int leave_group(const actor_t *a)
+{
+    return code(sl_client_leave_consumer_group(a->c, sl_id_num(s1), sl_id_num(t1),
+                                               sl_id_name("fixture-g")));
+}
+
+static int delete_group(const actor_t *a)
+{
+    return code(sl_client_delete_consumer_group(a->c, sl_id_num(s1), sl_id_num(t1),
+                                                sl_id_name("fixture-g")));
+}
+
+static int update_user_victim(const actor_t *a)
+{
+    return code(sl_client_update_user(a->c, sl_id_name("victim"), "victim", SL_USER_STATUS_ACTIVE));
+}
+
+static int update_permissions_victim(const actor_t *a)
+{
+    return code(sl_client_update_permissions(a->c, sl_id_name("victim"), NULL));
+}
+
+static int change_password_victim(const actor_t *a)
+{
+    return code(
+        sl_client_change_password(a->c, sl_id_name("victim"), "victim-pass", "victim-pass"));
+}
+
+static int change_password_self(const actor_t *a)
+{
+    return code(sl_client_change_password(a->c, sl_id_num(a->id), "secret", "secret"));
+}
+
+static int delete_user_missing(const actor_t *a)
+{
+    return code(sl_client_delete_user(a->c, sl_id_name("no-such-user")));
+}
+
+static int create_token(const actor_t *a)
+{
+    const char *token = NULL;
+    int rc = sl_client_create_token(a->c, "matrix", 0, &token);
+    if (rc == 0)
+        rc = sl_client_delete_token(a->c, "matrix");
+    return code(rc);
+}
+
 /* --- the table ------------------------------------------------------------------------ */
 
 typedef struct row {
@@ -356,7 +445,7 @@ typedef struct row {
         x, x, x, x, x                                                                              \
     }
 
-/* Non-destructive rows first; the two deletes of the fixture come last. */
+/* Rows that leave the fixture's shape alone; check_effects runs after them. */
 static const row_t rows[] = {
     {"GetStreams", get_streams, {41, 0, 41, 41, 41}},
     {"GetStream S1", get_stream, {41, 0, 0, 41, 41}},
@@ -364,6 +453,7 @@ static const row_t rows[] = {
     {"CreateStream", create_stream, ALL(41)},
     {"UpdateStream S1", update_stream, {41, 41, 0, 41, 41}},
     {"UpdateStream missing", update_stream_missing, ALL(1009)},
+    {"PurgeStream S1", purge_stream, {41, 41, 0, 41, 41}},
     {"DeleteStream missing", delete_stream_missing, ALL(1009)},
     {"PurgeStream missing", purge_stream_missing, ALL(1009)},
     {"GetTopics S1", get_topics, {41, 0, 0, 41, 41}},
@@ -375,15 +465,22 @@ static const row_t rows[] = {
     {"CreateTopic missing stream", create_topic_missing, ALL(1009)},
     {"UpdateTopic T1", update_topic, {41, 41, 0, 41, 41}},
     {"UpdateTopic missing", update_topic_missing, ALL(2010)},
+    {"PurgeTopic T1", purge_topic, {41, 41, 0, 41, 41}},
     {"DeleteTopic missing", delete_topic_missing, ALL(2010)},
     {"PurgeTopic missing stream", purge_topic_missing, ALL(1009)},
     {"CreatePartitions T1", create_partitions, {41, 41, 0, 41, 41}},
     {"CreatePartitions missing", create_partitions_missing, ALL(2010)},
+    {"DeleteSegments T1", delete_segments, {41, 41, 0, 41, 41}},
     {"DeleteSegments missing partition", delete_segments_missing, ALL(3007)},
     {"CreateConsumerGroup T1", create_group, {41, 0, 0, 0, 41}},
     {"CreateConsumerGroup missing topic", create_group_missing, ALL(2010)},
     {"GetConsumerGroups T1", get_groups, {41, 0, 0, 0, 41}},
+    {"GetConsumerGroup T1", get_group, {41, 0, 0, 0, 41}},
     {"GetConsumerGroup missing stream", get_group_missing_stream, ALL(1009)},
+    {"JoinConsumerGroup", join_group, {41, 0, 0, 0, 41}},
+    /* Sync has no rule: it answers about the caller's own membership. */
+    {"SyncConsumerGroup", sync_group, {EMPTY, 0, 0, 0, EMPTY}},
+    {"LeaveConsumerGroup", leave_group, {41, 0, 0, 0, 41}},
     /* The group resolves after the permission check (permissions.md 2.4). */
     {"DeleteConsumerGroup missing group", delete_group_missing, {41, 5000, 5000, 5000, 41}},
     {"JoinConsumerGroup missing group", join_group_missing, {41, 5000, 5000, 5000, 41}},
@@ -392,6 +489,13 @@ static const row_t rows[] = {
     {"GetUser other", get_user_other, {41, 41, 41, 41, 0}},
     {"GetUser missing", get_user_missing, {41, 41, 41, 41, EMPTY}},
     {"CreateUser", create_user, {41, 41, 41, 41, 0}},
+    {"UpdateUser other", update_user_victim, {41, 41, 41, 41, 0}},
+    {"UpdatePermissions other", update_permissions_victim, {41, 41, 41, 41, 0}},
+    {"ChangePassword other", change_password_victim, {41, 41, 41, 41, 0}},
+    {"ChangePassword self", change_password_self, ALL(0)},
+    {"DeleteUser missing", delete_user_missing, {41, 41, 41, 41, 20}},
+    {"Create+DeletePersonalAccessToken", create_token, ALL(0)},
+    {"GetPersonalAccessTokens", get_tokens, ALL(EMPTY)},
     {"GetStats", get_stats, ALL(41)},
     {"GetClients", get_clients, ALL(41)},
     {"GetClient", get_client, ALL(41)},
@@ -399,7 +503,12 @@ static const row_t rows[] = {
     {"GetMe", get_me, ALL(0)},
     {"GetClusterMetadata", get_cluster, ALL(0)},
     {"DescribeOptions", describe_options, ALL(0)},
-    {"GetPersonalAccessTokens", get_tokens, ALL(EMPTY)},
+};
+
+/* Rows that delete parts of the fixture, last. */
+static const row_t final_rows[] = {
+    {"DeletePartitions T1", delete_partitions, {41, 41, 0, 41, 41}},
+    {"DeleteConsumerGroup T1", delete_group, {41, 0, 0, 0, 41}},
     {"DeleteTopic T2", delete_topic, {41, 41, 0, 41, 41}},
     {"DeleteStream S1", delete_stream, {41, 41, 0, 41, 41}},
 };
@@ -409,6 +518,9 @@ static int expected(const char *what, int user)
     for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++)
         if (strcmp(rows[i].what, what) == 0)
             return rows[i].expect[user];
+    for (size_t i = 0; i < SL_ARRAY_LEN(final_rows); i++)
+        if (strcmp(final_rows[i].what, what) == 0)
+            return final_rows[i].expect[user];
     fail_msg("no row %s", what);
     return -1;
 }
@@ -439,6 +551,7 @@ static void rebuild_fixture(void)
     OK(sl_client_create_topic(root, sl_id_num(s1), "t2", 1, NULL, &t));
     t2 = t->id;
     OK(sl_client_create_topic(root, sl_id_num(s2), "u1", 1, NULL, NULL));
+    OK(sl_client_create_consumer_group(root, sl_id_num(s1), sl_id_num(t1), "fixture-g", NULL));
     assert_int_equal(s1, 0);
     assert_int_equal(s2, 1);
     assert_int_equal(t1, 0);
@@ -470,6 +583,8 @@ static int setup(void **state)
         .stream_id = 0, .topics_count = 1, .topics = &t1_read};
     static const sl_permission_set_t read_topic = {.streams_count = 1, .streams = &s1_topic};
     static const sl_permission_set_t manage_users = {.manage_users = true};
+    if (sl_client_create_user(root, "victim", "victim-pass", SL_USER_STATUS_ACTIVE, NULL, NULL))
+        return -1;
     make_actor(U_NONE, "no-perms", NULL);
     make_actor(U_READ_STREAMS, "reader", &read_streams);
     make_actor(U_MANAGE_STREAM, "stream-admin", &manage_stream);
@@ -504,7 +619,12 @@ static void check_effects(int user)
     assert_int_equal(t->partitions_count, expected("CreatePartitions T1", user) == 0 ? 3 : 2);
     const sl_consumer_group_t *groups;
     OK(sl_client_get_consumer_groups(root, sl_id_num(s1), sl_id_num(t1), &groups, &n));
-    assert_int_equal(n, expected("CreateConsumerGroup T1", user) == 0 ? 1 : 0);
+    assert_int_equal(n, expected("CreateConsumerGroup T1", user) == 0 ? 2 : 1);
+    /* Joined and left again: no member stays behind. */
+    const sl_consumer_group_t *g;
+    OK(sl_client_get_consumer_group(root, sl_id_num(s1), sl_id_num(t1), sl_id_name("fixture-g"),
+                                    &g));
+    assert_int_equal(g->members_count, 0);
     const sl_stream_t *s;
     char name[64];
     snprintf(name, sizeof(name), "made-by-%s", actors[user].name);
@@ -515,20 +635,27 @@ static void check_effects(int user)
     assert_true((u != NULL) == (expected("CreateUser", user) == 0));
 }
 
+static void run_rows(const actor_t *a, int user, const row_t *table, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        int got = table[i].fn(a);
+        if (got != table[i].expect[user])
+            fail_msg("user %s, %s: expected %d, got %d", a->name, table[i].what,
+                     table[i].expect[user], got);
+    }
+}
+
 static void run_matrix(int user)
 {
     rebuild_fixture();
     const actor_t *a = &actors[user];
-    size_t destructive = SL_ARRAY_LEN(rows) - 2;
-    for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
-        if (i == destructive)
-            check_effects(user);
-        int got = rows[i].fn(a);
-        if (got != rows[i].expect[user])
-            fail_msg("user %s, %s: expected %d, got %d", a->name, rows[i].what,
-                     rows[i].expect[user], got);
-    }
+    run_rows(a, user, rows, SL_ARRAY_LEN(rows));
+    check_effects(user);
+    run_rows(a, user, final_rows, SL_ARRAY_LEN(final_rows));
     /* The deletes: applied exactly when allowed. */
+    const sl_topic_t *t;
+    OK(sl_client_get_topic(root, sl_id_num(s1), sl_id_num(t2), &t));
+    assert_true((t == NULL) == (expected("DeleteTopic T2", user) == 0));
     const sl_stream_t *s;
     OK(sl_client_get_stream(root, sl_id_num(s1), &s));
     assert_true((s == NULL) == (expected("DeleteStream S1", user) == 0));

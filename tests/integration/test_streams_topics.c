@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -581,6 +582,15 @@ static void test_topic_update_patch(void **state)
     assert_true(t->max_topic_size == 256 * MIB);
     assert_true(t->settings.segment_size == 128 * MIB);
     assert_false(t->settings.enforce_fsync);
+
+    /* max_topic_size 0 (server default) is stored as sent but leaves the
+     * effective value alone. */
+    o = (sl_topic_options_t){.set = SL_TOPIC_OPT_MAX_TOPIC_SIZE, .max_topic_size = 0};
+    OK(sl_client_update_topic(root, sl_id_num(sid), sl_id_num(tid), "patched-2", &o));
+    OK(sl_client_get_topic(root, sl_id_num(sid), sl_id_num(tid), &t));
+    assert_true(t->max_topic_size == 256 * MIB);
+    assert_number_option(find_option(t->options, t->options_count, "max_topic_size"),
+                         SL_KIND_UINT64, 0);
 }
 
 /* Other value forms of options.md 4.3/4.4: server-default sentinels are
@@ -652,6 +662,107 @@ static void test_topic_option_forms(void **state)
     OK(sl_client_get_topic(root, sl_id_num(sid), sl_id_name("forms"), &t));
     assert_null(t);
     sl_buf_free(&body);
+}
+
+/* String value forms of options.md 4.3, one CreateTopic each: accepted
+ * values and the effective number they resolve to, refused ones (4042). */
+typedef struct option_case {
+    const char *key;
+    const char *text;
+    int status;         /* 0 or the refusal */
+    uint64_t value;     /* the effective value when accepted */
+    bool explicit_kept; /* false: a server-default sentinel, resolved as absent */
+} option_case_t;
+
+static uint64_t effective(const sl_topic_t *t, const char *key)
+{
+    if (strcmp(key, "segment_size") == 0)
+        return t->settings.segment_size;
+    if (strcmp(key, "message_expiry") == 0)
+        return t->message_expiry_us;
+    if (strcmp(key, "max_topic_size") == 0)
+        return t->max_topic_size;
+    if (strcmp(key, "messages_required_to_save") == 0)
+        return t->settings.messages_required_to_save;
+    if (strcmp(key, "size_of_messages_required_to_save") == 0)
+        return t->settings.size_of_messages_required_to_save;
+    if (strcmp(key, "enforce_fsync") == 0)
+        return t->settings.enforce_fsync;
+    if (strcmp(key, "preallocate_segments") == 0)
+        return t->settings.preallocate_segments;
+    return t->compression;
+}
+
+static void test_topic_option_strings(void **state)
+{
+    (void)state;
+    static const option_case_t cases[] = {
+        {"segment_size", "128 MiB", 0, 128 * MIB, true},
+        {"segment_size", "128MiB", 0, 128 * MIB, true},
+        {"segment_size", "1GB", 0, 1000000000ull, true},
+        {"segment_size", "1 GiB", 0, GIB, true},
+        {"segment_size", "1.5 MiB", 0, 3 * MIB / 2, true},
+        {"segment_size", "2097152", 0, 2 * MIB, true},
+        {"segment_size", "unlimited", 0, GIB, false}, /* 0 bytes: server default */
+        {"segment_size", "8Mb", SL_ERR_INVALID_OPTION_VALUE, 0, false},      /* bits: 1e6 bytes */
+        {"segment_size", "1000 KiB", SL_ERR_INVALID_OPTION_VALUE, 0, false}, /* < 1 MiB */
+        {"segment_size", "2 GiB", SL_ERR_INVALID_OPTION_VALUE, 0, false},
+        {"segment_size", "lots", SL_ERR_INVALID_OPTION_VALUE, 0, false},
+        {"message_expiry", "7 days", 0, 7ull * 86400 * SECOND_US, true},
+        {"message_expiry", "1h 30m", 0, 5400 * SECOND_US, true},
+        {"message_expiry", "10s", 0, 10 * SECOND_US, true},
+        {"message_expiry", "500ms", 0, 500000, true},
+        {"message_expiry", "2w", 0, 14ull * 86400 * SECOND_US, true},
+        {"message_expiry", "never_expire", 0, UINT64_MAX, true},
+        {"message_expiry", "unlimited", 0, UINT64_MAX, true},
+        {"message_expiry", "server_default", 0, UINT64_MAX, false},
+        {"message_expiry", "4294967296s", SL_ERR_INVALID_OPTION_VALUE, 0, false},
+        {"message_expiry", "soon", SL_ERR_INVALID_OPTION_VALUE, 0, false},
+        {"max_topic_size", "unlimited", 0, UINT64_MAX, true},
+        {"max_topic_size", "5 GiB", 0, 5 * GIB, true},
+        {"max_topic_size", "server_default", 0, UINT64_MAX, false},
+        {"max_topic_size", "0", 0, UINT64_MAX, false},
+        {"max_topic_size", "1 MiB", SL_ERR_INVALID_TOPIC_SIZE, 0, false}, /* < 1 GiB segment */
+        {"messages_required_to_save", "16777216", 0, 16777216, true},
+        {"messages_required_to_save", "1", 0, 1, true},
+        {"messages_required_to_save", "16777217", SL_ERR_INVALID_OPTION_VALUE, 0, false},
+        {"messages_required_to_save", "0", SL_ERR_INVALID_OPTION_VALUE, 0, false},
+        {"size_of_messages_required_to_save", "1 GiB", 0, GIB, true},
+        {"size_of_messages_required_to_save", "0", 0, MIB, false},
+        {"size_of_messages_required_to_save", "1073741825", SL_ERR_INVALID_OPTION_VALUE, 0, false},
+        {"enforce_fsync", "true", 0, 1, true},
+        {"enforce_fsync", "false", 0, 0, true},
+        {"enforce_fsync", "True", SL_ERR_INVALID_OPTION_VALUE, 0, false},
+        {"preallocate_segments", "true", 0, 1, true},
+        {"preallocate_segments", "yes", SL_ERR_INVALID_OPTION_VALUE, 0, false},
+        {"compression_algorithm", "GZIP", 0, SL_TOPIC_COMPRESSION_GZIP, true},
+        {"compression_algorithm", "None", 0, SL_TOPIC_COMPRESSION_NONE, true},
+        {"compression_algorithm", "lz4", SL_ERR_INVALID_OPTION_VALUE, 0, false},
+    };
+    uint32_t sid = create_stream("topics-strings");
+    for (size_t i = 0; i < SL_ARRAY_LEN(cases); i++) {
+        const option_case_t *k = &cases[i];
+        char name[32];
+        snprintf(name, sizeof(name), "str-%zu", i);
+        sl_option_t opt = {k->key, SL_KIND_STRING, (const uint8_t *)k->text,
+                           (uint32_t)strlen(k->text)};
+        sl_topic_options_t o = {.extra_count = 1, .extra = &opt};
+        int rc = sl_client_create_topic(root, sl_id_num(sid), name, 1, &o, NULL);
+        if (rc != -k->status)
+            fail_msg("%s = \"%s\": expected %d, got %d", k->key, k->text, -k->status, rc);
+        if (rc != 0)
+            continue;
+        const sl_topic_t *t;
+        OK(sl_client_get_topic(root, sl_id_num(sid), sl_id_name(name), &t));
+        if (effective(t, k->key) != k->value)
+            fail_msg("%s = \"%s\": effective %llu, expected %llu", k->key, k->text,
+                     (unsigned long long)effective(t, k->key), (unsigned long long)k->value);
+        bool is_explicit = find_option(t->options, t->options_count, k->key) != NULL;
+        if (is_explicit != k->explicit_kept)
+            fail_msg("%s = \"%s\": explicit %d, expected %d", k->key, k->text, is_explicit,
+                     k->explicit_kept);
+        assert_int_equal(t->options_count + t->derived_options_count, 8);
+    }
 }
 
 /* --- partitions and segments --------------------------------------------------------- */
@@ -758,6 +869,7 @@ int main(void)
         cmocka_unit_test(test_topic_delete_purge),
         cmocka_unit_test(test_topic_update_patch),
         cmocka_unit_test(test_topic_option_forms),
+        cmocka_unit_test(test_topic_option_strings),
         cmocka_unit_test(test_partitions),
         cmocka_unit_test(test_delete_segments),
     };
