@@ -20,6 +20,7 @@
 #include "harness.h"
 #include "wire/cmd_streams.h"
 #include "wire/cmd_topics.h"
+#include "wire/command.h"
 #include "wire/header.h"
 #include "wire/tlv.h"
 
@@ -765,6 +766,247 @@ static void test_topic_option_strings(void **state)
     }
 }
 
+/* Bodies that do not decode: reads answer status 3 (SyncConsumerGroup and
+ * GetClient an empty success), and every metadata body is decoded before
+ * anything commits, the ones the reference forwards unchecked included
+ * (commands.md 12): status 3, nothing applied. */
+static void test_undecodable_bodies(void **state)
+{
+    (void)state;
+    static const uint8_t junk[2] = {9, 9}; /* identifier kind 9 */
+    static const uint32_t read_codes[] = {SL_CMD_GET_STREAM,          SL_CMD_GET_TOPIC,
+                                          SL_CMD_GET_TOPICS,          SL_CMD_GET_CONSUMER_GROUP,
+                                          SL_CMD_GET_CONSUMER_GROUPS, SL_CMD_GET_USER,
+                                          SL_CMD_DESCRIBE_OPTIONS};
+    sl_raw_reply_t r;
+    for (size_t i = 0; i < SL_ARRAY_LEN(read_codes); i++) {
+        OK(sl_client_request_raw(root, SL_OP_NON_REPLICATED, read_codes[i], junk,
+                                 read_codes[i] == SL_CMD_DESCRIBE_OPTIONS ? 0 : 2, &r));
+        if (r.status != SL_ERR_INVALID_COMMAND)
+            fail_msg("read code %u: status %u, expected 3", read_codes[i], r.status);
+        assert_int_equal(r.body_len, 0);
+    }
+    OK(sl_client_request_raw(root, SL_OP_NON_REPLICATED, SL_CMD_SYNC_CONSUMER_GROUP, junk, 2, &r));
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.body_len, 0);
+    OK(sl_client_request_raw(root, SL_OP_NON_REPLICATED, SL_CMD_GET_CLIENT, junk, 2, &r));
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.body_len, 0);
+    /* DescribeOptions ignores trailing bytes after the scope. */
+    static const uint8_t scope[2] = {1, 99};
+    OK(sl_client_request_raw(root, SL_OP_NON_REPLICATED, SL_CMD_DESCRIBE_OPTIONS, scope, 2, &r));
+    assert_int_equal(r.status, 0);
+    assert_int_equal(sl_load_u32(r.body), 8);
+
+    const sl_stream_t *items;
+    uint32_t before, after;
+    OK(sl_client_get_streams(root, &items, &before));
+    static const uint8_t ops[] = {
+        SL_OP_CREATE_STREAM,
+        SL_OP_UPDATE_STREAM,
+        SL_OP_DELETE_STREAM,
+        SL_OP_PURGE_STREAM,
+        SL_OP_CREATE_TOPIC,
+        SL_OP_UPDATE_TOPIC,
+        SL_OP_DELETE_TOPIC,
+        SL_OP_PURGE_TOPIC,
+        SL_OP_CREATE_PARTITIONS,
+        SL_OP_DELETE_PARTITIONS,
+        SL_OP_DELETE_SEGMENTS,
+        SL_OP_CREATE_CONSUMER_GROUP,
+        SL_OP_DELETE_CONSUMER_GROUP,
+        SL_OP_JOIN_CONSUMER_GROUP,
+        SL_OP_LEAVE_CONSUMER_GROUP,
+        SL_OP_CREATE_USER,
+        SL_OP_UPDATE_USER,
+        SL_OP_DELETE_USER,
+        SL_OP_CHANGE_PASSWORD,
+        SL_OP_UPDATE_PERMISSIONS,
+        SL_OP_CREATE_PERSONAL_ACCESS_TOKEN,
+        SL_OP_DELETE_PERSONAL_ACCESS_TOKEN,
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(ops); i++) {
+        OK(sl_client_request_raw(root, ops[i], 0, junk, 2, &r));
+        if (r.evicted || r.status != SL_ERR_INVALID_COMMAND)
+            fail_msg("operation %u: evicted %d status %u, expected status 3", ops[i], r.evicted,
+                     r.status);
+        assert_int_equal(r.operation, ops[i]);
+        assert_int_equal(r.body_len, 0);
+    }
+    OK(sl_client_get_streams(root, &items, &after));
+    assert_int_equal(after, before);
+}
+
+/* The id-space limits: topic ids 0..4095 per stream (2021) and partition
+ * ids below 1000000 (3013). Thousands of commits: the slowest test here. */
+static void test_id_space_limits(void **state)
+{
+    (void)state;
+    uint32_t sid = create_stream("limits");
+    for (uint32_t i = 0; i < 4096; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "t%u", i);
+        int rc = sl_client_create_topic(root, sl_id_num(sid), name, 0, NULL, NULL);
+        if (rc != 0)
+            fail_msg("topic %u: %d", i, rc);
+    }
+    FAILS(sl_client_create_topic(root, sl_id_num(sid), "one-more", 0, NULL, NULL),
+          SL_ERR_TOO_MANY_TOPICS);
+    const sl_topic_t *t;
+    OK(sl_client_delete_topic(root, sl_id_num(sid), sl_id_num(17)));
+    OK(sl_client_create_topic(root, sl_id_num(sid), "one-more", 1000, NULL, &t));
+    assert_int_equal(t->id, 17);
+
+    /* 1000 + 999 x 1000 partitions: ids 0..999999, the whole space. */
+    for (uint32_t i = 0; i < 999; i++) {
+        int rc = sl_client_create_partitions(root, sl_id_num(sid), sl_id_num(17), 1000);
+        if (rc != 0)
+            fail_msg("partitions batch %u: %d", i, rc);
+    }
+    FAILS(sl_client_create_partitions(root, sl_id_num(sid), sl_id_num(17), 1),
+          SL_ERR_PARTITION_ID_SPACE_EXHAUSTED);
+    OK(sl_client_delete_partitions(root, sl_id_num(sid), sl_id_num(17), 1));
+    OK(sl_client_create_partitions(root, sl_id_num(sid), sl_id_num(17), 1));
+    OK(sl_client_delete_stream(root, sl_id_num(sid)));
+}
+
+/* --- golden replies (commands.md 13) --------------------------------------------------- */
+
+static size_t unhex(const char *hex, uint8_t *out, size_t cap)
+{
+    size_t n = 0;
+    for (const char *p = hex; *p;) {
+        if (*p == ' ' || *p == '\n') {
+            p++;
+            continue;
+        }
+        unsigned v;
+        assert_int_equal(sscanf(p, "%2x", &v), 1);
+        assert_true(n < cap);
+        out[n++] = (uint8_t)v;
+        p += 2;
+    }
+    return n;
+}
+
+static sl_raw_reply_t raw_read_body(uint32_t code, const sl_buf_t *body)
+{
+    sl_raw_reply_t r;
+    OK(sl_client_request_raw(root, SL_OP_NON_REPLICATED, code, body->data, body->len, &r));
+    assert_int_equal(r.status, 0);
+    return r;
+}
+
+/* 13.2: topic `events`, 2 partitions, explicit segment_size 128 MiB. The
+ * created_at fields are the server's; everything else is byte-exact. */
+static const char golden_topic[] = "00 00 00 00 00 40 1e 18 24 0a 06 00 02 00 00 00 ff ff ff ff ff "
+                                   "ff ff ff 01 ff ff ff ff ff ff ff"
+                                   "ff 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 06 65 76 65 "
+                                   "6e 74 73 1e 00 00 00 02 0c 00 00"
+                                   "00 73 65 67 6d 65 6e 74 5f 73 69 7a 65 0c 08 00 00 00 00 00 00 "
+                                   "08 00 00 00 00 f4 00 00 00 02 15"
+                                   "00 00 00 63 6f 6d 70 72 65 73 73 69 6f 6e 5f 61 6c 67 6f 72 69 "
+                                   "74 68 6d 02 04 00 00 00 6e 6f 6e"
+                                   "65 02 0d 00 00 00 65 6e 66 6f 72 63 65 5f 66 73 79 6e 63 03 01 "
+                                   "00 00 00 00 02 0e 00 00 00 6d 61"
+                                   "78 5f 74 6f 70 69 63 5f 73 69 7a 65 0c 08 00 00 00 ff ff ff ff "
+                                   "ff ff ff ff 02 0e 00 00 00 6d 65"
+                                   "73 73 61 67 65 5f 65 78 70 69 72 79 0c 08 00 00 00 ff ff ff ff "
+                                   "ff ff ff ff 02 19 00 00 00 6d 65"
+                                   "73 73 61 67 65 73 5f 72 65 71 75 69 72 65 64 5f 74 6f 5f 73 61 "
+                                   "76 65 0b 04 00 00 00 00 04 00 00"
+                                   "02 14 00 00 00 70 72 65 61 6c 6c 6f 63 61 74 65 5f 73 65 67 6d "
+                                   "65 6e 74 73 03 01 00 00 00 00 02"
+                                   "21 00 00 00 73 69 7a 65 5f 6f 66 5f 6d 65 73 73 61 67 65 73 5f "
+                                   "72 65 71 75 69 72 65 64 5f 74 6f"
+                                   "5f 73 61 76 65 0c 08 00 00 00 00 00 10 00 00 00 00 00 00 00 00 "
+                                   "00 00 40 1e 18 24 0a 06 00 01 00"
+                                   "00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 "
+                                   "00 00 00 00 00 01 00 00 00 00 40"
+                                   "1e 18 24 0a 06 00 01 00 00 00 00 00 00 00 00 00 00 00 00 00 00 "
+                                   "00 00 00 00 00 00 00 00 00 00 00"
+                                   "00 00";
+
+static void test_golden_replies(void **state)
+{
+    (void)state;
+    uint32_t sid = create_stream("golden");
+    sl_topic_options_t o = {.set = SL_TOPIC_OPT_SEGMENT_SIZE, .segment_size = 128 * MIB};
+    OK(sl_client_create_topic(root, sl_id_num(sid), "events", 2, &o, NULL));
+    uint8_t want[512];
+    size_t n = unhex(golden_topic, want, sizeof(want));
+    assert_int_equal(n, 418);
+
+    sl_buf_t body;
+    sl_buf_init(&body, 0);
+    sl_get_topic_request_t q = {.stream_id = sl_ident_number(sid), .topic_id = sl_ident_number(0)};
+    OK(sl_get_topic_request_encode(&body, &q));
+    sl_raw_reply_t r = raw_read_body(SL_CMD_GET_TOPIC, &body);
+    assert_int_equal(r.body_len, n);
+    uint8_t got[512];
+    memcpy(got, r.body, n);
+    uint64_t created = sl_load_u64(got + 4);
+    assert_true(created > 0);
+    /* The partitions share the topic's commit time. */
+    assert_true(sl_load_u64(got + 338 + 4) == created);
+    assert_true(sl_load_u64(got + 378 + 4) == created);
+    memcpy(want + 4, got + 4, 8);
+    memcpy(want + 338 + 4, got + 4, 8);
+    memcpy(want + 378 + 4, got + 4, 8);
+    assert_memory_equal(got, want, n);
+
+    /* 13.4: CreateConsumerGroup `workers` on that topic, 24 bytes. */
+    sl_buf_reset(&body);
+    sl_put_u8(&body, 1);
+    sl_put_u8(&body, 4);
+    sl_put_u32(&body, sid);
+    sl_put_u8(&body, 1);
+    sl_put_u8(&body, 4);
+    sl_put_u32(&body, 0);
+    sl_put_u8(&body, 7);
+    sl_put_span(&body, sl_span_str("workers"));
+    OK(sl_client_request_raw(root, SL_OP_CREATE_CONSUMER_GROUP, 0, body.data, body.len, &r));
+    n = unhex("00 00 00 00 00 00 00 00 02 00 00 00 00 00 00 00 07 77 6f 72 6b 65 72 73", want,
+              sizeof(want));
+    assert_int_equal(r.operation, SL_OP_CREATE_CONSUMER_GROUP);
+    assert_int_equal(r.body_len, n);
+    assert_memory_equal(r.body, want, n);
+
+    /* 13.5: CreateStream with a taken name, result 1012 in 12 bytes. */
+    sl_buf_reset(&body);
+    sl_put_u8(&body, 6);
+    sl_put_span(&body, sl_span_str("golden"));
+    OK(sl_client_request_raw(root, SL_OP_CREATE_STREAM, 0, body.data, body.len, &r));
+    n = unhex("01 00 00 00 00 00 00 00 f4 03 00 00", want, sizeof(want));
+    assert_int_equal(r.frame_len, 268);
+    assert_int_equal(r.operation, SL_OP_CREATE_STREAM);
+    assert_int_equal(r.status, 0);
+    assert_memory_equal(r.body, want, n);
+
+    /* 13.4: a payload-less success is `00 00 00 00`, size 260. */
+    sl_buf_reset(&body);
+    sl_put_u8(&body, 1);
+    sl_put_u8(&body, 4);
+    sl_put_u32(&body, sid);
+    OK(sl_client_request_raw(root, SL_OP_DELETE_STREAM, 0, body.data, body.len, &r));
+    assert_int_equal(r.frame_len, 260);
+    assert_int_equal(r.operation, SL_OP_DELETE_STREAM);
+    assert_int_equal(sl_load_u32(r.body), 0);
+
+    /* 13.6: GetUser for root, 38 bytes. */
+    sl_buf_reset(&body);
+    sl_put_u8(&body, 1);
+    sl_put_u8(&body, 4);
+    sl_put_u32(&body, 0);
+    r = raw_read_body(SL_CMD_GET_USER, &body);
+    n = unhex("00 00 00 00 01 00 00 00 00 00 00 00 01 04 69 67 67 79 00 00 00 00 01 0b 00 00 00 01"
+              "01 01 01 01 01 01 01 01 01 00",
+              want, sizeof(want));
+    assert_int_equal(r.body_len, n);
+    assert_memory_equal(r.body, want, n);
+    sl_buf_free(&body);
+}
+
 /* --- partitions and segments --------------------------------------------------------- */
 
 static void assert_partition_ids(uint32_t sid, const char *topic, uint32_t count)
@@ -870,6 +1112,9 @@ int main(void)
         cmocka_unit_test(test_topic_update_patch),
         cmocka_unit_test(test_topic_option_forms),
         cmocka_unit_test(test_topic_option_strings),
+        cmocka_unit_test(test_undecodable_bodies),
+        cmocka_unit_test(test_golden_replies),
+        cmocka_unit_test(test_id_space_limits),
         cmocka_unit_test(test_partitions),
         cmocka_unit_test(test_delete_segments),
     };

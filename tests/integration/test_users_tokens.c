@@ -166,6 +166,52 @@ static void test_create_get_list(void **state)
     assert_null(u);
 }
 
+/* permissions.md 1 "Storage and echo order": the CreateUser reply echoes
+ * the grants as sent (order and duplicates kept); GetUser returns them
+ * sorted by id with the last duplicate winning, and an empty topic list as
+ * no list. */
+static void test_permission_echo_and_storage_order(void **state)
+{
+    (void)state;
+    static const sl_topic_permission_t topics_b[2] = {{.topic_id = 9, .send_messages = true},
+                                                      {.topic_id = 3, .manage_topic = true}};
+    static const sl_stream_permission_t grants[3] = {
+        {.stream_id = 5, .read_stream = true},
+        {.stream_id = 2, .manage_topics = true, .topics_count = 2, .topics = topics_b},
+        {.stream_id = 5, .send_messages = true}, /* duplicate: this one wins */
+    };
+    static const sl_permission_set_t perms = {
+        .read_users = true, .streams_count = 3, .streams = grants};
+    const sl_user_t *u;
+    OK(sl_client_create_user(root, "ordered", "ordered-pass", SL_USER_STATUS_ACTIVE, &perms, &u));
+    const sl_permission_set_t *p = u->permissions;
+    assert_non_null(p);
+    assert_true(p->read_users);
+    assert_int_equal(p->streams_count, 3);
+    assert_int_equal(p->streams[0].stream_id, 5);
+    assert_int_equal(p->streams[1].stream_id, 2);
+    assert_int_equal(p->streams[1].topics_count, 2);
+    assert_int_equal(p->streams[1].topics[0].topic_id, 9);
+    assert_int_equal(p->streams[2].stream_id, 5);
+    assert_true(p->streams[2].send_messages);
+
+    OK(sl_client_get_user(root, sl_id_name("ordered"), &u));
+    p = u->permissions;
+    assert_non_null(p);
+    assert_int_equal(p->streams_count, 2);
+    assert_int_equal(p->streams[0].stream_id, 2);
+    assert_true(p->streams[0].manage_topics);
+    assert_int_equal(p->streams[0].topics_count, 2);
+    assert_int_equal(p->streams[0].topics[0].topic_id, 3);
+    assert_true(p->streams[0].topics[0].manage_topic);
+    assert_int_equal(p->streams[0].topics[1].topic_id, 9);
+    assert_true(p->streams[0].topics[1].send_messages);
+    assert_int_equal(p->streams[1].stream_id, 5);
+    assert_true(p->streams[1].send_messages);
+    assert_false(p->streams[1].read_stream);
+    assert_int_equal(p->streams[1].topics_count, 0);
+}
+
 static void test_create_errors(void **state)
 {
     (void)state;
@@ -590,6 +636,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_get_list),
+        cmocka_unit_test(test_permission_echo_and_storage_order),
         cmocka_unit_test(test_create_errors),
         cmocka_unit_test(test_update_user),
         cmocka_unit_test(test_delete_user),
