@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -50,6 +51,8 @@ static pid_t spawn(th_server_t *srv, const th_options_t *opt)
     if (pid < 0)
         die("fork");
     if (pid == 0) {
+        /* A test that fails half-way must not leave a server behind. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         int fd = open(srv->log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (fd < 0)
             _exit(126);

@@ -28,6 +28,7 @@
 #include "harness.h"
 #include "raw.h"
 #include "wire/cmd_groups.h"
+#include "wire/cmd_topics.h"
 #include "wire/command.h"
 #include "wire/header.h"
 
@@ -43,6 +44,27 @@ static th_server_t srv;
 static sl_client_t *root;
 /* The group fixture: stream "gs", topic "gt" with 4 partitions. */
 static uint32_t gs, gt;
+
+/* Servers with other settings, started by single tests; teardown removes
+ * whatever a failing test left behind. */
+static th_server_t others[4];
+static size_t others_count;
+
+static th_server_t *start_other(const char *extra_config)
+{
+    assert_true(others_count < SL_ARRAY_LEN(others));
+    th_server_t *o = &others[others_count++];
+    th_options_t opt = {.extra_config = extra_config};
+    assert_true(th_start(o, &opt));
+    return o;
+}
+
+static void stop_other(th_server_t *o)
+{
+    assert_int_equal(th_stop(o, SIGTERM), 0);
+    th_cleanup(o);
+    o->data_dir[0] = '\0';
+}
 
 static int setup(void **state)
 {
@@ -66,6 +88,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
+    for (size_t i = 0; i < others_count; i++)
+        if (others[i].data_dir[0])
+            th_cleanup(&others[i]); /* kills a server a failed test left running */
     sl_client_close(root);
     assert_int_equal(th_stop(&srv, SIGTERM), 0);
     th_cleanup(&srv);
@@ -723,10 +748,8 @@ static void assert_left_alone(raw_session_t *silent, raw_session_t *anon)
 static void test_heartbeat_evicts_silent_member(void **state)
 {
     (void)state;
-    th_server_t hb;
-    th_options_t opt = {.extra_config = "[heartbeat]\ninterval = \"1 s\"\n"};
-    assert_true(th_start(&hb, &opt));
-    sl_client_t *admin = th_client(hb.port, "iggy", "iggy");
+    th_server_t *hb = start_other("[heartbeat]\ninterval = \"1 s\"\n");
+    sl_client_t *admin = th_client(hb->port, "iggy", "iggy");
     assert_non_null(admin);
     const sl_stream_t *s;
     OK(sl_client_create_stream(admin, "hb", &s));
@@ -735,12 +758,12 @@ static void test_heartbeat_evicts_silent_member(void **state)
     OK(sl_client_create_consumer_group(admin, sl_id_num(sid), sl_id_num(0), "hb-group", NULL));
 
     static raw_session_t silent, anon, mem, busy; /* 1 MiB frame buffers each */
-    raw_open(&silent, hb.port);
+    raw_open(&silent, hb->port);
     assert_int_equal(raw_login(&silent, "iggy", "iggy").result, 0);
-    raw_open(&anon, hb.port);
-    raw_open(&mem, hb.port);
+    raw_open(&anon, hb->port);
+    raw_open(&mem, hb->port);
     assert_int_equal(raw_login(&mem, "iggy", "iggy").result, 0);
-    raw_open(&busy, hb.port);
+    raw_open(&busy, hb->port);
     assert_int_equal(raw_login(&busy, "iggy", "iggy").result, 0);
     sl_buf_t body;
     sl_buf_init(&body, 0);
@@ -790,8 +813,105 @@ static void test_heartbeat_evicts_silent_member(void **state)
     raw_close(&silent);
     raw_close(&anon);
     sl_client_close(admin);
-    assert_int_equal(th_stop(&hb, SIGTERM), 0);
-    th_cleanup(&hb);
+    stop_other(hb);
+}
+
+/* Reads one frame of any size and keeps only its header; 0 or -1. */
+static int skip_frame(int fd, uint8_t hdr[256], int timeout_ms)
+{
+    static uint8_t sink[1 << 16];
+    size_t want = 256, got = 0;
+    uint8_t *into = hdr;
+    for (int part = 0; part < 2; part++) {
+        while (got < want) {
+            if (!th_readable(fd, timeout_ms))
+                return -1;
+            size_t room = part == 0 ? want - got : sizeof(sink);
+            if (part == 1 && room > want - got)
+                room = want - got;
+            ssize_t k = recv(fd, part == 0 ? into + got : sink, room, 0);
+            if (k <= 0)
+                return -1;
+            got += (size_t)k;
+        }
+        want = sl_load_u32(hdr + 48) - 256; /* the body */
+        got = 0;
+    }
+    return 0;
+}
+
+/* A group member that asked for a large reply and then reads nothing is
+ * silent as well: the verifier drops its membership, and lifecycle.md 8
+ * says it receives Eviction 13. The eviction must still reach it after the
+ * reply it was sent (a frame in flight cannot be interrupted). */
+static void test_heartbeat_evicts_member_behind_large_reply(void **state)
+{
+    (void)state;
+    th_server_t *hb = start_other("[heartbeat]\ninterval = \"1 s\"\n");
+    sl_client_t *admin = th_client(hb->port, "iggy", "iggy");
+    assert_non_null(admin);
+    OK(sl_client_create_stream(admin, "big", NULL));
+    OK(sl_client_create_topic(admin, sl_id_name("big"), "wide", 1000, NULL, NULL));
+    for (int i = 0; i < 299; i++) /* 300000 partitions: a 12 MB GetTopic reply */
+        OK(sl_client_create_partitions(admin, sl_id_name("big"), sl_id_name("wide"), 1000));
+    OK(sl_client_create_consumer_group(admin, sl_id_name("big"), sl_id_name("wide"), "g", NULL));
+
+    static raw_session_t mem; /* 1 MiB frame buffer */
+    raw_open(&mem, hb->port);
+    assert_int_equal(raw_login(&mem, "iggy", "iggy").result, 0);
+    sl_buf_t body;
+    sl_buf_init(&body, 0);
+    sl_join_consumer_group_request_t q = {sl_ident_name("big"), sl_ident_name("wide"),
+                                          sl_ident_name("g")};
+    OK(sl_join_consumer_group_request_encode(&body, &q));
+    assert_int_equal(raw_meta(&mem, SL_OP_JOIN_CONSUMER_GROUP, sl_buf_span(&body)).result, 0);
+
+    /* GetTopic, then read nothing for a while: 12 MB do not fit the socket
+     * buffers of a receiver that does not read, so the reply is still
+     * being written when the verifier finds the member stale. */
+    sl_buf_t get;
+    sl_buf_init(&get, 0);
+    sl_get_topic_request_t gq = {sl_ident_name("big"), sl_ident_name("wide")};
+    OK(sl_get_topic_request_encode(&get, &gq));
+    sl_request_header_t h = {.size = (uint32_t)(256 + get.len),
+                             .client = mem.client,
+                             .request = mem.request,
+                             .operation = SL_OP_NON_REPLICATED,
+                             .session = mem.session,
+                             .code = SL_CMD_GET_TOPIC};
+    uint8_t hdr[256];
+    sl_request_header_encode(hdr, &h);
+    assert_true(th_send_all(mem.fd, hdr, 256) && th_send_all(mem.fd, get.data, get.len));
+    sl_buf_free(&get);
+    const sl_consumer_group_t *g;
+    uint32_t members = 1;
+    for (int i = 0; i < 100 && members != 0; i++) { /* the verifier acts within ~2.2 s */
+        sleep_ms(100);
+        OK(sl_client_get_consumer_group(admin, sl_id_name("big"), sl_id_name("wide"),
+                                        sl_id_name("g"), &g));
+        members = g->members_count;
+    }
+    assert_int_equal(members, 0);
+
+    /* Now read: the GetTopic reply, then the eviction. */
+    uint8_t frame[256];
+    assert_int_equal(skip_frame(mem.fd, frame, 5000), 0);
+    assert_int_equal(frame[SL_HDR_OFF_COMMAND], 8); /* the Reply */
+    assert_true(sl_load_u32(frame + 48) > 256 + 40 * 300000);
+    int n = th_read_frame(mem.fd, mem.frame, sizeof(mem.frame), 3000);
+    if (n != 256 || mem.frame[SL_HDR_OFF_COMMAND] != SL_COMMAND_EVICTION) {
+        bool logged = strstr(th_log(hb), "stale, evicted (reason 13)") != NULL;
+        raw_reply_t next = raw_meta(&mem, SL_OP_LEAVE_CONSUMER_GROUP, sl_buf_span(&body));
+        fail_msg("no Eviction 13 after the reply (read returned %d, connection open: %d); the "
+                 "server logged the eviction: %d; the next metadata request got eviction %d "
+                 "reason %u",
+                 n, !th_wait_closed(mem.fd, 0), logged, next.evicted, next.reason);
+    }
+    assert_int_equal(mem.frame[SL_EVI_OFF_REASON], SL_EVICT_STALE_CLIENT);
+    sl_buf_free(&body);
+    raw_close(&mem);
+    sl_client_close(admin);
+    stop_other(hb);
 }
 
 /* A full client table (2 slots here) gives up the entry whose latest commit
@@ -801,20 +921,18 @@ static void test_heartbeat_evicts_silent_member(void **state)
 static void test_client_table_eviction_drops_membership(void **state)
 {
     (void)state;
-    th_server_t small;
-    th_options_t opt = {.extra_config = "[metadata]\nclients_table_max = 2\n"};
-    assert_true(th_start(&small, &opt));
-    sl_client_t *admin = th_client(small.port, "iggy", "iggy");
+    th_server_t *small = start_other("[metadata]\nclients_table_max = 2\n");
+    sl_client_t *admin = th_client(small->port, "iggy", "iggy");
     assert_non_null(admin);
     OK(sl_client_create_stream(admin, "ct", NULL));
     OK(sl_client_create_topic(admin, sl_id_name("ct"), "t", 2, NULL, NULL));
     OK(sl_client_create_consumer_group(admin, sl_id_name("ct"), sl_id_name("t"), "g", NULL));
-    sl_client_t *m = th_client(small.port, "iggy", "iggy");
+    sl_client_t *m = th_client(small->port, "iggy", "iggy");
     assert_non_null(m);
     OK(sl_client_join_consumer_group(m, sl_id_name("ct"), sl_id_name("t"), sl_id_name("g")));
     /* The admin commits again, so the member's entry is now the oldest. */
     OK(sl_client_create_stream(admin, "ct-2", NULL));
-    sl_client_t *third = th_client(small.port, "iggy", "iggy");
+    sl_client_t *third = th_client(small->port, "iggy", "iggy");
     assert_non_null(third);
 
     const sl_consumer_group_t *g;
@@ -833,8 +951,7 @@ static void test_client_table_eviction_drops_membership(void **state)
     sl_client_close(third);
     sl_client_close(m);
     sl_client_close(admin);
-    assert_int_equal(th_stop(&small, SIGTERM), 0);
-    th_cleanup(&small);
+    stop_other(small);
 }
 
 int main(void)
@@ -850,6 +967,7 @@ int main(void)
         cmocka_unit_test(test_describe_options),
         cmocka_unit_test(test_snapshot),
         cmocka_unit_test(test_heartbeat_evicts_silent_member),
+        cmocka_unit_test(test_heartbeat_evicts_member_behind_large_reply),
         cmocka_unit_test(test_client_table_eviction_drops_membership),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
