@@ -1,9 +1,6 @@
-/* Durability of the metadata against the real sluiced (storage of
- * metadata/: journal.wal, snapshot.bin, superblock.a/.b): a rich state
- * survives SIGTERM and kill -9 byte for byte (every Get* reply body is
- * compared raw), a small checkpoint interval exercises snapshot + journal
- * replay, a torn journal tail is cut at boot, and corrupt superblocks make
- * sluiced refuse to start with a clear message. */
+/* Metadata durability against the real sluiced: every Get* reply body is
+ * byte-equal across SIGTERM, kill -9 and snapshot + journal replay; a torn
+ * journal tail is cut at boot; corrupt superblocks refuse to boot. */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <setjmp.h>

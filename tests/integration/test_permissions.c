@@ -1,8 +1,6 @@
-/* The permission matrix of permissions.md 2 against the real sluiced: five
- * non-root users with different grants run every stream, topic, group, user
- * and system command; reads are refused with status 41, metadata
- * operations with result 41, and a missing target answers its not-found
- * outcome before any permission check (2.4). Table-driven. */
+/* The permission matrix of permissions.md 2 against the real sluiced, table
+ * driven: five non-root users run every stream, topic, group, user and
+ * system command (status 41 / result 41, not-found before permission). */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>

@@ -1,7 +1,6 @@
 /* Streams, topics, partitions and segments against the real sluiced
- * (commands.md 8-10): every command's success path and each documented
- * error code, through libsluice (raw frames only for option blocks the
- * library cannot send and for reply operation bytes). */
+ * (commands.md 8-10): every command's success path and documented error
+ * codes, via libsluice (raw frames only where the library cannot say it). */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>

@@ -1,7 +1,6 @@
-/* Users and personal access tokens against the real sluiced (commands.md 4
- * and 5, lifecycle.md 3): every command's success path and each documented
- * error code, logins as the new users, the login evictions, the per-user
- * token cap and the replay rule of CreatePersonalAccessToken. */
+/* Users and personal access tokens against the real sluiced (commands.md 4,
+ * 5): success paths and documented error codes, logins as the new users,
+ * login evictions, the per-user token cap and CreatePAT replay (51). */
 #include <ctype.h>
 #include <setjmp.h>
 #include <signal.h>
