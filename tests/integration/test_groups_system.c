@@ -381,6 +381,49 @@ static void test_delete_parent_releases_members(void **state)
     sl_client_close(m);
 }
 
+/* GetMe and GetClient list one entry per group the session joined
+ * (commands.md 20, 2.6), however many; GetClients carries the count. */
+static void test_many_memberships_listed(void **state)
+{
+    (void)state;
+    const sl_stream_t *s;
+    OK(sl_client_create_stream(root, "many-groups", &s));
+    uint32_t sid = s->id;
+    OK(sl_client_create_topic(root, sl_id_num(sid), "t", 1, NULL, NULL));
+    sl_client_t *m = member();
+    enum { GROUPS = 80 };
+    for (int i = 0; i < GROUPS; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "mg-%d", i);
+        OK(sl_client_create_consumer_group(root, sl_id_num(sid), sl_id_num(0), name, NULL));
+        OK(sl_client_join_consumer_group(m, sl_id_num(sid), sl_id_num(0), sl_id_name(name)));
+    }
+    /* Everything is read first and cleaned up before the checks, so a
+     * failure here does not leak into the next tests. */
+    const sl_client_info_t *me;
+    OK(sl_client_get_me(m, &me));
+    uint32_t id = me->client_id, me_count = me->groups_count;
+    bool ascending = true;
+    for (uint32_t i = 0; i < me_count; i++)
+        ascending &= me->groups[i].stream_id == sid && me->groups[i].group_id == i;
+    const sl_client_info_t *c;
+    OK(sl_client_get_client(root, id, &c));
+    uint32_t client_count = c->groups_count;
+    const sl_client_info_t *items;
+    uint32_t n, list_count = 0;
+    OK(sl_client_get_clients(root, &items, &n));
+    for (uint32_t i = 0; i < n; i++)
+        if (items[i].client_id == id)
+            list_count = items[i].groups_count;
+    sl_client_close(m);
+    OK(sl_client_delete_stream(root, sl_id_num(sid)));
+
+    if (me_count != GROUPS || client_count != GROUPS || list_count != GROUPS)
+        fail_msg("a member of %d groups: GetMe lists %u, GetClient %u, GetClients counts %u",
+                 GROUPS, me_count, client_count, list_count);
+    assert_true(ascending); /* (stream, topic, group) order */
+}
+
 /* --- system reads ------------------------------------------------------------------------ */
 
 /* Totals GetStats must agree with, counted through the other reads. */
@@ -961,6 +1004,7 @@ int main(void)
         cmocka_unit_test(test_join_sync_leave),
         cmocka_unit_test(test_membership_ends_with_session),
         cmocka_unit_test(test_delete_parent_releases_members),
+        cmocka_unit_test(test_many_memberships_listed),
         cmocka_unit_test(test_stats),
         cmocka_unit_test(test_clients),
         cmocka_unit_test(test_cluster_metadata),
