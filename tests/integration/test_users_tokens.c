@@ -510,6 +510,8 @@ static void test_tokens(void **state)
     OK(sl_client_create_token(kate, "hourly", 3600 * SECOND_US, &token));
     assert_int_equal(strlen(token), 68);
     assert_string_not_equal(token, never);
+    char hourly[128];
+    snprintf(hourly, sizeof(hourly), "%s", token);
 
     OK(sl_client_get_tokens(kate, &items, &n));
     assert_int_equal(n, 2);
@@ -542,6 +544,9 @@ static void test_tokens(void **state)
     assert_true(items[2].expiry_at_us == 0); /* u64::MAX: never expires */
 
     OK(sl_client_delete_token(kate, "hourly"));
+    OK(sl_client_connect("127.0.0.1", srv.port, NULL, &c));
+    FAILS(sl_client_login_token(c, hourly, NULL), SL_ERR_INVALID_PERSONAL_ACCESS_TOKEN);
+    sl_client_close(c);
     OK(sl_client_get_tokens(kate, &items, &n));
     assert_int_equal(n, 2);
     assert_string_equal(items[0].name, "never");
