@@ -23,13 +23,13 @@ typedef struct raw_session {
 /* What came back for one request. */
 typedef struct raw_reply {
     bool evicted;
-    uint8_t reason; /* eviction reason */
-    bool closed;    /* the connection closed (or nothing came back) */
+    uint8_t reason;     /* eviction reason */
+    bool closed;        /* the connection closed (or nothing came back) */
     sl_reply_header_t header;
-    uint32_t status;   /* header status */
-    uint32_t result;   /* result-section code when the reply operation is framed */
-    sl_span_t body;    /* whole body (borrowed from the session's frame) */
-    sl_span_t payload; /* body after the result section */
+    uint32_t status;    /* header status */
+    uint32_t result;    /* result-section code when the reply operation is framed */
+    sl_span_t body;     /* whole body (borrowed from the session's frame) */
+    sl_span_t payload;  /* body after the result section */
 } raw_reply_t;
 
 void raw_open(raw_session_t *r, uint16_t port);

@@ -99,8 +99,8 @@ static void test_login_and_prelogin_rules(void **state)
     raw_session_t r;
     raw_open(&r, srv.port);
     /* Before login: reads are 40 with commit 0, replicated ops evict (1). */
-    raw_reply_t rep =
-        raw_call(&r, SL_OP_NON_REPLICATED, SL_CMD_GET_STREAMS, 1, 0, sl_span(NULL, 0), false);
+    raw_reply_t rep = raw_call(&r, SL_OP_NON_REPLICATED, SL_CMD_GET_STREAMS, 1, 0,
+                               sl_span(NULL, 0), false);
     assert_int_equal(rep.status, SL_ERR_UNAUTHENTICATED);
     assert_int_equal(rep.header.commit, 0);
     sl_buf_t b;
@@ -139,7 +139,7 @@ static void test_login_vector_bytes(void **state)
     (void)state;
     /* vectors/b_login_register_request.hex: iggy/iggy with a checksum. */
     int fd = th_connect(srv.port);
-    static const uint8_t body[30] = {0x00, 0x2c, 0x00, 0x00, 0x05, 'c', '-',  's', 'd', 'k',
+    static const uint8_t body[30] = {0x00, 0x2c, 0x00, 0x00, 0x05, 'c', '-', 's', 'd', 'k',
                                      0x05, '0',  '.',  '1',  '.',  '0', 0x04, 'i', 'g', 'g',
                                      'y',  0x04, 'i',  'g',  'g',  'y', 0,    0,   0,   0};
     sl_request_header_t h = {.size = 286,
