@@ -437,6 +437,11 @@ static void conn_send_finished(sl_conn_t *c)
     conn_iov_release(c);
     if (loop->cfg.cb.on_sent)
         loop->cfg.cb.on_sent(loop->cfg.ctx, c);
+    if (c->closing) {
+        /* on_sent closed it (a final frame followed the reply). */
+        conn_frame_release(c);
+        return;
+    }
     if (c->close_after_send) {
         conn_frame_release(c);
         sl_conn_close(c);
@@ -525,7 +530,7 @@ int sl_conn_send_final(sl_conn_t *c, const void *bytes, size_t len)
 {
     if (c->closing)
         return -ECONNRESET;
-    if (c->state == SL_CONN_SENDING)
+    if (c->send_armed)
         return -EBUSY; /* a reply is being written: bytes would interleave */
     /* A small frame fits an idle socket's send buffer; a peer that does not
      * read loses it, and is closed either way. */

@@ -155,8 +155,9 @@ int sl_conn_reply(sl_conn_t *conn, const struct iovec *iov, int iovcnt) SL_WUR;
 /* Like sl_conn_reply, then closes once the reply is written (evictions). */
 int sl_conn_reply_close(sl_conn_t *conn, const struct iovec *iov, int iovcnt) SL_WUR;
 /* Writes a small unsolicited frame (an eviction) on a connection that has no
- * reply in flight, then closes it. 0, -EBUSY while a reply is being written,
- * -EAGAIN when the socket did not take it all (closed anyway). */
+ * reply in flight, then closes it. 0, -EBUSY while a reply is being written
+ * (call it again from on_sent, where the reply is complete), -EAGAIN when
+ * the socket did not take it all (closed anyway). */
 int sl_conn_send_final(sl_conn_t *conn, const void *bytes, size_t len);
 /* The delivered frame needs no reply (a dropped frame). */
 void sl_conn_done(sl_conn_t *conn);

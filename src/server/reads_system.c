@@ -117,14 +117,13 @@ static bool client_view(sl_read_t *c, const sl_session_t *o, bool groups, sl_cli
     };
     if (!o->bound)
         return true;
-    sl_meta_group_ref_t refs[64];
-    uint32_t total = sl_meta_client_groups(c->meta, o->client, refs, SL_ARRAY_LEN(refs));
-    uint32_t n = total < SL_ARRAY_LEN(refs) ? total : SL_ARRAY_LEN(refs);
+    uint32_t n = sl_meta_client_groups(c->meta, o->client, NULL, 0);
     d->header.groups_count = n;
     if (!groups || n == 0)
         return true;
+    sl_meta_group_ref_t *refs = SL_ARENA_NEW(&c->s->arena, sl_meta_group_ref_t, n);
     sl_client_group_t *g = SL_ARENA_NEW(&c->s->arena, sl_client_group_t, n);
-    if (!g)
+    if (!refs || !g || sl_meta_client_groups(c->meta, o->client, refs, n) != n)
         return false;
     for (uint32_t i = 0; i < n; i++)
         g[i] = (sl_client_group_t){refs[i].stream_id, refs[i].topic_id, refs[i].group_id};

@@ -121,10 +121,27 @@ static void on_open(void *ctx, sl_conn_t *conn)
  * keep a large buffer while it idles. */
 #define SESSION_BUFFER_KEEP (1024u * 1024u)
 
+static void send_stale_eviction(sl_session_t *s, sl_u128_t client)
+{
+    sl_eviction_header_t e = {.client = client, .reason = SL_EVICT_STALE_CLIENT};
+    uint8_t frame[SL_HEADER_SIZE];
+    sl_eviction_header_encode(frame, &e);
+    if (sl_conn_send_final(s->conn, frame, sizeof(frame)) == -EBUSY) {
+        /* A reply is being written: the eviction follows it (on_sent). */
+        s->evict_after_reply = SL_EVICT_STALE_CLIENT;
+        s->evict_client = client;
+    }
+}
+
 static void on_sent(void *ctx, sl_conn_t *conn)
 {
     (void)ctx;
     sl_session_t *s = sl_conn_user(conn);
+    if (s && s->evict_after_reply) {
+        s->evict_after_reply = 0;
+        send_stale_eviction(s, s->evict_client);
+        return;
+    }
     if (s && s->reply_body.cap > SESSION_BUFFER_KEEP) {
         size_t max = s->reply_body.max;
         sl_buf_free(&s->reply_body);
@@ -189,12 +206,9 @@ static void on_tick(void *ctx, sl_loop_t *loop)
             continue;
         sl_u128_t client = s->client;
         sl_admit_disconnect(s);
-        sl_eviction_header_t e = {.client = client, .reason = SL_EVICT_STALE_CLIENT};
-        uint8_t frame[SL_HEADER_SIZE];
-        sl_eviction_header_encode(frame, &e);
         sl_log_info("connection %u (%s): stale, evicted (reason 13)", s->id,
                     sl_conn_peer(s->conn));
-        (void)sl_conn_send_final(s->conn, frame, sizeof(frame));
+        send_stale_eviction(s, client);
     }
 }
 

@@ -52,6 +52,9 @@ typedef struct sl_session {
     char sdk_name[256];
     char sdk_version[256];
     uint64_t last_seen_us; /* monotonic: any accepted request refreshes it */
+    /* An eviction waiting for the reply being written (stale clients). */
+    uint8_t evict_after_reply;
+    sl_u128_t evict_client;
     /* The reply being written: header and body stay valid until on_sent. */
     uint8_t reply_header[SL_HEADER_SIZE];
     sl_buf_t reply_body;

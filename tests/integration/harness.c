@@ -2,6 +2,7 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <sluice/client.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -36,8 +38,7 @@ static void write_config(th_server_t *srv, const th_options_t *opt)
     FILE *f = fopen(srv->config_path, "w");
     if (!f)
         die("config");
-    fprintf(f, "[tcp]\naddress = \"127.0.0.1:0\"\n\n[system]\npath = \"%s/data\"\n",
-            srv->data_dir);
+    fprintf(f, "[tcp]\naddress = \"127.0.0.1:0\"\n\n[system]\npath = \"%s/data\"\n", srv->data_dir);
     if (opt && opt->extra_config)
         fprintf(f, "\n%s\n", opt->extra_config);
     fclose(f);
@@ -50,6 +51,8 @@ static pid_t spawn(th_server_t *srv, const th_options_t *opt)
     if (pid < 0)
         die("fork");
     if (pid == 0) {
+        /* A test that fails half-way must not leave a server behind. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         int fd = open(srv->log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (fd < 0)
             _exit(126);
@@ -94,7 +97,9 @@ static bool find_port(th_server_t *srv)
     return srv->port != 0;
 }
 
-bool th_start(th_server_t *srv, const th_options_t *opt)
+/* Starts sluiced; 1 once it listens, 0 when it exited first (*status set),
+ * -1 when it neither listened nor exited in time. */
+static int start(th_server_t *srv, const th_options_t *opt, int *status)
 {
     if (!opt || !opt->data_dir) {
         memset(srv, 0, sizeof(*srv));
@@ -103,24 +108,49 @@ bool th_start(th_server_t *srv, const th_options_t *opt)
         if (!mkdtemp(srv->data_dir))
             die("mkdtemp");
         write_config(srv, opt);
+    } else if (opt->extra_config) {
+        write_config(srv, opt); /* a restart with other settings */
     }
     truncate(srv->log_path, 0);
     srv->port = 0;
     srv->pid = spawn(srv, opt);
     for (int i = 0; i < 1000; i++) { /* up to 20 s: Argon2 and recovery run first */
         if (find_port(srv))
-            return true;
-        int status;
-        if (waitpid(srv->pid, &status, WNOHANG) == srv->pid) {
+            return 1;
+        if (waitpid(srv->pid, status, WNOHANG) == srv->pid) {
             srv->pid = 0;
-            fprintf(stderr, "harness: sluiced exited (status %d):\n%s\n", status, th_log(srv));
-            if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
-                return false;
-            abort();
+            return 0;
         }
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+    return -1;
+}
+
+bool th_start(th_server_t *srv, const th_options_t *opt)
+{
+    int status = 0;
+    int r = start(srv, opt, &status);
+    if (r == 1)
+        return true;
+    if (r == 0) {
+        fprintf(stderr, "harness: sluiced exited (status %d):\n%s\n", status, th_log(srv));
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+            return false;
+        abort();
+    }
+    fprintf(stderr, "harness: sluiced did not start:\n%s\n", th_log(srv));
+    abort();
+}
+
+bool th_try_start(th_server_t *srv, const th_options_t *opt, int *exit_status)
+{
+    *exit_status = 0;
+    int r = start(srv, opt, exit_status);
+    if (r == 1)
+        return true;
+    if (r == 0)
+        return false;
     fprintf(stderr, "harness: sluiced did not start:\n%s\n", th_log(srv));
     abort();
 }
@@ -165,6 +195,10 @@ void th_cleanup(th_server_t *srv)
 {
     if (srv->pid > 0)
         th_stop(srv, SIGKILL);
+    if (getenv("SLUICE_KEEP_DATA")) { /* debugging: keep logs and data */
+        fprintf(stderr, "harness: kept %s\n", srv->data_dir);
+        return;
+    }
     char cmd[400];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", srv->data_dir);
     if (system(cmd) != 0)
@@ -248,4 +282,28 @@ bool th_wait_closed(int fd, int timeout_ms)
         if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN))
             return true;
     }
+}
+
+bool th_readable(int fd, int timeout_ms)
+{
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    return poll(&pfd, 1, timeout_ms) > 0;
+}
+
+struct sl_client *th_client(uint16_t port, const char *username, const char *password)
+{
+    sl_client_options_t o = {.connect_timeout_ms = 5000, .request_timeout_ms = 20000};
+    sl_client_t *c = NULL;
+    int rc = sl_client_connect("127.0.0.1", port, &o, &c);
+    if (rc != 0) {
+        fprintf(stderr, "harness: connect to port %u: %s\n", port, sl_strerror(rc));
+        return NULL;
+    }
+    rc = sl_client_login(c, username, password, NULL);
+    if (rc != 0) {
+        fprintf(stderr, "harness: login as %s: %s\n", username, sl_strerror(rc));
+        sl_client_close(c);
+        return NULL;
+    }
+    return c;
 }

@@ -22,13 +22,18 @@ typedef struct th_server {
 typedef struct th_options {
     const char *root_username; /* NULL: --with-default-root-credentials (iggy/iggy) */
     const char *root_password;
-    const char *extra_config;  /* appended to the generated config file */
-    const char *data_dir;      /* reuse an existing directory (restart) */
+    const char *extra_config; /* appended to the generated config file; on a
+                                 restart (data_dir set) it rewrites the file */
+    const char *data_dir;     /* reuse an existing directory (restart) */
 } th_options_t;
 
 /* Starts sluiced and waits until it listens. Fails the test on error.
  * Returns false when io_uring is unavailable here (the caller skips). */
 bool th_start(th_server_t *srv, const th_options_t *opt);
+/* Like th_start, but a sluiced that exits before it listens is reported
+ * instead of aborting: returns false and sets *exit_status (waitpid form);
+ * th_log then holds what it printed. True once it listens. */
+bool th_try_start(th_server_t *srv, const th_options_t *opt, int *exit_status);
 /* Sends sig (SIGTERM, SIGKILL, ...) and waits; returns the exit status as
  * waitpid gives it. Keeps the data directory. */
 int th_stop(th_server_t *srv, int sig);
@@ -47,5 +52,13 @@ bool th_send_all(int fd, const void *p, size_t n);
 int th_read_frame(int fd, uint8_t *buf, size_t cap, int timeout_ms);
 /* True when the peer closes (EOF or reset) within timeout_ms. */
 bool th_wait_closed(int fd, int timeout_ms);
+/* True when the peer sent at least one byte (or closed) within timeout_ms;
+ * nothing is consumed. */
+bool th_readable(int fd, int timeout_ms);
+
+/* A libsluice client connected to the server and logged in, or NULL (the
+ * reason is printed). Closed with sl_client_close. */
+struct sl_client;
+struct sl_client *th_client(uint16_t port, const char *username, const char *password);
 
 #endif

@@ -79,6 +79,21 @@ raw_reply_t raw_call(raw_session_t *r, uint8_t operation, uint32_t code, uint64_
     return out;
 }
 
+/* Sends a Register body and, on success, takes the session it grants. */
+static raw_reply_t register_body(raw_session_t *r, const sl_buf_t *b)
+{
+    raw_reply_t rep = raw_call(r, SL_OP_REGISTER, 0, 0, 0, sl_buf_span(b), true);
+    if (!rep.evicted && !rep.closed && rep.status == 0 && rep.result == 0) {
+        sl_login_register_reply_t lr;
+        if (sl_login_register_reply_decode(rep.payload, NULL, &lr) == 0) {
+            r->session = lr.session;
+            r->user_id = lr.user_id;
+            r->request = 0;
+        }
+    }
+    return rep;
+}
+
 raw_reply_t raw_login(raw_session_t *r, const char *user, const char *password)
 {
     sl_buf_t b;
@@ -89,16 +104,23 @@ raw_reply_t raw_login(raw_session_t *r, const char *user, const char *password)
     };
     if (sl_login_register_request_encode(&b, &q) != 0)
         abort();
-    raw_reply_t rep = raw_call(r, SL_OP_REGISTER, 0, 0, 0, sl_buf_span(&b), true);
+    raw_reply_t rep = register_body(r, &b);
     sl_buf_free(&b);
-    if (!rep.evicted && !rep.closed && rep.status == 0 && rep.result == 0) {
-        sl_login_register_reply_t lr;
-        if (sl_login_register_reply_decode(rep.payload, NULL, &lr) == 0) {
-            r->session = lr.session;
-            r->user_id = lr.user_id;
-            r->request = 0;
-        }
-    }
+    return rep;
+}
+
+raw_reply_t raw_login_token(raw_session_t *r, const char *token)
+{
+    sl_buf_t b;
+    sl_buf_init(&b, 0);
+    sl_login_register_with_pat_request_t q = {
+        .version = {SL_PROTOCOL_VERSION, sl_span_str("sluice-tests"), sl_span_str("0.1.0")},
+        .login = {sl_span_str(token), sl_span(NULL, 0)},
+    };
+    if (sl_login_register_with_pat_request_encode(&b, &q) != 0)
+        abort();
+    raw_reply_t rep = register_body(r, &b);
+    sl_buf_free(&b);
     return rep;
 }
 

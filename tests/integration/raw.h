@@ -42,6 +42,8 @@ raw_reply_t raw_call(raw_session_t *r, uint8_t operation, uint32_t code, uint64_
                      uint64_t session, sl_span_t body, bool stamp);
 /* LoginRegister with username/password; on success fills session/user. */
 raw_reply_t raw_login(raw_session_t *r, const char *user, const char *password);
+/* LoginRegisterWithPat with a personal access token; like raw_login. */
+raw_reply_t raw_login_token(raw_session_t *r, const char *token);
 /* A metadata operation with the next request number and a stamp. */
 raw_reply_t raw_meta(raw_session_t *r, uint8_t operation, sl_span_t body);
 /* An operation-2 read with the current request number. */
