@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -80,7 +81,9 @@ typedef struct msg_ctx {
     bool topics_made;
     pid_t sink_pid, server_pid;
     /* results */
-    double rate[FIGS][ROUNDS_MAX], ratio[FIGS][ROUNDS_MAX], cpu_us[FIGS][ROUNDS_MAX];
+    double rate[FIGS][ROUNDS_MAX], ratio[FIGS][ROUNDS_MAX];
+    double cpu_us[FIGS][ROUNDS_MAX];    /* the serving process's, per trip */
+    double client_us[FIGS][ROUNDS_MAX]; /* the bench's own, per trip */
     double copy_rate[ROUNDS_MAX];
     lat_list_t lat[FIGS];
 } msg_ctx_t;
@@ -103,6 +106,14 @@ static uint64_t process_cpu_ns(pid_t pid)
         sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
         return 0;
     return (utime + stime) * (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
+}
+
+/* CPU time of the calling thread (the bench's only one), in ns. */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void lat_push(lat_list_t *l, uint64_t ns)
@@ -336,18 +347,20 @@ static void topics_reset(msg_ctx_t *m)
 static void group_round(msg_ctx_t *m, int first, int r)
 {
     sb_rate_t total[FIGS_PER_GROUP];
-    uint64_t bytes[FIGS_PER_GROUP], cpu[FIGS_PER_GROUP];
+    uint64_t bytes[FIGS_PER_GROUP], cpu[FIGS_PER_GROUP], client[FIGS_PER_GROUP];
     memset(total, 0, sizeof(total));
     memset(bytes, 0, sizeof(bytes));
     memset(cpu, 0, sizeof(cpu));
+    memset(client, 0, sizeof(client));
     double slice = m->o->message_seconds / SLICES;
     for (int s = 0; s < SLICES; s++) {
         for (int k = 0; k < FIGS_PER_GROUP; k++) {
             int i = (s + k) % FIGS_PER_GROUP, fig = first + i;
             pid_t pid = i == 0 ? m->sink_pid : m->server_pid;
-            uint64_t before = process_cpu_ns(pid);
+            uint64_t before = process_cpu_ns(pid), own = thread_cpu_ns();
             sb_rate_t x = run_figure(m, fig, slice, &bytes[i], &m->lat[fig]);
             cpu[i] += process_cpu_ns(pid) - before;
+            client[i] += thread_cpu_ns() - own;
             total[i].trips += x.trips;
             total[i].elapsed_ns += x.elapsed_ns;
         }
@@ -356,7 +369,9 @@ static void group_round(msg_ctx_t *m, int first, int r)
         int fig = first + i;
         m->rate[fig][r] =
             total[i].elapsed_ns ? (double)bytes[i] * 1e9 / (double)total[i].elapsed_ns : 0.0;
-        m->cpu_us[fig][r] = total[i].trips ? (double)cpu[i] / 1e3 / (double)total[i].trips : 0.0;
+        double trips = total[i].trips ? (double)total[i].trips : 1.0;
+        m->cpu_us[fig][r] = (double)cpu[i] / 1e3 / trips;
+        m->client_us[fig][r] = (double)client[i] / 1e3 / trips;
         m->ratio[fig][r] = m->rate[first][r] > 0 ? m->rate[fig][r] / m->rate[first][r] : 0.0;
     }
 }
@@ -388,6 +403,13 @@ static double max_of(const double *v, int n)
     return x;
 }
 
+static double median_of(const double *src, int rounds)
+{
+    double v[ROUNDS_MAX];
+    memcpy(v, src, sizeof(double) * (size_t)rounds);
+    return sb_median(v, rounds);
+}
+
 static void print_per_round(const char *label, const double *v, int rounds)
 {
     printf("  per-round %s:", label);
@@ -406,25 +428,17 @@ static void print_row(msg_ctx_t *m, int fig, int rounds)
     memcpy(v, m->ratio[fig], sizeof(double) * (size_t)rounds);
     double ratio = sb_median(v, rounds) * 100.0;
     double rlo = min_of(v, rounds) * 100.0, rhi = max_of(v, rounds) * 100.0;
-    memcpy(v, m->cpu_us[fig], sizeof(double) * (size_t)rounds);
-    double cpu = sb_median(v, rounds);
+    double cpu = median_of(m->cpu_us[fig], rounds), client = median_of(m->client_us[fig], rounds);
     lat_list_t *l = &m->lat[fig];
     uint64_t p50 = sb_percentile(l->ns, l->n, 0.50), p99 = sb_percentile(l->ns, l->n, 0.99);
-    printf("  %-50s %6.0f %5.2f %5.0f-%-5.0f %6.1f%% %4.0f-%-4.0f %6.3f %6.3f %7.0f %7zu\n",
+    printf("  %-50s %6.0f %5.2f %5.0f-%-5.0f %6.1f%% %4.0f-%-4.0f %6.3f %6.3f %6.0f %6.0f %6zu\n",
            figures[fig].label, rate, rate / 1e3, lo, hi, ratio, rlo, rhi, (double)p50 / 1e6,
-           (double)p99 / 1e6, cpu, l->n);
+           (double)p99 / 1e6, cpu, client, l->n);
 }
 
 static const char *met(bool ok)
 {
     return ok ? "met" : "MISSED";
-}
-
-static double median_of(const double *src, int rounds)
-{
-    double v[ROUNDS_MAX];
-    memcpy(v, src, sizeof(double) * (size_t)rounds);
-    return sb_median(v, rounds);
 }
 
 static void print_aims(msg_ctx_t *m, int rounds)
@@ -455,19 +469,21 @@ static void print_results(msg_ctx_t *m, int rounds)
     for (int fig = 0; fig < FIGS; fig++)
         if (figures[fig].baseline != fig)
             print_per_round(figures[fig].label, m->ratio[fig], rounds);
-    printf("  %-50s %6s %5s %11s %7s %9s %6s %6s %7s %7s\n", "figure", "MB/s", "GB/s", "MB/s range",
-           "vs base", "range %", "p50 ms", "p99 ms", "CPU us", "trips");
+    printf("  %-50s %6s %5s %11s %7s %9s %6s %6s %6s %6s %6s\n", "figure", "MB/s", "GB/s",
+           "MB/s range", "vs base", "range %", "p50 ms", "p99 ms", "srv us", "cli us", "trips");
     for (int fig = 0; fig < FIGS; fig++)
         print_row(m, fig, rounds);
     printf(
         "  memcpy of 1 MB blocks out of a 64 MB region (context): %.2f GB/s (median; %.2f-%.2f)\n",
         median_of(m->copy_rate, rounds) / 1e9, min_of(m->copy_rate, rounds) / 1e9,
         max_of(m->copy_rate, rounds) / 1e9);
-    printf("  (MB = 10^6 bytes of request frames (produce) or reply frames (consume); medians of "
-           "%d rounds, ranges min-max of rounds; vs base: medians of per-round ratios; latency: "
-           "one request to its whole reply, over all trips; CPU us: the serving process's CPU "
-           "time per trip, all its threads, clock-tick resolution)\n",
-           rounds);
+    printf(
+        "  (MB = 10^6 bytes of request frames (produce) or reply frames (consume); medians of "
+        "%d rounds, ranges min-max of rounds; vs base: medians of per-round ratios; latency: "
+        "one request to its whole reply, over all trips; srv us: CPU time of the serving process "
+        "(sink or sluiced, all threads, clock-tick resolution) per trip; cli us: the bench's "
+        "own CPU time per trip)\n",
+        rounds);
     print_aims(m, rounds);
 }
 
