@@ -28,7 +28,8 @@ typedef struct sb_options {
     int connections;                  /* the many-connection ping figure */
     int streams;                      /* CreateStream operations, split over the rounds */
     double durable_round_seconds_max; /* time cap of one durable round and figure */
-    bool run_rss, run_ping, run_durable;
+    double message_seconds;           /* per message figure and round */
+    bool run_rss, run_ping, run_durable, run_messages;
 } sb_options_t;
 
 /* --- process plumbing (sluice_bench_proc.c) ------------------------------------- */
@@ -136,5 +137,52 @@ void sb_ping_run(const sb_options_t *o, const char *host, uint16_t port, pid_t s
 
 /* Runs the CreateStream figure and its fdatasync baseline and prints them. */
 void sb_durable_run(const sb_options_t *o, const char *host, uint16_t port, const char *dir);
+
+/* --- the message sink and the frame client (sluice_bench_sink.c) ------------------ */
+
+/* What a sink request asks for (sb_sink_frame). */
+enum {
+    SB_SINK_WRITE = 1,      /* append the body to the write file; 256-byte reply */
+    SB_SINK_WRITE_SYNC = 2, /* append the body to the fsync file + fdatasync; 256-byte reply */
+    SB_SINK_READ = 3,       /* reply with read_length bytes of the write file (wrapping) */
+    SB_SINK_RESET = 4,      /* truncate both files */
+};
+
+typedef struct sb_sink_files {
+    char write_path[400];
+    char sync_path[400];
+} sb_sink_files_t;
+
+/* The bare message sink: a forked child serving one connection at a time
+ * with blocking I/O; its two files are created in dir. Returns its pid. */
+pid_t sb_sink_start(const char *dir, uint16_t *port, double lifetime_seconds, sb_sink_files_t *f);
+/* Stops it and removes its files. */
+void sb_sink_stop(pid_t pid, const sb_sink_files_t *f);
+/* Makes the first 256 bytes of frame a sink request of size bytes in all. */
+void sb_sink_frame(uint8_t *frame, uint32_t size, uint32_t mode, uint32_t read_length);
+
+/* One raw lockstep connection that sends whole frames and reads whole
+ * replies (header, then size - 256 body bytes into reply). */
+typedef struct sb_trip {
+    int fd;
+    const char *name; /* for error messages */
+    uint8_t *reply;   /* the last reply's body, reply_len bytes; owned */
+    size_t reply_len;
+    size_t cap;
+} sb_trip_t;
+
+/* Sends all n bytes on a blocking socket (the send timeout bounds it). */
+void sb_send_all(int fd, const void *p, size_t n);
+/* Sends frame, receives the whole reply and checks it is a reply with
+ * status 0 (dies otherwise); returns the reply's size, header included. */
+size_t sb_frame_trip(sb_trip_t *t, const uint8_t *frame, size_t len);
+void sb_trip_close(sb_trip_t *t);
+
+/* --- messages (sluice_bench_messages.c) ---------------------------------------------- */
+
+/* Runs the message figures (produce, consume, produce with enforce_fsync),
+ * each next to the sink; sink files go to dir. server_pid 0: not ours. */
+void sb_messages_run(const sb_options_t *o, const char *host, uint16_t port, const char *dir,
+                     pid_t server_pid);
 
 #endif

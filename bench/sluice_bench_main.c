@@ -1,7 +1,8 @@
 /* sluice-bench: end-to-end figures of sluiced, each next to a baseline from
  * the same run: ping round trips (vs a bare TCP ping-pong server), idle
- * resident memory (vs `sleep`), and durable CreateStream (vs write +
- * fdatasync). `sluice-bench --help` lists the options. */
+ * resident memory (vs `sleep`), durable CreateStream (vs write +
+ * fdatasync), and message throughput (vs a bare sink that writes request
+ * bodies to a file). `sluice-bench --help` lists the options. */
 #include <arpa/inet.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -118,7 +119,8 @@ static void usage(FILE *f)
             "  --connections N    the many-connection ping figure (default 16, max 64)\n"
             "  --streams N        CreateStream operations in all (default 2000)\n"
             "  --dir DIR          where temporary data goes (default $TMPDIR or /tmp)\n"
-            "  --only LIST        any of rss,ping,durable (default all)\n",
+            "  --message-seconds S  per message figure and round (default 0.5)\n"
+            "  --only LIST        any of rss,ping,durable,messages (default all)\n",
             SLUICE_BENCH_SLUICED);
 }
 
@@ -138,8 +140,9 @@ static void parse_only(sb_options_t *o, const char *list)
     o->run_rss = strstr(list, "rss") != NULL;
     o->run_ping = strstr(list, "ping") != NULL;
     o->run_durable = strstr(list, "durable") != NULL;
-    if (!o->run_rss && !o->run_ping && !o->run_durable)
-        sb_die("--only takes rss, ping and/or durable");
+    o->run_messages = strstr(list, "messages") != NULL;
+    if (!o->run_rss && !o->run_ping && !o->run_durable && !o->run_messages)
+        sb_die("--only takes rss, ping, durable and/or messages");
 }
 
 static void check_options(const sb_options_t *o)
@@ -152,6 +155,8 @@ static void check_options(const sb_options_t *o)
         sb_die("--connections must be 2..64");
     if (o->streams < 1 || o->streams > 1000000)
         sb_die("--streams must be 1..1000000");
+    if (!(o->message_seconds > 0.0 && o->message_seconds <= 60.0))
+        sb_die("--message-seconds must be in (0, 60]");
 }
 
 /* One option of getopt_long; exits on --help and unknown options. */
@@ -191,6 +196,9 @@ static void apply_option(sb_options_t *o, int c, const char *arg)
     case 'o':
         parse_only(o, arg);
         break;
+    case 'm':
+        o->message_seconds = atof(arg);
+        break;
     case 'H':
         usage(stdout);
         exit(0);
@@ -212,22 +220,20 @@ static void parse_options(int argc, char **argv, sb_options_t *o)
                         .connections = 16,
                         .streams = 2000,
                         .durable_round_seconds_max = 30.0,
+                        .message_seconds = 0.5,
                         .run_rss = true,
                         .run_ping = true,
-                        .run_durable = true};
-    static const struct option longs[] = {{"sluiced", 1, 0, 's'},
-                                          {"host", 1, 0, 'h'},
-                                          {"port", 1, 0, 'p'},
-                                          {"user", 1, 0, 'u'},
-                                          {"password", 1, 0, 'w'},
-                                          {"rounds", 1, 0, 'r'},
-                                          {"seconds", 1, 0, 't'},
-                                          {"connections", 1, 0, 'c'},
-                                          {"streams", 1, 0, 'n'},
-                                          {"dir", 1, 0, 'd'},
-                                          {"only", 1, 0, 'o'},
-                                          {"help", 0, 0, 'H'},
-                                          {0, 0, 0, 0}};
+                        .run_durable = true,
+                        .run_messages = true};
+    static const struct option longs[] = {
+        {"sluiced", 1, 0, 's'},  {"host", 1, 0, 'h'},
+        {"port", 1, 0, 'p'},     {"user", 1, 0, 'u'},
+        {"password", 1, 0, 'w'}, {"rounds", 1, 0, 'r'},
+        {"seconds", 1, 0, 't'},  {"connections", 1, 0, 'c'},
+        {"streams", 1, 0, 'n'},  {"dir", 1, 0, 'd'},
+        {"only", 1, 0, 'o'},     {"message-seconds", 1, 0, 'm'},
+        {"help", 0, 0, 'H'},     {0, 0, 0, 0},
+    };
     int c;
     while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1)
         apply_option(o, c, optarg);
@@ -263,6 +269,8 @@ int main(int argc, char **argv)
         printf("\n");
         sb_durable_run(&o, host, port, port == own.port ? dir : o.dir);
     }
+    if (o.run_messages)
+        sb_messages_run(&o, host, port, port == own.port ? own.dir : o.dir, own.pid);
     if (own.pid > 0) {
         sb_memory_t end;
         if (sb_memory_read(own.pid, &end))

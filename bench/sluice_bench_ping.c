@@ -47,21 +47,6 @@ int sb_connect(const char *host, uint16_t port)
     return fd;
 }
 
-/* Sends all n bytes on a blocking socket (the send timeout bounds it). */
-static void send_all(int fd, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    while (n > 0) {
-        ssize_t k = send(fd, b, n, MSG_NOSIGNAL);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            sb_die("send: %s", k < 0 ? strerror(errno) : "nothing sent");
-        b += k;
-        n -= (size_t)k;
-    }
-}
-
 static void check_reply(const sb_conn_t *c)
 {
     if (c->reply[SL_HDR_OFF_COMMAND] == SL_COMMAND_EVICTION)
@@ -156,8 +141,8 @@ static void send_login(sb_conn_t *c, sl_u128_t client, const char *user, const c
     };
     uint8_t head[SL_HEADER_SIZE];
     sl_request_header_encode(head, &h);
-    send_all(c->fd, head, sizeof(head));
-    send_all(c->fd, body.ptr, body.len);
+    sb_send_all(c->fd, head, sizeof(head));
+    sb_send_all(c->fd, body.ptr, body.len);
     sl_buf_free(&b);
 }
 
@@ -190,7 +175,7 @@ static sb_rate_t pingpong_one(sb_conn_t *c, double seconds, uint64_t trips_max)
     uint64_t deadline = start + (uint64_t)(seconds * 1e9);
     uint64_t trips = 0;
     while (trips < trips_max && now < deadline) {
-        send_all(c->fd, c->frame, SL_HEADER_SIZE);
+        sb_send_all(c->fd, c->frame, SL_HEADER_SIZE);
         while (!conn_receive(c, 0)) {
         }
         trips++;
@@ -218,7 +203,7 @@ static sb_rate_t pingpong_many(sb_conn_t *conns, int n, double seconds, uint64_t
     uint64_t sent = 0, trips = 0;
     int outstanding = 0;
     for (int i = 0; i < n && sent < trips_max; i++, sent++, outstanding++)
-        send_all(conns[i].fd, conns[i].frame, SL_HEADER_SIZE);
+        sb_send_all(conns[i].fd, conns[i].frame, SL_HEADER_SIZE);
     struct epoll_event ev[CONNS_MAX];
     while (outstanding > 0) {
         int k = epoll_wait(ep, ev, CONNS_MAX, IO_TIMEOUT_MS);
@@ -233,7 +218,7 @@ static sb_rate_t pingpong_many(sb_conn_t *conns, int n, double seconds, uint64_t
             trips++;
             now = sl_clock_monotonic_ns();
             if (sent < trips_max && now < deadline) {
-                send_all(c->fd, c->frame, SL_HEADER_SIZE);
+                sb_send_all(c->fd, c->frame, SL_HEADER_SIZE);
                 sent++;
             } else {
                 outstanding--;

@@ -1,9 +1,12 @@
 /* Polls of a partition (store/partition.h, messages.md 4): the segments first (index lookup,
  * then a walk of the .log), then the in-memory journal; every stored record with selected
- * frames is appended whole or sliced by wire/batch.h, never re-encoded. */
+ * frames is appended whole or sliced by wire/batch.h, never re-encoded. A large record served
+ * whole from a .log is read straight into the reply, so its bytes are copied once on the way
+ * from the page cache to the reply buffer, not twice. */
 #include <inttypes.h>
 #include <sluice/error.h>
 
+#include "base/io.h"
 #include "base/log.h"
 #include "store/partition_internal.h"
 #include "wire/batch.h"
@@ -38,6 +41,26 @@ static bool wanted(const poll_ctx_t *c, sl_span_t record)
     return base + sl_load_u32(record.ptr + SL_BATCH_OFF_COUNT) > c->start;
 }
 
+/* Counts taken messages from offset first as appended to the reply. */
+static void served(poll_ctx_t *c, uint64_t first, uint32_t taken)
+{
+    if (c->res->messages == 0)
+        c->res->first_offset = first;
+    c->res->last_offset = first + taken - 1;
+    c->res->messages += taken;
+    c->remaining -= taken;
+    if (c->remaining == 0)
+        c->stop = true;
+}
+
+static void verification_failed(poll_ctx_t *c, sl_span_t record, int rc)
+{
+    sl_log_error("partition %s: the stored batch at offset %" PRIu64
+                 " fails verification (%d); the poll stops before it",
+                 c->p->dir, sl_load_u64(record.ptr + SL_BATCH_OFF_BASE_OFFSET), rc);
+    stop_with(c, rc);
+}
+
 /* Appends the selected frames of one stored record; verify re-checks a record read from disk
  * first (only records that are served: those skipped on the way are not hashed). */
 static void serve(poll_ctx_t *c, sl_span_t record, bool verify)
@@ -47,10 +70,7 @@ static void serve(poll_ctx_t *c, sl_span_t record, bool verify)
     if (verify) {
         int rc = sl_batch_validate(record, sl_load_u32(record.ptr + SL_BATCH_OFF_COUNT));
         if (rc < 0) {
-            sl_log_error("partition %s: the stored batch at offset %" PRIu64
-                         " fails verification (%d); the poll stops before it",
-                         c->p->dir, sl_load_u64(record.ptr + SL_BATCH_OFF_BASE_OFFSET), rc);
-            stop_with(c, rc);
+            verification_failed(c, record, rc);
             return;
         }
     }
@@ -71,14 +91,51 @@ static void serve(poll_ctx_t *c, sl_span_t record, bool verify)
     if (taken == 0)
         return;
     uint64_t base = sl_load_u64(record.ptr + SL_BATCH_OFF_BASE_OFFSET);
-    uint64_t first = !by_timestamp(c) && c->start > base ? c->start : base;
-    if (c->res->messages == 0)
-        c->res->first_offset = first;
-    c->res->last_offset = first + taken - 1;
-    c->res->messages += taken;
-    c->remaining -= taken;
-    if (c->remaining == 0)
+    served(c, !by_timestamp(c) && c->start > base ? c->start : base, taken);
+}
+
+/* The record whose header the cursor just peeked, when every one of its frames is selected
+ * and its bytes are not in the cursor's chunk yet: read once, straight into the reply, then
+ * checked there exactly as serve() checks a record (verified with validate_checksum, else its
+ * layout) and taken out again when that fails. The cursor path would read it into its own
+ * buffer and serve() would copy it a second time. False when the record does not qualify or
+ * could not be read whole: the caller then takes the cursor path, which reports what is wrong. */
+static bool serve_direct(poll_ctx_t *c, sl_segment_cursor_t *cursor, sl_span_t header)
+{
+    uint64_t length = sl_load_u64(header.ptr + SL_BATCH_OFF_LENGTH);
+    uint64_t base = sl_load_u64(header.ptr + SL_BATCH_OFF_BASE_OFFSET);
+    uint32_t count = sl_load_u32(header.ptr + SL_BATCH_OFF_COUNT);
+    bool whole = (by_timestamp(c) || base >= c->start) && count > 0 && count <= c->remaining;
+    bool buffered = cursor->pos + length <= cursor->buf_pos + cursor->buf->len;
+    sl_buf_t *out = c->out;
+    if (!whole || buffered || !sl_buf_ok(out) || length > out->max - out->len)
+        return false; /* serve() slices it, or finds out that it does not fit */
+    size_t mark = out->len;
+    uint8_t *dst = sl_buf_extend(out, (size_t)length);
+    if (!dst) {
+        c->res->out_full = true; /* sticky on out: nothing more can be appended */
         c->stop = true;
+        return true;
+    }
+    ssize_t got = sl_io_pread_all(cursor->fd, dst, (size_t)length, (off_t)cursor->pos);
+    sl_span_t record = sl_span(dst, (size_t)length);
+    if (got != (ssize_t)length || sl_load_u64(dst + SL_BATCH_OFF_LENGTH) != length) {
+        out->len = mark;
+        return false;
+    }
+    int rc = c->p->cfg.validate_checksum ? sl_batch_validate(record, count)
+                                         : sl_batch_check_layout(record);
+    if (rc < 0) {
+        out->len = mark;
+        if (c->p->cfg.validate_checksum)
+            verification_failed(c, record, rc);
+        else
+            stop_with(c, rc);
+        return true;
+    }
+    sl_segment_skip(cursor, header);
+    served(c, base, count);
+    return true;
 }
 
 /* Walks segment s from pos, where a batch with base offset `expected` must start, serving
@@ -105,6 +162,8 @@ static bool walk_segment(poll_ctx_t *c, const sl_segment_t *s, int fd, uint64_t 
                 sl_segment_skip(&cursor, header); /* its frames are never read */
                 continue;
             }
+            if (serve_direct(c, &cursor, header))
+                continue;
             step = sl_segment_next(&cursor, &record);
             if (step == SL_SEGMENT_RECORD) {
                 serve(c, record, p->cfg.validate_checksum);

@@ -1,7 +1,8 @@
 /* src/store: the partition's write and read paths. Round trips byte for byte from the journal,
  * from disk and after a reopen; offsets across many appends and rotations; polls by offset
  * (inside batches: sliced records), by timestamp, First/Last, count limits and past the end;
- * group commit, zero-copy ownership, segment deletion, retention and purge. */
+ * large records read from disk straight into the output; group commit, zero-copy ownership, segment
+ * deletion, retention and purge. */
 #include "testutil.h"
 
 #include "tu_store.h"
@@ -341,6 +342,130 @@ static void test_poll_skips_frames_before_start(void **state)
     sl_buf_free(&out);
 }
 
+/* --- large records served from disk (read straight into the reply) --------------------------- */
+
+enum { BIG_COUNT = 4, BIG_PAYLOAD = 250000, BIG_BATCHES = 5 };
+
+/* A partition of BIG_BATCHES records of about 1 MB each: larger than the 256 KiB chunk the
+ * segment cursor reads, so whole ones are read from the .log straight into the output. */
+static void big_partition(tu_part_t *t)
+{
+    t->cfg.segment_size = 16u * 1024u * 1024u;
+    t->cfg.batch_max = 2u * 1024u * 1024u;
+    tu_reopen(t);
+    for (int i = 0; i < BIG_BATCHES; i++)
+        assert_int_equal(tu_try_append_at(t, BIG_COUNT, BIG_PAYLOAD, 100u * (uint64_t)(i + 1)), 0);
+}
+
+static const struct {
+    sl_partition_poll_kind_t kind;
+    uint64_t value;
+    uint32_t count;
+} big_polls[] = {
+    {SL_PARTITION_POLL_OFFSET, 0, 100}, /* every record whole */
+    {SL_PARTITION_POLL_OFFSET, 0, 4},   /* exactly one */
+    {SL_PARTITION_POLL_OFFSET, 0, 6},   /* one whole, then a slice of the next */
+    {SL_PARTITION_POLL_OFFSET, 2, 100}, /* a slice, then whole ones */
+    {SL_PARTITION_POLL_OFFSET, 4, 8},   /* two whole, from an index entry */
+    {SL_PARTITION_POLL_OFFSET, 19, 1},  /* the last message */
+    {SL_PARTITION_POLL_TIMESTAMP, 0, 100},
+    {SL_PARTITION_POLL_TIMESTAMP, 300, 3}, /* the first frames of a matching batch */
+    {SL_PARTITION_POLL_TIMESTAMP, 201, 100},
+};
+
+/* Disk polls of large records give the bytes the journal gave, with and without verification. */
+static void test_poll_large_records_from_disk(void **state)
+{
+    tu_part_t *t = *state;
+    big_partition(t);
+    sl_buf_t before[SL_ARRAY_LEN(big_polls)], out;
+    sl_partition_poll_result_t res;
+    for (size_t i = 0; i < SL_ARRAY_LEN(big_polls); i++) {
+        sl_buf_init(&before[i], 0);
+        tu_poll(t, big_polls[i].kind, big_polls[i].value, big_polls[i].count, &before[i], &res);
+        assert_true(res.messages > 0);
+    }
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    assert_int_equal(sl_partition_journal_messages(t->p), 0);
+    sl_buf_init(&out, 0);
+    for (int validate = 1; validate >= 0; validate--) {
+        sl_partition_config_t cfg = t->cfg;
+        cfg.validate_checksum = validate;
+        sl_partition_reconfigure(t->p, &cfg);
+        for (size_t i = 0; i < SL_ARRAY_LEN(big_polls); i++) {
+            tu_poll(t, big_polls[i].kind, big_polls[i].value, big_polls[i].count, &out, &res);
+            assert_int_equal(res.read_error, 0);
+            assert_false(res.out_full);
+            assert_bytes_equal(out.data, out.len, before[i].data, before[i].len);
+        }
+    }
+    /* out already holding bytes: the record goes after them */
+    sl_buf_reset(&out);
+    sl_put_bytes(&out, (const uint8_t *)"prefix", 6);
+    sl_partition_poll_t q = {SL_PARTITION_POLL_OFFSET, 0, 100};
+    assert_int_equal(sl_partition_poll(t->p, &q, &out, &res), 0);
+    assert_int_equal(res.messages, BIG_COUNT * BIG_BATCHES);
+    assert_bytes_equal(out.data, 6, "prefix", 6);
+    assert_bytes_equal(out.data + 6, out.len - 6, before[0].data, before[0].len);
+    for (size_t i = 0; i < SL_ARRAY_LEN(big_polls); i++)
+        sl_buf_free(&before[i]);
+    sl_buf_free(&out);
+}
+
+/* A large record that fails its checks on disk is taken out of the output again. */
+static void test_poll_large_record_damaged(void **state)
+{
+    tu_part_t *t = *state;
+    big_partition(t);
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    size_t record = SL_BATCH_HEADER_SIZE + BIG_COUNT * (SL_FRAME_HEADER_SIZE + BIG_PAYLOAD);
+    char path[PATH_MAX];
+    tu_seg_path(t, 0, ".log", path);
+    /* a payload byte of the third batch (offsets 8..11) */
+    tu_flip(path, 2 * record + SL_BATCH_HEADER_SIZE + SL_FRAME_HEADER_SIZE + 1000);
+    sl_buf_t out;
+    sl_buf_init(&out, 0);
+    sl_partition_poll_result_t res;
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 0, 100, &out, &res), 8);
+    assert_int_equal(res.read_error, -SL_ERR_INVALID_MESSAGE_CHECKSUM);
+    assert_int_equal(out.len, 2 * record);
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 8, 4, &out, &res), 0);
+    assert_int_equal(res.read_error, -SL_ERR_INVALID_MESSAGE_CHECKSUM);
+    assert_int_equal(out.len, 0);
+    /* without verification only the layout counts: a payload byte passes, a frame's reserved
+     * field does not */
+    sl_partition_config_t cfg = t->cfg;
+    cfg.validate_checksum = false;
+    sl_partition_reconfigure(t->p, &cfg);
+    sl_buf_reset(&out);
+    sl_partition_poll_t q = {SL_PARTITION_POLL_OFFSET, 0, 100};
+    assert_int_equal(sl_partition_poll(t->p, &q, &out, &res), 0);
+    assert_int_equal(res.messages, BIG_COUNT * BIG_BATCHES);
+    tu_flip(path, 3 * record + SL_BATCH_HEADER_SIZE + SL_FRAME_OFF_RESERVED);
+    sl_buf_reset(&out);
+    assert_int_equal(sl_partition_poll(t->p, &q, &out, &res), 0);
+    assert_int_equal(res.messages, 12);
+    assert_int_equal(res.read_error, -SL_ERR_INVALID_FORMAT);
+    assert_int_equal(out.len, 3 * record);
+    sl_buf_free(&out);
+}
+
+/* A large record that does not fit in out is not appended, and the poll says why. */
+static void test_poll_large_record_out_limit(void **state)
+{
+    tu_part_t *t = *state;
+    big_partition(t);
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    size_t record = SL_BATCH_HEADER_SIZE + BIG_COUNT * (SL_FRAME_HEADER_SIZE + BIG_PAYLOAD);
+    sl_buf_t out;
+    sl_buf_init(&out, 2 * record - 1);
+    sl_partition_poll_result_t res;
+    assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 0, 100, &out, &res), BIG_COUNT);
+    assert_true(res.out_full);
+    assert_int_equal(out.len, record);
+    sl_buf_free(&out);
+}
+
 /* --- ownership and group commit ------------------------------------------------------------- */
 
 typedef struct release_log {
@@ -628,6 +753,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_journal_and_disk_identical, setup, teardown),
         cmocka_unit_test_setup_teardown(test_poll_out_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_poll_skips_frames_before_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_poll_large_records_from_disk, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_poll_large_record_damaged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_poll_large_record_out_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_zero_copy_ownership, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batch_too_large, setup, teardown),
