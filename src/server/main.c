@@ -1,7 +1,6 @@
 /* sluiced: the Sluice server. Reads the configuration (file, IGGY_*
  * environment, flags), recovers the data directory and serves the Iggy
  * binary protocol until SIGINT or SIGTERM. */
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,10 +34,6 @@ static void install_signals(void)
 
 int main(int argc, char **argv)
 {
-    /* Argon2id's 19 MiB working memory per password check must go back to
-     * the system: with glibc's dynamic threshold the first free raises the
-     * mmap threshold and every later check would keep 19 MiB on the heap. */
-    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
     static sl_config_t cfg;
     char err[1024] = {0};
     bool exit_now = false;

@@ -1,5 +1,11 @@
 /* The partition registry (server/partitions.h). */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include "server/partitions.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <dirent.h>
 #include <stdio.h>
@@ -32,10 +38,25 @@ static void partition_dir(const sl_partitions_t *ps, uint32_t s, uint32_t t, uin
     snprintf(out, n, "%s/streams/%u/topics/%u/partitions/%u", ps->data_dir, s, t, p);
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    int rc = flag == FTW_DP ? rmdir(path) : unlink(path);
+    if (rc != 0)
+        sl_log_error("cannot delete %s: %s", path, strerror(errno));
+    return 0; /* keep going: delete as much as possible */
+}
+
+/* Deletes a whole stream, topic or partition tree (a topic's is four levels
+ * deep: partitions/N/offsets/{consumers,groups}/ID). Children first, links
+ * not followed. A missing directory is fine. */
 static void remove_dir(const char *dir)
 {
-    if (sl_partition_remove(dir) != 0)
-        sl_log_error("cannot delete %s", dir);
+    if (access(dir, F_OK) != 0)
+        return;
+    if (nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 || access(dir, F_OK) == 0)
+        sl_log_error("cannot delete %s completely", dir);
 }
 
 /* --- lookup ---------------------------------------------------------------------- */

@@ -358,6 +358,35 @@ static void test_delete_segments(void **state)
     sl_client_close(c);
 }
 
+/* A topic deleted and created again under the same id starts empty: no
+ * messages and no consumer offsets of the old one. */
+static void test_recreated_topic_starts_empty(void **state)
+{
+    (void)state;
+    sl_client_t *c = connect_root();
+    sl_consumer_ref_t me = sl_consumer_single(sl_id_num(7));
+    assert_int_equal(sl_client_create_stream(c, "re", NULL), 0);
+    assert_int_equal(sl_client_create_topic(c, sl_id_name("re"), "t", 1, NULL, NULL), 0);
+    send_numbered(c, "re", "t", sl_partitioning_partition(0), "re", 0, 5);
+    assert_int_equal(sl_client_store_consumer_offset(c, me, sl_id_name("re"), sl_id_name("t"), 0,
+                                                     3, SL_ACK_LEVEL_QUORUM),
+                     0);
+    assert_int_equal(sl_client_delete_topic(c, sl_id_name("re"), sl_id_name("t")), 0);
+    assert_int_equal(sl_client_create_topic(c, sl_id_name("re"), "t", 1, NULL, NULL), 0);
+    sl_consumer_offset_t off;
+    assert_int_equal(sl_client_get_consumer_offset(c, me, sl_id_name("re"), sl_id_name("t"), 0,
+                                                   &off),
+                     0);
+    assert_false(off.found);
+    sl_polled_messages_t out;
+    assert_int_equal(sl_client_poll_messages(c, me, sl_id_name("re"), sl_id_name("t"), 0,
+                                             sl_poll_offset(0), 10, false, &out),
+                     0);
+    assert_int_equal(out.count, 0);
+    assert_null(strstr(th_log(&srv), "cannot delete"));
+    sl_client_close(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -366,6 +395,7 @@ int main(void)
         cmocka_unit_test(test_group_exactly_once),
         cmocka_unit_test(test_restart_keeps_messages),
         cmocka_unit_test(test_delete_segments),
+        cmocka_unit_test(test_recreated_topic_starts_empty),
     };
     return cmocka_run_group_tests(tests, start, stop);
 }
