@@ -131,6 +131,19 @@ bool th_start(th_server_t *srv, const th_options_t *opt)
 {
     int status = 0;
     int r = start(srv, opt, &status);
+    /* Under heavy parallel load the kernel may refuse a new io_uring for a
+     * moment (sluiced exits 77): try again on the same directory before
+     * calling io_uring unavailable. */
+    for (int attempt = 0; attempt < 10 && r == 0 && WIFEXITED(status) &&
+                          WEXITSTATUS(status) == 77;
+         attempt++) {
+        struct timespec ts = {0, 300 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        th_options_t again = opt ? *opt : (th_options_t){0};
+        again.data_dir = srv->data_dir;
+        again.extra_config = NULL;
+        r = start(srv, &again, &status);
+    }
     if (r == 1)
         return true;
     if (r == 0) {
