@@ -26,6 +26,9 @@ enum {
 
 #define CLI_DEFAULT_SERVER "127.0.0.1:8090"
 
+/* Functions returning an exit code (or 0) must have it looked at. */
+#define CLI_WUR __attribute__((warn_unused_result))
+
 /* --- the command table ------------------------------------------------------ */
 
 enum {
@@ -122,7 +125,7 @@ struct cli_run {
 
 /* Parses argv into run (which owns pos and opts afterwards: cli_run_free).
  * On a usage error prints it and returns CLI_EXIT_USAGE; else 0. */
-int cli_parse(int argc, char **argv, cli_run_t *run);
+int cli_parse(int argc, char **argv, cli_run_t *run) CLI_WUR;
 void cli_run_free(cli_run_t *run);
 /* Help for a command (cmd NULL: the overview). */
 void cli_print_help(FILE *f, const cli_cmd_t *group, const cli_cmd_t *cmd);
@@ -138,7 +141,8 @@ bool cli_flag(const cli_run_t *run, const char *name);
 const char *cli_opt_nth(const cli_run_t *run, const char *name, uint32_t index);
 
 /* Prints "sluice: <message>" and a pointer to --help; returns CLI_EXIT_USAGE. */
-int cli_usage(const cli_run_t *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int cli_usage(const cli_run_t *run, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3))) CLI_WUR;
 
 /* --- values (parse.c) ------------------------------------------------------------- */
 
@@ -165,17 +169,17 @@ bool cli_stream_permission(const char *text, sl_topic_permission_t *storage,
 /* --- errors and the session (session.c) ------------------------------------------- */
 
 /* The exit code for a libsluice error. */
-int cli_exit_for(int rc);
+int cli_exit_for(int rc) CLI_WUR;
 /* Prints "sluice: error: <what>: <description> [<Name>]" and returns cli_exit_for(rc). */
-int cli_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int cli_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3))) CLI_WUR;
 /* Prints "sluice: error: <message>" and returns code. */
-int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3))) CLI_WUR;
 
 /* "host:port", "[v6]:port" or "host" (port 8090). */
 bool cli_split_server(const char *server, char *host, size_t cap, uint16_t *port);
 /* Resolves the server and credentials (flags, environment, context, login
  * session), connects and logs in as run->cmd->needs says. Returns an exit code. */
-int cli_session_open(cli_run_t *run);
+int cli_session_open(cli_run_t *run) CLI_WUR;
 void cli_session_close(cli_run_t *run);
 /* Reads a line from the terminal without echo (prompt on stderr). false when
  * stdin is not a terminal or on error. */
@@ -200,12 +204,12 @@ typedef struct cli_contexts {
 bool cli_home_path(const char *file, char *buf, size_t cap);
 /* Reads ~/.sluice/contexts.toml (a missing file is an empty list). Returns an
  * exit code (CLI_EXIT_LOCAL with a message on a syntax error). */
-int cli_contexts_load(cli_contexts_t *out);
+int cli_contexts_load(cli_contexts_t *out) CLI_WUR;
 const cli_context_t *cli_context_find(const cli_contexts_t *list, const char *name);
 /* The active context: --context, SLUICE_CONTEXT, ~/.sluice/active_context, "default". */
 void cli_context_active(const cli_run_t *run, char *buf, size_t cap);
 /* Writes the name `context use` chose to ~/.sluice/active_context. */
-int cli_context_write_active(const char *name);
+int cli_context_write_active(const char *name) CLI_WUR;
 
 /* The stored login session (~/.sluice/session.toml). */
 typedef struct cli_login_session {
@@ -215,8 +219,8 @@ typedef struct cli_login_session {
 } cli_login_session_t;
 
 bool cli_login_session_load(cli_login_session_t *out);
-int cli_login_session_save(const cli_login_session_t *s);
-int cli_login_session_remove(void);
+int cli_login_session_save(const cli_login_session_t *s) CLI_WUR;
+int cli_login_session_remove(void) CLI_WUR;
 
 /* --- output (out.c) ------------------------------------------------------------------ */
 
@@ -227,12 +231,13 @@ typedef enum {
     CLI_VAL_I64,
     CLI_VAL_F64,
     CLI_VAL_BOOL,
-    CLI_VAL_TIME_US,   /* wall clock: a number in JSON, UTC date in a table; 0 is "-" */
-    CLI_VAL_SIZE,      /* bytes: a number in JSON, "1.5 MiB" in a table */
-    CLI_VAL_EXPIRY_US, /* a duration: a number in JSON, "15m" / "never" in a table */
-    CLI_VAL_BYTES,     /* arbitrary bytes: text with escapes in a table, a string in JSON */
-    CLI_VAL_JSON,      /* pre-rendered JSON (s) with its table text (alt) */
-    CLI_VAL_ABSENT,    /* no key in JSON, an empty cell in a table */
+    CLI_VAL_TIME_US,     /* wall clock: a number in JSON, UTC date in a table; 0 is "-" */
+    CLI_VAL_SIZE,        /* bytes: a number in JSON, "1.5 MiB" in a table */
+    CLI_VAL_EXPIRY_US,   /* a duration: a number in JSON, "15m" / "never" in a table */
+    CLI_VAL_DURATION_US, /* an elapsed time: a number in JSON, "1h 2m 3s" in a table */
+    CLI_VAL_BYTES,       /* arbitrary bytes: text with escapes in a table, a string in JSON */
+    CLI_VAL_JSON,        /* pre-rendered JSON (s) with its table text (alt) */
+    CLI_VAL_ABSENT,      /* no key in JSON, an empty cell in a table */
 } cli_val_kind_t;
 
 typedef struct cli_val {
@@ -378,54 +383,54 @@ void cli_reference_markdown(FILE *f);
 
 /* --- handlers (cmd_*.c) ------------------------------------------------------------------ */
 
-int cli_cmd_stream_create(cli_run_t *run);
-int cli_cmd_stream_delete(cli_run_t *run);
-int cli_cmd_stream_update(cli_run_t *run);
-int cli_cmd_stream_get(cli_run_t *run);
-int cli_cmd_stream_list(cli_run_t *run);
-int cli_cmd_stream_purge(cli_run_t *run);
-int cli_cmd_topic_create(cli_run_t *run);
-int cli_cmd_topic_delete(cli_run_t *run);
-int cli_cmd_topic_update(cli_run_t *run);
-int cli_cmd_topic_get(cli_run_t *run);
-int cli_cmd_topic_list(cli_run_t *run);
-int cli_cmd_topic_purge(cli_run_t *run);
-int cli_cmd_partition_create(cli_run_t *run);
-int cli_cmd_partition_delete(cli_run_t *run);
-int cli_cmd_partition_list(cli_run_t *run);
-int cli_cmd_segment_delete(cli_run_t *run);
-int cli_cmd_message_send(cli_run_t *run);
-int cli_cmd_message_poll(cli_run_t *run);
-int cli_cmd_message_flush(cli_run_t *run);
-int cli_cmd_group_create(cli_run_t *run);
-int cli_cmd_group_delete(cli_run_t *run);
-int cli_cmd_group_get(cli_run_t *run);
-int cli_cmd_group_list(cli_run_t *run);
-int cli_cmd_offset_get(cli_run_t *run);
-int cli_cmd_offset_set(cli_run_t *run);
-int cli_cmd_offset_delete(cli_run_t *run);
-int cli_cmd_user_create(cli_run_t *run);
-int cli_cmd_user_delete(cli_run_t *run);
-int cli_cmd_user_get(cli_run_t *run);
-int cli_cmd_user_list(cli_run_t *run);
-int cli_cmd_user_name(cli_run_t *run);
-int cli_cmd_user_status(cli_run_t *run);
-int cli_cmd_user_password(cli_run_t *run);
-int cli_cmd_user_permissions(cli_run_t *run);
-int cli_cmd_pat_create(cli_run_t *run);
-int cli_cmd_pat_delete(cli_run_t *run);
-int cli_cmd_pat_list(cli_run_t *run);
-int cli_cmd_client_get(cli_run_t *run);
-int cli_cmd_client_list(cli_run_t *run);
-int cli_cmd_cluster_metadata(cli_run_t *run);
-int cli_cmd_ping(cli_run_t *run);
-int cli_cmd_me(cli_run_t *run);
-int cli_cmd_stats(cli_run_t *run);
-int cli_cmd_snapshot(cli_run_t *run);
-int cli_cmd_options(cli_run_t *run);
-int cli_cmd_context_list(cli_run_t *run);
-int cli_cmd_context_use(cli_run_t *run);
-int cli_cmd_login(cli_run_t *run);
-int cli_cmd_logout(cli_run_t *run);
+int cli_cmd_stream_create(cli_run_t *run) CLI_WUR;
+int cli_cmd_stream_delete(cli_run_t *run) CLI_WUR;
+int cli_cmd_stream_update(cli_run_t *run) CLI_WUR;
+int cli_cmd_stream_get(cli_run_t *run) CLI_WUR;
+int cli_cmd_stream_list(cli_run_t *run) CLI_WUR;
+int cli_cmd_stream_purge(cli_run_t *run) CLI_WUR;
+int cli_cmd_topic_create(cli_run_t *run) CLI_WUR;
+int cli_cmd_topic_delete(cli_run_t *run) CLI_WUR;
+int cli_cmd_topic_update(cli_run_t *run) CLI_WUR;
+int cli_cmd_topic_get(cli_run_t *run) CLI_WUR;
+int cli_cmd_topic_list(cli_run_t *run) CLI_WUR;
+int cli_cmd_topic_purge(cli_run_t *run) CLI_WUR;
+int cli_cmd_partition_create(cli_run_t *run) CLI_WUR;
+int cli_cmd_partition_delete(cli_run_t *run) CLI_WUR;
+int cli_cmd_partition_list(cli_run_t *run) CLI_WUR;
+int cli_cmd_segment_delete(cli_run_t *run) CLI_WUR;
+int cli_cmd_message_send(cli_run_t *run) CLI_WUR;
+int cli_cmd_message_poll(cli_run_t *run) CLI_WUR;
+int cli_cmd_message_flush(cli_run_t *run) CLI_WUR;
+int cli_cmd_group_create(cli_run_t *run) CLI_WUR;
+int cli_cmd_group_delete(cli_run_t *run) CLI_WUR;
+int cli_cmd_group_get(cli_run_t *run) CLI_WUR;
+int cli_cmd_group_list(cli_run_t *run) CLI_WUR;
+int cli_cmd_offset_get(cli_run_t *run) CLI_WUR;
+int cli_cmd_offset_set(cli_run_t *run) CLI_WUR;
+int cli_cmd_offset_delete(cli_run_t *run) CLI_WUR;
+int cli_cmd_user_create(cli_run_t *run) CLI_WUR;
+int cli_cmd_user_delete(cli_run_t *run) CLI_WUR;
+int cli_cmd_user_get(cli_run_t *run) CLI_WUR;
+int cli_cmd_user_list(cli_run_t *run) CLI_WUR;
+int cli_cmd_user_name(cli_run_t *run) CLI_WUR;
+int cli_cmd_user_status(cli_run_t *run) CLI_WUR;
+int cli_cmd_user_password(cli_run_t *run) CLI_WUR;
+int cli_cmd_user_permissions(cli_run_t *run) CLI_WUR;
+int cli_cmd_pat_create(cli_run_t *run) CLI_WUR;
+int cli_cmd_pat_delete(cli_run_t *run) CLI_WUR;
+int cli_cmd_pat_list(cli_run_t *run) CLI_WUR;
+int cli_cmd_client_get(cli_run_t *run) CLI_WUR;
+int cli_cmd_client_list(cli_run_t *run) CLI_WUR;
+int cli_cmd_cluster_metadata(cli_run_t *run) CLI_WUR;
+int cli_cmd_ping(cli_run_t *run) CLI_WUR;
+int cli_cmd_me(cli_run_t *run) CLI_WUR;
+int cli_cmd_stats(cli_run_t *run) CLI_WUR;
+int cli_cmd_snapshot(cli_run_t *run) CLI_WUR;
+int cli_cmd_options(cli_run_t *run) CLI_WUR;
+int cli_cmd_context_list(cli_run_t *run) CLI_WUR;
+int cli_cmd_context_use(cli_run_t *run) CLI_WUR;
+int cli_cmd_login(cli_run_t *run) CLI_WUR;
+int cli_cmd_logout(cli_run_t *run) CLI_WUR;
 
 #endif

@@ -201,7 +201,7 @@ int cli_cmd_stats(cli_run_t *run)
         cli_typed(CLI_VAL_SIZE, s->memory_usage),
         cli_typed(CLI_VAL_SIZE, s->total_memory),
         cli_typed(CLI_VAL_SIZE, s->available_memory),
-        cli_typed(CLI_VAL_EXPIRY_US, s->run_time_us),
+        cli_typed(CLI_VAL_DURATION_US, s->run_time_us),
         cli_typed(CLI_VAL_TIME_US, s->start_time_us),
         cli_typed(CLI_VAL_SIZE, s->read_bytes),
         cli_typed(CLI_VAL_SIZE, s->written_bytes),
@@ -410,11 +410,12 @@ int cli_cmd_login(cli_run_t *run)
     uint64_t expiry_us = LOGIN_EXPIRY_DEFAULT_US;
     if (words > 0 && !cli_duration_us(expiry, words, &expiry_us))
         return cli_usage(run, "invalid EXPIRY (e.g. 15m, \"1h 30m\", never)");
-    /* A session left over from an earlier login is replaced. */
-    int rc = sl_client_delete_token(run->client, LOGIN_TOKEN_NAME);
-    (void)rc;
+    /* A session left over from an earlier login is replaced; usually there
+     * is none, and not finding it is fine. */
+    int replaced = sl_client_delete_token(run->client, LOGIN_TOKEN_NAME);
+    (void)replaced;
     const char *token;
-    rc = sl_client_create_token(run->client, LOGIN_TOKEN_NAME, expiry_us, &token);
+    int rc = sl_client_create_token(run->client, LOGIN_TOKEN_NAME, expiry_us, &token);
     if (rc != 0)
         return cli_fail(rc, "create the session token");
     cli_login_session_t *s = cli_xalloc(sizeof(*s));

@@ -153,21 +153,23 @@ static void print_size(FILE *f, uint64_t bytes)
     fprintf(f, "%.2f %s", v, units[u]);
 }
 
-static void print_duration(FILE *f, uint64_t us)
+static void print_duration(FILE *f, uint64_t us, bool expiry)
 {
     static const struct {
         uint64_t factor;
         const char *name;
     } parts[] = {{86400000000ull, "d"}, {3600000000ull, "h"}, {60000000ull, "m"},
                  {1000000ull, "s"},     {1000ull, "ms"},      {1ull, "us"}};
-    if (us == UINT64_MAX) {
+    if (expiry && us == UINT64_MAX) {
         fputs("never", f);
         return;
     }
     if (us == 0) {
-        fputs("server default", f);
+        fputs(expiry ? "server default" : "0s", f);
         return;
     }
+    if (!expiry && us >= 1000000)
+        us -= us % 1000000; /* whole seconds read better for an uptime */
     const char *sep = "";
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
         if (us >= parts[i].factor) {
@@ -206,7 +208,8 @@ void cli_val_text(FILE *f, const cli_val_t *v)
         print_size(f, v->u);
         break;
     case CLI_VAL_EXPIRY_US:
-        print_duration(f, v->u);
+    case CLI_VAL_DURATION_US:
+        print_duration(f, v->u, v->kind == CLI_VAL_EXPIRY_US);
         break;
     case CLI_VAL_BYTES:
         cli_text_escaped(f, v->s, v->len);
@@ -229,6 +232,7 @@ void cli_val_json(FILE *f, const cli_val_t *v)
     case CLI_VAL_TIME_US:
     case CLI_VAL_SIZE:
     case CLI_VAL_EXPIRY_US:
+    case CLI_VAL_DURATION_US:
         fprintf(f, "%llu", (unsigned long long)v->u);
         break;
     case CLI_VAL_I64:
