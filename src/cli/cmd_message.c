@@ -113,30 +113,45 @@ static int send_commit(send_state_t *s)
     return 0;
 }
 
+static int send_begin(send_state_t *s)
+{
+    int rc = sl_client_send_begin(s->run->client, s->stream, s->topic, s->plan->partitioning);
+    if (rc != 0)
+        return cli_fail(rc, "send messages to topic '%s' of stream '%s'", s->topic_text,
+                        s->stream_text);
+    s->open = true;
+    return 0;
+}
+
 /* Adds one message, committing full batches. An exit code. */
 static int send_one(send_state_t *s, const void *payload, size_t len)
 {
-    int rc;
-    if (!s->open) {
-        rc = sl_client_send_begin(s->run->client, s->stream, s->topic, s->plan->partitioning);
-        if (rc != 0)
-            return cli_fail(rc, "send messages to topic '%s' of stream '%s'", s->topic_text,
-                            s->stream_text);
-        s->open = true;
-    }
+    int code = s->open ? 0 : send_begin(s);
+    if (code != 0)
+        return code;
     sl_send_message_t m = {.payload = payload,
                            .payload_len = len,
                            .headers = s->plan->headers,
                            .headers_count = s->plan->headers_count};
-    rc = sl_client_send_add(s->run->client, &m);
-    if (rc != 0) {
-        sl_client_send_abandon(s->run->client);
-        s->open = false;
-        return cli_fail(rc, "add message %llu", (unsigned long long)s->sent + 1);
-    }
+    int rc = sl_client_send_add(s->run->client, &m);
     uint32_t pending;
     size_t bytes;
     sl_client_send_pending(s->run->client, &pending, &bytes);
+    if (rc == -SL_ERR_COMMAND_LENGTH_ERROR && pending > 0) {
+        /* The request frame is full: send it and start the next batch. */
+        code = send_commit(s);
+        if (code == 0)
+            code = send_begin(s);
+        if (code != 0)
+            return code;
+        rc = sl_client_send_add(s->run->client, &m);
+        sl_client_send_pending(s->run->client, &pending, &bytes);
+    }
+    if (rc != 0) {
+        sl_client_send_abandon(s->run->client);
+        s->open = false;
+        return cli_fail(rc, "add message %llu", (unsigned long long)(s->sent + pending + 1));
+    }
     return pending >= s->plan->batch_size ? send_commit(s) : 0;
 }
 
