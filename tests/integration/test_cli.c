@@ -1,0 +1,1369 @@
+/* The sluice command-line tool end to end: the built binary (SLUICE_CLI) runs
+ * as a subprocess against a real sluiced started by the harness. Covers
+ * streams, topics, partitions, messages (arguments, stdin, headers, every
+ * poll strategy, --follow), consumer groups and offsets, users, tokens,
+ * contexts, login sessions, the password prompt on a terminal, exit codes
+ * and error messages, --help on every command, JSON validity and the bash
+ * completion script. */
+#define _GNU_SOURCE /* posix_openpt and friends */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+// clang-format off
+#include <cmocka.h>
+// clang-format on
+#include <sluice/client.h>
+#include <sluice/error.h>
+
+#include "harness.h"
+
+static th_server_t srv;
+static char server_arg[64];
+static char home[400];
+static char root_token[256];
+
+/* --- running the tool ----------------------------------------------------------------- */
+
+typedef struct cli_res {
+    int code; /* exit status; 128 + signal when killed */
+    char *out;
+    char *err;
+} cli_res_t;
+
+typedef struct spawn_opts {
+    const char *input;      /* fed to stdin; NULL: /dev/null */
+    size_t input_len;       /* 0: strlen(input) */
+    int stdin_fd;           /* >= 0: use this descriptor as stdin (a pty) */
+    const char *const *env; /* extra "NAME=value" entries, NULL-terminated */
+} spawn_opts_t;
+
+typedef struct child {
+    pid_t pid;
+    int in, out, err;
+    const char *input;
+    size_t input_left;
+    char *out_buf; /* everything read so far */
+    char *err_buf;
+    size_t out_len, err_len;
+} child_t;
+
+static const char *cli_path(void)
+{
+    const char *p = getenv("SLUICE_CLI");
+    return p ? p : "./sluice";
+}
+
+static void child_exec(const char *const *argv, const spawn_opts_t *o, int in, int out, int err)
+{
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    static const char *const cleared[] = {"SLUICE_USERNAME", "SLUICE_PASSWORD", "SLUICE_TOKEN",
+                                          "SLUICE_SERVER",   "SLUICE_CONTEXT",  "IGGY_USERNAME",
+                                          "IGGY_PASSWORD"};
+    for (size_t i = 0; i < sizeof(cleared) / sizeof(cleared[0]); i++)
+        unsetenv(cleared[i]);
+    setenv("HOME", home, 1);
+    for (const char *const *e = o->env; e && *e; e++)
+        putenv((char *)*e);
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+}
+
+static child_t spawn(const char *const *argv, const spawn_opts_t *o)
+{
+    /* Close-on-exec: no child may hold another pipe end open (a stdin
+     * writer kept open would never give the child its end of file). */
+    int in[2], out[2], err[2];
+    assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(err, O_CLOEXEC), 0);
+    child_t c = {.input = o->input};
+    c.input_left = o->input ? (o->input_len ? o->input_len : strlen(o->input)) : 0;
+    c.pid = fork();
+    assert_true(c.pid >= 0);
+    if (c.pid == 0) {
+        int src = o->stdin_fd >= 0 ? o->stdin_fd : in[0];
+        if (o->stdin_fd < 0 && o->input == NULL)
+            src = open("/dev/null", O_RDONLY);
+        child_exec(argv, o, src, out[1], err[1]);
+    }
+    close(in[0]);
+    close(out[1]);
+    close(err[1]);
+    c.in = in[1];
+    c.out = out[0];
+    c.err = err[0];
+    c.out_buf = calloc(1, 1);
+    c.err_buf = calloc(1, 1);
+    fcntl(c.in, F_SETFL, O_NONBLOCK);
+    if (c.input_left == 0) {
+        close(c.in);
+        c.in = -1;
+    }
+    return c;
+}
+
+/* Appends what fd has to *buf; false at end of file. */
+static bool drain(int fd, char **buf, size_t *len)
+{
+    char chunk[8192];
+    ssize_t n = read(fd, chunk, sizeof(chunk));
+    if (n <= 0)
+        return n < 0 && errno == EINTR;
+    *buf = realloc(*buf, *len + (size_t)n + 1);
+    assert_non_null(*buf);
+    memcpy(*buf + *len, chunk, (size_t)n);
+    *len += (size_t)n;
+    (*buf)[*len] = '\0';
+    return true;
+}
+
+/* One round of feeding stdin and reading outputs (up to wait_ms). */
+static void pump(child_t *c, int wait_ms)
+{
+    struct pollfd p[3] = {{c->out, POLLIN, 0}, {c->err, POLLIN, 0}, {c->in, POLLOUT, 0}};
+    assert_true(poll(p, 3, wait_ms) >= 0 || errno == EINTR);
+    if (c->out >= 0 && p[0].revents && !drain(c->out, &c->out_buf, &c->out_len)) {
+        close(c->out);
+        c->out = -1;
+    }
+    if (c->err >= 0 && p[1].revents && !drain(c->err, &c->err_buf, &c->err_len)) {
+        close(c->err);
+        c->err = -1;
+    }
+    if (c->in >= 0 && p[2].revents) {
+        ssize_t n = write(c->in, c->input, c->input_left);
+        if (n > 0) {
+            c->input += n;
+            c->input_left -= (size_t)n;
+        }
+        if (n < 0 || c->input_left == 0) {
+            close(c->in);
+            c->in = -1;
+        }
+    }
+}
+
+/* Reads until stdout holds needle (20 s at most). */
+static void wait_for_output(child_t *c, const char *needle)
+{
+    time_t deadline = time(NULL) + 20;
+    while (strstr(c->out_buf, needle) == NULL && c->out >= 0 && time(NULL) <= deadline)
+        pump(c, 100);
+    if (strstr(c->out_buf, needle) == NULL)
+        fail_msg("no \"%s\" from sluice:\n%s\n%s", needle, c->out_buf, c->err_buf);
+}
+
+/* Feeds stdin, reads both outputs to their end and reaps the child (60 s at most). */
+static cli_res_t finish(child_t *c)
+{
+    time_t deadline = time(NULL) + 60;
+    while (c->out >= 0 || c->err >= 0) {
+        pump(c, 1000);
+        if (time(NULL) > deadline) {
+            kill(c->pid, SIGKILL);
+            fail_msg("sluice did not finish:\n%s\n%s", c->out_buf, c->err_buf);
+        }
+    }
+    if (c->in >= 0)
+        close(c->in);
+    int status;
+    assert_int_equal(waitpid(c->pid, &status, 0), c->pid);
+    cli_res_t r = {.out = c->out_buf, .err = c->err_buf};
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return r;
+}
+
+static void res_free(cli_res_t *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+#define ARGV_MAX 64
+
+/* argv: sluice [prefix...] args... */
+static child_t start_cli(const spawn_opts_t *o, const char *const *prefix, const char *const *args)
+{
+    const char *argv[ARGV_MAX];
+    size_t n = 0;
+    argv[n++] = cli_path();
+    for (; prefix && *prefix; prefix++)
+        argv[n++] = *prefix;
+    for (; *args; args++) {
+        assert_true(n < ARGV_MAX - 1);
+        argv[n++] = *args;
+    }
+    argv[n] = NULL;
+    return spawn(argv, o);
+}
+
+static cli_res_t run_with(const spawn_opts_t *o, const char *const *prefix, const char *const *args)
+{
+    child_t c = start_cli(o, prefix, args);
+    return finish(&c);
+}
+
+#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+/* Runs sluice with --server only / logged in as root (by token, cheap). */
+#define SL(...)                                                                                    \
+    run_with(&(spawn_opts_t){.stdin_fd = -1}, ARGS("--server", server_arg), ARGS(__VA_ARGS__))
+#define ROOT(...)                                                                                  \
+    run_with(&(spawn_opts_t){.stdin_fd = -1}, ARGS("--server", server_arg, "-t", root_token),      \
+             ARGS(__VA_ARGS__))
+#define ROOT_IN(text, ...)                                                                         \
+    run_with(&(spawn_opts_t){.input = (text), .stdin_fd = -1},                                     \
+             ARGS("--server", server_arg, "-t", root_token), ARGS(__VA_ARGS__))
+
+/* Asserts the exit code, showing the output when it differs. */
+static void expect_code(const cli_res_t *r, int code)
+{
+    if (r->code != code)
+        fail_msg("exit code %d, expected %d\nstdout:\n%s\nstderr:\n%s", r->code, code, r->out,
+                 r->err);
+}
+
+static void expect_has(const char *text, const char *needle)
+{
+    if (strstr(text, needle) == NULL)
+        fail_msg("expected \"%s\" in:\n%s", needle, text);
+}
+
+/* Runs, expects code 0, frees: for setup steps. */
+static void ok(cli_res_t r)
+{
+    expect_code(&r, 0);
+    res_free(&r);
+}
+
+/* --- a small JSON validator ----------------------------------------------------------------- */
+
+static const char *json_value(const char *p, int depth);
+
+static const char *json_ws(const char *p)
+{
+    while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+        p++;
+    return p;
+}
+
+static const char *json_string(const char *p)
+{
+    if (*p++ != '"')
+        return NULL;
+    while (*p != '"') {
+        unsigned char c = (unsigned char)*p;
+        if (c < 0x20)
+            return NULL; /* control characters must be escaped */
+        if (c == '\\') {
+            p++;
+            if (*p == 'u') {
+                for (int i = 1; i <= 4; i++)
+                    if (!strchr("0123456789abcdefABCDEF", p[i]) || p[i] == '\0')
+                        return NULL;
+                p += 4;
+            } else if (!strchr("\"\\/bfnrt", *p) || *p == '\0') {
+                return NULL;
+            }
+        }
+        p++;
+    }
+    return p + 1;
+}
+
+static const char *json_number(const char *p)
+{
+    const char *start = p;
+    if (*p == '-')
+        p++;
+    if (*p < '0' || *p > '9')
+        return NULL;
+    while ((*p >= '0' && *p <= '9') || *p == '.' || *p == 'e' || *p == 'E' || *p == '+' ||
+           (*p == '-' && p > start))
+        p++;
+    return p;
+}
+
+static const char *json_list(const char *p, int depth, char close, bool object)
+{
+    p = json_ws(p + 1);
+    if (*p == close)
+        return p + 1;
+    for (;;) {
+        if (object) {
+            p = json_string(json_ws(p));
+            if (p == NULL || *(p = json_ws(p)) != ':')
+                return NULL;
+            p++;
+        }
+        p = json_value(p, depth + 1);
+        if (p == NULL)
+            return NULL;
+        p = json_ws(p);
+        if (*p == close)
+            return p + 1;
+        if (*p++ != ',')
+            return NULL;
+    }
+}
+
+static const char *json_value(const char *p, int depth)
+{
+    if (depth > 32)
+        return NULL;
+    p = json_ws(p);
+    if (*p == '{')
+        return json_list(p, depth, '}', true);
+    if (*p == '[')
+        return json_list(p, depth, ']', false);
+    if (*p == '"')
+        return json_string(p);
+    if (strncmp(p, "true", 4) == 0 || strncmp(p, "null", 4) == 0)
+        return p + 4;
+    if (strncmp(p, "false", 5) == 0)
+        return p + 5;
+    return json_number(p);
+}
+
+/* The whole text is one JSON document (or, lines, one per line). */
+static void expect_json(const char *text, bool lines)
+{
+    const char *p = text;
+    do {
+        const char *end = json_value(p, 0);
+        if (end == NULL)
+            fail_msg("invalid JSON at offset %td:\n%s", p - text, text);
+        p = json_ws(end);
+    } while (lines && *p != '\0');
+    if (*p != '\0')
+        fail_msg("trailing text after the JSON document:\n%s", text);
+}
+
+/* --- setup --------------------------------------------------------------------------------- */
+
+static int start(void **state)
+{
+    (void)state;
+    if (!th_start(&srv, NULL))
+        return -1;
+    snprintf(server_arg, sizeof(server_arg), "127.0.0.1:%u", srv.port);
+    snprintf(home, sizeof(home), "%s/home", srv.data_dir);
+    mkdir(home, 0700);
+    /* Most runs log in with a token: Argon2 makes each password login cost
+     * tens of milliseconds (more under ASan). */
+    sl_client_t *c;
+    const char *token;
+    if (sl_client_connect("127.0.0.1", srv.port, NULL, &c) != 0 ||
+        sl_client_login(c, "iggy", "iggy", NULL) != 0 ||
+        sl_client_create_token(c, "cli-test", 0, &token) != 0)
+        return -1;
+    snprintf(root_token, sizeof(root_token), "%s", token);
+    sl_client_close(c);
+    return 0;
+}
+
+static int stop(void **state)
+{
+    (void)state;
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+    th_cleanup(&srv);
+    return 0;
+}
+
+/* --- help, usage, version -------------------------------------------------------------------- */
+
+/* The command names listed under "Commands:" in a help text. */
+static size_t listed_commands(const char *help, char names[][32], size_t max)
+{
+    const char *p = strstr(help, "\nCommands:\n");
+    size_t n = 0;
+    if (p == NULL)
+        return 0;
+    p += strlen("\nCommands:\n");
+    while (n < max && strncmp(p, "  ", 2) == 0) {
+        sscanf(p, " %31s", names[n++]);
+        p = strchr(p, '\n');
+        if (p == NULL)
+            break;
+        p++;
+    }
+    return n;
+}
+
+static void test_help_everywhere(void **state)
+{
+    (void)state;
+    cli_res_t top = SL("--help");
+    expect_code(&top, 0);
+    expect_has(top.out, "Usage: sluice [OPTIONS] COMMAND");
+    char groups[32][32];
+    size_t n = listed_commands(top.out, groups, 32);
+    assert_int_equal(n, 19); /* Iggy's command set */
+    size_t commands = 0;
+    for (size_t i = 0; i < n; i++) {
+        cli_res_t g = SL(groups[i], "--help");
+        expect_code(&g, 0);
+        expect_has(g.out, "Usage: sluice ");
+        char subs[16][32];
+        size_t m = listed_commands(g.out, subs, 16);
+        for (size_t k = 0; k < m; k++) {
+            cli_res_t c = SL(groups[i], subs[k], "-h");
+            expect_code(&c, 0);
+            expect_has(c.out, "Global options:");
+            res_free(&c);
+            commands++;
+        }
+        commands += m == 0;
+        res_free(&g);
+    }
+    assert_true(commands >= 45);
+    res_free(&top);
+
+    cli_res_t r = SL("help", "message", "poll");
+    expect_code(&r, 0);
+    expect_has(r.out, "--follow-seconds");
+    expect_has(r.out, "Aliases: p");
+    res_free(&r);
+    r = SL("m", "s", "--help"); /* aliases reach the same command */
+    expect_code(&r, 0);
+    expect_has(r.out, "sluice message send - send messages to a topic");
+    res_free(&r);
+    r = SL("--version");
+    expect_code(&r, 0);
+    expect_has(r.out, "sluice ");
+    res_free(&r);
+}
+
+static void test_usage_errors(void **state)
+{
+    (void)state;
+    const struct {
+        const char *const *args;
+        const char *message;
+    } cases[] = {
+        {ARGS("--server", "x"), "Usage: sluice"}, /* no command */
+        {ARGS("frobnicate"), "unknown command 'frobnicate'"},
+        {ARGS("stream"), "Commands:"},
+        {ARGS("stream", "explode"), "unknown command 'stream explode'"},
+        {ARGS("stream", "create"), "missing argument NAME"},
+        {ARGS("stream", "get", "a", "b"), "unexpected argument 'b'"},
+        {ARGS("stream", "list", "--frob"), "unknown option '--frob'"},
+        {ARGS("-o", "yaml", "stream", "list"), "invalid value 'yaml' for --output"},
+        {ARGS("stream", "list", "--server"), "option --server needs a value"},
+        {ARGS("user", "status", "bob", "sleepy"), "invalid STATUS 'sleepy'"},
+        {ARGS("--server", "nohost:99999", "-t", "x", "stream", "list"), "invalid server address"},
+        {ARGS("--server", "127.0.0.1:1", "stream", "list"), "no credentials"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cli_res_t r = run_with(&(spawn_opts_t){.stdin_fd = -1}, NULL, cases[i].args);
+        expect_code(&r, 2);
+        expect_has(r.err, cases[i].message);
+        assert_string_equal(r.out, "");
+        res_free(&r);
+    }
+    /* Value errors of the commands themselves, before anything is sent. */
+    const struct {
+        const char *const *args;
+        const char *message;
+    } values[] = {
+        {ARGS("topic", "create", "s", "t", "many"), "invalid PARTITIONS 'many'"},
+        {ARGS("topic", "create", "s", "t", "1", "none", "7 fortnights"), "invalid EXPIRY"},
+        {ARGS("message", "send", "s", "t", "-H", "k:int8:300", "x"), "does not fit its kind"},
+        {ARGS("message", "send", "s", "t", "-H", "nokind", "x"), "expected KEY:KIND:VALUE"},
+        {ARGS("message", "send", "s", "t", "-H", "k:blob:1", "x"), "unknown kind"},
+        {ARGS("message", "send", "s", "t", "-p", "1", "-m", "k", "x"), "only one of"},
+        {ARGS("message", "poll", "s", "t", "--first", "--last"), "only one of"},
+        {ARGS("message", "poll", "s", "t", "--offset", "-5"), "invalid --offset"},
+        {ARGS("user", "create", "u", "pw", "-g", "fly"), "unknown global permission"},
+        {ARGS("user", "create", "u", "pw", "-s", "x:r_str"), "numeric id"},
+    };
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        cli_res_t r = run_with(&(spawn_opts_t){.stdin_fd = -1},
+                               ARGS("--server", server_arg, "-t", root_token), values[i].args);
+        expect_code(&r, 2);
+        expect_has(r.err, values[i].message);
+        res_free(&r);
+    }
+}
+
+/* --- streams, topics, partitions ------------------------------------------------------------- */
+
+static void test_streams(void **state)
+{
+    (void)state;
+    cli_res_t r = ROOT("stream", "create", "cli-orders");
+    expect_code(&r, 0);
+    expect_has(r.out, "created stream 'cli-orders' with id ");
+    res_free(&r);
+    r = ROOT("-o", "json", "s", "c", "cli-two");
+    expect_code(&r, 0);
+    expect_json(r.out, false);
+    expect_has(r.out, "\"name\": \"cli-two\"");
+    expect_has(r.out, "\"topics_count\": 0");
+    res_free(&r);
+
+    r = ROOT("stream", "list");
+    expect_code(&r, 0);
+    expect_has(r.out, "ID");
+    expect_has(r.out, "NAME");
+    expect_has(r.out, "cli-orders");
+    expect_has(r.out, "cli-two");
+    res_free(&r);
+    r = ROOT("--output", "json", "stream", "list");
+    expect_code(&r, 0);
+    expect_json(r.out, false);
+    assert_int_equal(r.out[0], '[');
+    expect_has(r.out, "\"name\": \"cli-orders\"");
+    res_free(&r);
+
+    ok(ROOT("stream", "update", "cli-two", "cli-2"));
+    r = ROOT("-o", "json", "stream", "get", "cli-2");
+    expect_code(&r, 0);
+    expect_json(r.out, false);
+    expect_has(r.out, "\"topics\": []");
+    res_free(&r);
+    ok(ROOT("stream", "purge", "cli-2"));
+    r = ROOT("-q", "stream", "delete", "cli-2");
+    expect_code(&r, 0);
+    assert_string_equal(r.out, ""); /* --quiet: no confirmation */
+    res_free(&r);
+    r = ROOT("stream", "get", "cli-2");
+    expect_code(&r, 4);
+    expect_has(r.err, "stream 'cli-2' not found");
+    res_free(&r);
+
+    /* Names that need escaping stay intact in both formats. */
+    ok(ROOT("stream", "create", "quote\"back\\slash\ttab"));
+    r = ROOT("-o", "json", "stream", "get", "quote\"back\\slash\ttab");
+    expect_code(&r, 0);
+    expect_json(r.out, false);
+    expect_has(r.out, "\"name\": \"quote\\\"back\\\\slash\\ttab\"");
+    res_free(&r);
+    r = ROOT("stream", "list");
+    expect_has(r.out, "quote\"back\\slash\\ttab");
+    res_free(&r);
+    ok(ROOT("stream", "delete", "quote\"back\\slash\ttab"));
+}
+
+static void test_topics_partitions(void **state)
+{
+    (void)state;
+    ok(ROOT("stream", "create", "cli-t"));
+    cli_res_t r = ROOT("topic", "create", "cli-t", "events", "3");
+    expect_code(&r, 0);
+    expect_has(r.out, "created topic 'events' with id ");
+    expect_has(r.out, "and 3 partitions");
+    res_free(&r);
+    ok(ROOT("t", "c", "cli-t", "audit", "1", "gzip", "7d", "--max-topic-size", "1GiB"));
+    r = ROOT("-o", "json", "topic", "get", "cli-t", "audit");
+    expect_code(&r, 0);
+    expect_json(r.out, false);
+    expect_has(r.out, "\"compression\": \"gzip\"");
+    expect_has(r.out, "\"message_expiry_us\": 604800000000");
+    expect_has(r.out, "\"max_topic_size\": 1073741824");
+    expect_has(r.out, "\"partitions\": [\n");
+    res_free(&r);
+    r = ROOT("topic", "get", "cli-t", "audit");
+    expect_has(r.out, "EXPIRY       7d");
+    expect_has(r.out, "1.00 GiB");
+    res_free(&r);
+    /* Expiry words add up; update renames and changes settings. */
+    ok(ROOT("topic", "update", "cli-t", "audit", "audit2", "none", "1h", "30m"));
+    r = ROOT("-o", "json", "topic", "list", "cli-t");
+    expect_code(&r, 0);
+    expect_json(r.out, false);
+    expect_has(r.out, "\"name\": \"audit2\"");
+    expect_has(r.out, "\"message_expiry_us\": 5400000000");
+    res_free(&r);
+
+    ok(ROOT("partition", "create", "cli-t", "events", "2"));
+    r = ROOT("-o", "json", "partition", "list", "cli-t", "events");
+    expect_code(&r, 0);
+    expect_json(r.out, false);
+    expect_has(r.out, "\"id\": 4");
+    res_free(&r);
+    ok(ROOT("p", "d", "cli-t", "events", "1"));
+    r = ROOT("partition", "list", "cli-t", "events");
+    assert_null(strstr(r.out, "\n4 "));
+    res_free(&r);
+    ok(ROOT("segment", "delete", "cli-t", "events", "0", "1"));
+    ok(ROOT("topic", "purge", "cli-t", "events"));
+    ok(ROOT("topic", "delete", "cli-t", "audit2"));
+    r = ROOT("topic", "get", "cli-t", "audit2");
+    expect_code(&r, 4);
+    res_free(&r);
+    r = ROOT("topic", "list", "no-such-stream");
+    expect_code(&r, 4);
+    expect_has(r.err, "stream 'no-such-stream' not found");
+    res_free(&r);
+    r = ROOT("topic", "create", "no-such-stream", "x");
+    expect_code(&r, 4);
+    expect_has(r.err, "NotFound]");
+    res_free(&r);
+}
+
+/* --- messages ----------------------------------------------------------------------------- */
+
+static void test_send_poll_headers(void **state)
+{
+    (void)state;
+    ok(ROOT("stream", "create", "cli-m"));
+    ok(ROOT("topic", "create", "cli-m", "t", "3"));
+    cli_res_t r = ROOT("message", "send", "cli-m", "t", "--partition-id", "1", "hello",
+                       "wörld \"quoted\"", "-H", "src:string:web", "-H", "n:uint64:42", "-H",
+                       "neg:int8:-5", "-H", "ok:bool:true", "-H", "blob:raw:00ff10", "-H",
+                       "f:float64:1.5", "-H", "big:int128:-170141183460469231731687303715884105728",
+                       "-H", "u:uint128:340282366920938463463374607431768211455");
+    expect_code(&r, 0);
+    expect_has(r.out, "sent 2 messages to topic 't' of stream 'cli-m'");
+    res_free(&r);
+
+    r = ROOT("-o", "json", "message", "poll", "cli-m", "t", "1", "--offset", "0", "--count", "5");
+    expect_code(&r, 0);
+    expect_json(r.out, false);
+    expect_has(r.out, "\"partition_id\": 1");
+    expect_has(r.out, "\"messages_count\": 2");
+    expect_has(r.out, "\"payload\": \"hello\"");
+    expect_has(r.out, "\"payload\": \"wörld \\\"quoted\\\"\"");
+    expect_has(r.out, "{\"key\": \"src\", \"kind\": \"string\", \"value\": \"web\"}");
+    expect_has(r.out, "{\"key\": \"n\", \"kind\": \"uint64\", \"value\": 42}");
+    expect_has(r.out, "{\"key\": \"neg\", \"kind\": \"int8\", \"value\": -5}");
+    expect_has(r.out, "{\"key\": \"ok\", \"kind\": \"bool\", \"value\": true}");
+    expect_has(r.out, "{\"key\": \"blob\", \"kind\": \"raw\", \"value\": \"00ff10\"}");
+    expect_has(r.out, "{\"key\": \"f\", \"kind\": \"float64\", \"value\": 1.5}");
+    expect_has(r.out, "\"value\": -170141183460469231731687303715884105728}");
+    expect_has(r.out, "\"value\": 340282366920938463463374607431768211455}");
+    res_free(&r);
+
+    /* The table: payloads, and headers only when asked for. */
+    r = ROOT("message", "poll", "cli-m", "t", "1");
+    expect_code(&r, 0);
+    expect_has(r.out, "OFFSET");
+    expect_has(r.out, "wörld \"quoted\"");
+    assert_null(strstr(r.out, "src=web"));
+    res_free(&r);
+    r = ROOT("m", "p", "cli-m", "t", "1", "--show-headers", "-m", "1");
+    expect_has(r.out, "src=web, n=42, neg=-5, ok=true, blob=00ff10, f=1.5");
+    assert_null(strstr(r.out, "wörld"));
+    res_free(&r);
+
+    /* A key always lands on one partition. */
+    ok(ROOT("message", "send", "cli-m", "t", "--key", "customer-7", "k1"));
+    ok(ROOT("message", "send", "cli-m", "t", "--message-key", "customer-7", "k2"));
+    size_t found = 0;
+    for (int p = 0; p < 3; p++) {
+        char part[4];
+        snprintf(part, sizeof(part), "%d", p);
+        r = ROOT("-o", "json", "message", "poll", "cli-m", "t", part, "--count", "100");
+        expect_json(r.out, false);
+        bool k1 = strstr(r.out, "\"payload\": \"k1\"") != NULL;
+        bool k2 = strstr(r.out, "\"payload\": \"k2\"") != NULL;
+        assert_int_equal(k1, k2);
+        found += k1;
+        res_free(&r);
+    }
+    assert_int_equal(found, 1);
+}
+
+static void test_poll_strategies(void **state)
+{
+    (void)state;
+    ok(ROOT("stream", "create", "cli-ps"));
+    ok(ROOT("topic", "create", "cli-ps", "t", "1"));
+    ok(ROOT("message", "send", "cli-ps", "t", "m0", "m1", "m2", "m3", "m4"));
+    cli_res_t r = ROOT("-o", "json", "message", "poll", "cli-ps", "t", "--offset", "1", "-m", "2");
+    expect_json(r.out, false);
+    expect_has(r.out, "\"offset\": 1,");
+    expect_has(r.out, "\"offset\": 2,");
+    assert_null(strstr(r.out, "\"offset\": 3,"));
+    res_free(&r);
+    r = ROOT("-o", "json", "message", "poll", "cli-ps", "t", "--last", "--count", "1");
+    expect_has(r.out, "\"payload\": \"m4\"");
+    expect_has(r.out, "\"messages_count\": 1");
+    res_free(&r);
+    r = ROOT("-o", "json", "message", "poll", "cli-ps", "t", "--first", "--count", "1");
+    expect_has(r.out, "\"payload\": \"m0\"");
+    res_free(&r);
+    /* --timestamp: from an append time (microseconds); 0 is the beginning. */
+    r = ROOT("-o", "json", "message", "poll", "cli-ps", "t", "--timestamp", "0", "--count", "10");
+    expect_has(r.out, "\"messages_count\": 5");
+    res_free(&r);
+    /* --next with --auto-commit walks forward for a named consumer. */
+    r = ROOT("-o", "json", "m", "p", "cli-ps", "t", "--next", "-c", "reader", "-a", "-m", "2");
+    expect_has(r.out, "\"payload\": \"m0\"");
+    expect_has(r.out, "\"payload\": \"m1\"");
+    res_free(&r);
+    r = ROOT("-o", "json", "m", "p", "cli-ps", "t", "--next", "-c", "reader", "-a", "-m", "2");
+    expect_has(r.out, "\"payload\": \"m2\"");
+    expect_has(r.out, "\"payload\": \"m3\"");
+    res_free(&r);
+    r = ROOT("consumer-offset", "get", "reader", "cli-ps", "t", "0");
+    expect_code(&r, 0);
+    expect_has(r.out, "STORED OFFSET   3");
+    res_free(&r);
+    /* Past the end: nothing, and an empty list in JSON. */
+    r = ROOT("message", "poll", "cli-ps", "t", "--offset", "100");
+    expect_code(&r, 0);
+    expect_has(r.out, "no messages");
+    res_free(&r);
+    r = ROOT("-o", "json", "message", "poll", "cli-ps", "t", "--offset", "100");
+    expect_json(r.out, false);
+    expect_has(r.out, "\"messages\": []");
+    res_free(&r);
+}
+
+static void test_send_stdin(void **state)
+{
+    (void)state;
+    ok(ROOT("stream", "create", "cli-in"));
+    ok(ROOT("topic", "create", "cli-in", "t", "1"));
+    /* 2500 lines in batches of 1000; an empty line is an empty message; the
+     * last line needs no newline. */
+    size_t cap = 2500 * 16;
+    char *input = malloc(cap);
+    size_t len = 0;
+    for (int i = 0; i < 2498; i++)
+        len += (size_t)snprintf(input + len, cap - len, "line %d\n", i);
+    len += (size_t)snprintf(input + len, cap - len, "\nlast");
+    cli_res_t r =
+        ROOT_IN(input, "-o", "json", "message", "send", "cli-in", "t", "--batch-size", "1000");
+    expect_code(&r, 0);
+    expect_json(r.out, false);
+    expect_has(r.out, "\"messages_count\": 2500");
+    expect_has(r.out, "{\"partition_id\": 0, \"base_offset\": 2000, \"messages_count\": 500}");
+    res_free(&r);
+    free(input);
+    r = ROOT("-o", "json", "message", "poll", "cli-in", "t", "--offset", "2497", "-m", "10");
+    expect_has(r.out, "\"payload\": \"line 2497\"");
+    expect_has(r.out, "\"offset\": 2498, \"timestamp_us\"");
+    expect_has(r.out, "\"payload_size\": 0, \"headers\": [], \"payload\": \"\"}");
+    expect_has(r.out, "\"payload\": \"last\"");
+    res_free(&r);
+
+    /* Bytes that are not UTF-8 come back as hex in JSON and escaped in a table. */
+    static const char binary[] = {'a', 0x01, (char)0xff, '\t', 'z'};
+    r = run_with(&(spawn_opts_t){.input = binary, .input_len = sizeof(binary), .stdin_fd = -1},
+                 ARGS("--server", server_arg, "-t", root_token),
+                 ARGS("message", "send", "cli-in", "t"));
+    expect_code(&r, 0);
+    res_free(&r);
+    r = ROOT("-o", "json", "message", "poll", "cli-in", "t", "--last", "-m", "1");
+    expect_json(r.out, false);
+    expect_has(r.out, "\"payload\": null, \"payload_hex\": \"6101ff097a\"");
+    res_free(&r);
+    r = ROOT("message", "poll", "cli-in", "t", "--last", "-m", "1");
+    expect_has(r.out, "a\\x01\\xff\\tz");
+    res_free(&r);
+    /* Nothing on stdin and no arguments: a usage error. */
+    r = ROOT_IN("", "message", "send", "cli-in", "t");
+    expect_code(&r, 2);
+    expect_has(r.err, "no messages to send");
+    res_free(&r);
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void test_follow(void **state)
+{
+    (void)state;
+    ok(ROOT("stream", "create", "cli-f"));
+    ok(ROOT("topic", "create", "cli-f", "t", "1"));
+    ok(ROOT("message", "send", "cli-f", "t", "before"));
+    /* A follower sees what exists and what arrives, then stops on time. */
+    uint64_t t0 = now_ms();
+    child_t c =
+        start_cli(&(spawn_opts_t){.stdin_fd = -1}, ARGS("--server", server_arg, "-t", root_token),
+                  ARGS("-o", "json", "message", "poll", "cli-f", "t", "--follow-seconds", "3",
+                       "--interval-ms", "20"));
+    wait_for_output(&c, "\"payload\": \"before\"");
+    ok(ROOT("message", "send", "cli-f", "t", "during-1", "during-2"));
+    cli_res_t r = finish(&c);
+    uint64_t took = now_ms() - t0;
+    expect_code(&r, 0);
+    expect_json(r.out, true); /* one object per line */
+    expect_has(r.out, "\"payload\": \"before\"}\n");
+    expect_has(r.out, "\"payload\": \"during-1\"}\n");
+    expect_has(r.out, "\"payload\": \"during-2\"}\n");
+    assert_true(took >= 2900 && took < 20000);
+    res_free(&r);
+
+    /* Without a time limit, SIGINT ends it with exit code 0. */
+    c = start_cli(&(spawn_opts_t){.stdin_fd = -1}, ARGS("--server", server_arg, "-t", root_token),
+                  ARGS("message", "poll", "cli-f", "t", "--follow"));
+    wait_for_output(&c, "during-2"); /* it is polling: the handler is in place */
+    kill(c.pid, SIGINT);
+    r = finish(&c);
+    expect_code(&r, 0);
+    expect_has(r.out, "OFFSET");
+    expect_has(r.out, "during-2");
+    res_free(&r);
+}
+
+/* --- consumer groups and offsets ------------------------------------------------------------ */
+
+static void test_groups_offsets(void **state)
+{
+    (void)state;
+    ok(ROOT("stream", "create", "cli-g"));
+    ok(ROOT("topic", "create", "cli-g", "t", "2"));
+    cli_res_t r = ROOT("consumer-group", "create", "cli-g", "t", "billing");
+    expect_code(&r, 0);
+    expect_has(r.out, "created consumer group 'billing' with id ");
+    res_free(&r);
+    r = ROOT("-o", "json", "g", "c", "cli-g", "t", "audit");
+    expect_json(r.out, false);
+    expect_has(r.out, "\"name\": \"audit\"");
+    expect_has(r.out, "\"partitions_count\": 2");
+    expect_has(r.out, "\"members\": []");
+    res_free(&r);
+    r = ROOT("consumer-group", "list", "cli-g", "t");
+    expect_has(r.out, "billing");
+    expect_has(r.out, "audit");
+    res_free(&r);
+    r = ROOT("-o", "json", "consumer-group", "get", "cli-g", "t", "billing");
+    expect_code(&r, 0);
+    expect_json(r.out, false);
+    expect_has(r.out, "\"members_count\": 0");
+    res_free(&r);
+    r = ROOT("consumer-group", "create", "cli-g", "t", "billing");
+    expect_code(&r, 1);
+    expect_has(r.err, "AlreadyExists]");
+    res_free(&r);
+    ok(ROOT("consumer-group", "delete", "cli-g", "t", "audit"));
+    r = ROOT("consumer-group", "get", "cli-g", "t", "audit");
+    expect_code(&r, 4);
+    expect_has(r.err, "consumer group 'audit' not found");
+    res_free(&r);
+    r = ROOT("consumer-group", "list", "cli-g", "no-topic");
+    expect_code(&r, 4);
+    res_free(&r);
+
+    ok(ROOT("message", "send", "cli-g", "t", "-p", "1", "a", "b", "c"));
+    r = ROOT("consumer-offset", "set", "billing", "cli-g", "t", "1", "1");
+    expect_code(&r, 0);
+    expect_has(r.out, "stored offset 1 for consumer 'billing' in partition 1");
+    res_free(&r);
+    r = ROOT("-o", "json", "o", "g", "billing", "cli-g", "t", "1");
+    expect_code(&r, 0);
+    expect_json(r.out, false);
+    expect_has(r.out, "\"stored_offset\": 1");
+    expect_has(r.out, "\"current_offset\": 2");
+    res_free(&r);
+    r = ROOT("consumer-offset", "set", "billing", "cli-g", "t", "1", "99");
+    expect_code(&r, 1);
+    expect_has(r.err, "invalid offset (4100) [InvalidOffset]");
+    res_free(&r);
+    ok(ROOT("consumer-offset", "delete", "billing", "cli-g", "t", "1"));
+    r = ROOT("consumer-offset", "get", "billing", "cli-g", "t", "1");
+    expect_code(&r, 4);
+    expect_has(r.err, "no offset stored for consumer 'billing' in partition 1");
+    res_free(&r);
+    r = ROOT("consumer-offset", "delete", "billing", "cli-g", "t", "1");
+    expect_code(&r, 4);
+    expect_has(r.err, "[ConsumerOffsetNotFound]");
+    res_free(&r);
+}
+
+/* --- users and tokens ---------------------------------------------------------------------- */
+
+static void test_users(void **state)
+{
+    (void)state;
+    cli_res_t r = ROOT("user", "create", "cli-alice", "secret-1", "-g", "read_streams,p_msg", "-s",
+                       "0:r_str,s_msg#0:p_msg", "--stream-permissions", "1");
+    expect_code(&r, 0);
+    expect_has(r.out, "created user 'cli-alice' with id ");
+    res_free(&r);
+    r = ROOT("-o", "json", "user", "get", "cli-alice");
+    expect_code(&r, 0);
+    expect_json(r.out, false);
+    expect_has(r.out, "\"status\": \"active\"");
+    expect_has(r.out, "\"global_permissions\": [\"read_streams\", \"poll_messages\"]");
+    expect_has(r.out, "{\"stream_id\": 0, \"topic_id\": null, \"permissions\": "
+                      "[\"read_stream\", \"send_messages\"]}");
+    expect_has(r.out, "{\"stream_id\": 0, \"topic_id\": 0, \"permissions\": [\"poll_messages\"]}");
+    expect_has(r.out, "{\"stream_id\": 1, \"topic_id\": null, \"permissions\": []}");
+    res_free(&r);
+    r = ROOT("user", "list");
+    expect_has(r.out, "USERNAME");
+    expect_has(r.out, "iggy");
+    expect_has(r.out, "cli-alice");
+    res_free(&r);
+
+    /* The user logs in with a password; a wrong one is exit 5. */
+    r = SL("-u", "cli-alice", "-p", "secret-1", "-o", "json", "me");
+    expect_code(&r, 0);
+    expect_json(r.out, false);
+    res_free(&r);
+    ok(ROOT("user", "password", "cli-alice", "secret-1", "secret-2"));
+    r = SL("-u", "cli-alice", "-p", "secret-1", "stream", "list");
+    expect_code(&r, 5);
+    expect_has(r.err, "log in as 'cli-alice': invalid credentials (42) [InvalidCredentials]");
+    res_free(&r);
+    /* Without manage_streams: exit 6. */
+    r = SL("-u", "cli-alice", "-p", "secret-2", "stream", "create", "cli-denied");
+    expect_code(&r, 6);
+    expect_has(r.err, "unauthorized (41) [Unauthorized]");
+    res_free(&r);
+    ok(ROOT("user", "permissions", "cli-alice", "-g", "m_str"));
+    ok(SL("-u", "cli-alice", "-p", "secret-2", "stream", "create", "cli-allowed"));
+
+    ok(ROOT("user", "name", "cli-alice", "cli-alicia"));
+    ok(ROOT("user", "status", "cli-alicia", "inactive"));
+    r = ROOT("user", "get", "cli-alicia");
+    expect_has(r.out, "inactive");
+    expect_has(r.out, "manage_streams");
+    res_free(&r);
+    r = SL("-u", "cli-alicia", "-p", "secret-2", "stream", "list");
+    expect_code(&r, 5);
+    res_free(&r);
+    ok(ROOT("user", "delete", "cli-alicia"));
+    r = ROOT("user", "get", "cli-alicia");
+    expect_code(&r, 4);
+    res_free(&r);
+}
+
+static void test_tokens(void **state)
+{
+    (void)state;
+    cli_res_t r = SL("-u", "iggy", "-p", "iggy", "-q", "pat", "create", "cli-ci");
+    expect_code(&r, 0);
+    char token[256];
+    snprintf(token, sizeof(token), "%s", r.out);
+    token[strcspn(token, "\n")] = '\0';
+    assert_true(strlen(token) > 20);
+    res_free(&r);
+    /* Log in with it: flag and environment. */
+    r = SL("-t", token, "-o", "json", "me");
+    expect_code(&r, 0);
+    expect_has(r.out, "\"user_id\": 0");
+    res_free(&r);
+    char env_token[300];
+    snprintf(env_token, sizeof(env_token), "SLUICE_TOKEN=%s", token);
+    r = run_with(&(spawn_opts_t){.stdin_fd = -1, .env = ARGS(env_token)},
+                 ARGS("--server", server_arg), ARGS("stream", "list"));
+    expect_code(&r, 0);
+    res_free(&r);
+
+    r = ROOT("-o", "json", "pat", "create", "cli-day", "1d");
+    expect_code(&r, 0);
+    expect_json(r.out, false);
+    expect_has(r.out, "\"name\": \"cli-day\"");
+    expect_has(r.out, "\"token\": \"");
+    res_free(&r);
+    r = ROOT("-o", "json", "pat", "list");
+    expect_json(r.out, false);
+    expect_has(r.out, "{\"name\": \"cli-ci\", \"expiry_at_us\": null}");
+    expect_has(r.out, "{\"name\": \"cli-day\", \"expiry_at_us\": ");
+    res_free(&r);
+    ok(ROOT("pat", "delete", "cli-ci"));
+    ok(ROOT("pat", "delete", "cli-day"));
+    r = SL("-t", token, "stream", "list");
+    expect_code(&r, 5);
+    expect_has(r.err, "[InvalidPersonalAccessToken]");
+    res_free(&r);
+}
+
+/* --- errors ---------------------------------------------------------------------------------- */
+
+static void test_error_codes(void **state)
+{
+    (void)state;
+    cli_res_t r = ROOT("stream", "create", "cli-dup");
+    expect_code(&r, 0);
+    res_free(&r);
+    r = ROOT("stream", "create", "cli-dup");
+    expect_code(&r, 1);
+    expect_has(r.err, "sluice: error: create stream 'cli-dup': stream name already exists "
+                      "(1012) [StreamNameAlreadyExists]");
+    res_free(&r);
+    r = ROOT("stream", "delete", "4000000");
+    expect_code(&r, 4);
+    expect_has(r.err, "stream id not found (1009) [StreamIdNotFound]");
+    res_free(&r);
+    r = ROOT("message", "send", "cli-missing", "t", "x");
+    expect_code(&r, 4);
+    expect_has(r.err, "send messages to topic 't' of stream 'cli-missing'");
+    expect_has(r.err, "[ResourceNotFound]");
+    res_free(&r);
+    r = ROOT("message", "flush", "cli-dup", "t", "0");
+    expect_code(&r, 1);
+    expect_has(r.err, "[FeatureUnavailable]");
+    res_free(&r);
+    r = SL("-u", "iggy", "-p", "wrong", "stream", "list");
+    expect_code(&r, 5);
+    expect_has(r.err, "[InvalidCredentials]");
+    res_free(&r);
+
+    /* Nothing listens on port 1: exit 3. */
+    r = run_with(&(spawn_opts_t){.stdin_fd = -1}, ARGS("--server", "127.0.0.1:1", "-t", "x"),
+                 ARGS("ping"));
+    expect_code(&r, 3);
+    expect_has(r.err, "connect to 127.0.0.1:1: cannot establish connection (9)");
+    res_free(&r);
+}
+
+/* --- contexts, environment, login sessions --------------------------------------------------- */
+
+static void write_home_file(const char *name, const char *text)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s/.sluice", home);
+    mkdir(path, 0700);
+    snprintf(path, sizeof(path), "%s/.sluice/%s", home, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void remove_home_file(const char *name)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s/.sluice/%s", home, name);
+    unlink(path);
+}
+
+static cli_res_t bare(const char *const *env, const char *const *args)
+{
+    return run_with(&(spawn_opts_t){.stdin_fd = -1, .env = env}, NULL, args);
+}
+
+static void test_contexts(void **state)
+{
+    (void)state;
+    char text[1024];
+    snprintf(text, sizeof(text),
+             "# test contexts\n[default]\nserver = \"127.0.0.1:1\"\n\n"
+             "[dev]\nserver = \"%s\"   # the test server\nusername = \"iggy\"\n"
+             "password = 'iggy'\n\n[\"tok\"]\nserver = \"%s\"\ntoken = \"%s\"\n",
+             server_arg, server_arg, root_token);
+    write_home_file("contexts.toml", text);
+    cli_res_t r = bare(NULL, ARGS("--context", "dev", "stream", "list"));
+    expect_code(&r, 0);
+    res_free(&r);
+    r = bare(ARGS("SLUICE_CONTEXT=tok"), ARGS("-o", "json", "me"));
+    expect_code(&r, 0);
+    expect_has(r.out, "\"user_id\": 0");
+    res_free(&r);
+    /* The default context points nowhere. */
+    r = bare(NULL, ARGS("ping"));
+    expect_code(&r, 3);
+    res_free(&r);
+    r = bare(NULL, ARGS("context", "use", "dev"));
+    expect_code(&r, 0);
+    expect_has(r.out, "active context is now 'dev'");
+    res_free(&r);
+    r = bare(NULL, ARGS("stream", "list"));
+    expect_code(&r, 0);
+    res_free(&r);
+    r = bare(NULL, ARGS("-o", "json", "context", "list"));
+    expect_code(&r, 0);
+    expect_json(r.out, false);
+    expect_has(r.out, "{\"name\": \"dev\", \"active\": true, \"server\": \"");
+    expect_has(r.out, "\"username\": \"iggy\", \"auth\": \"password\"}");
+    expect_has(r.out, "{\"name\": \"tok\", \"active\": false");
+    assert_null(strstr(r.out, root_token)); /* secrets are not shown */
+    res_free(&r);
+    r = bare(NULL, ARGS("context", "use", "nope"));
+    expect_code(&r, 4);
+    expect_has(r.err, "context 'nope' not found");
+    res_free(&r);
+    r = bare(NULL, ARGS("--context", "nope", "stream", "list"));
+    expect_code(&r, 4);
+    res_free(&r);
+    ok(bare(NULL, ARGS("context", "use", "default")));
+
+    /* Environment credentials (Iggy's names too). */
+    r = SL("stream", "list");
+    expect_code(&r, 2);
+    expect_has(r.err, "no credentials");
+    res_free(&r);
+    r = run_with(&(spawn_opts_t){.stdin_fd = -1,
+                                 .env = ARGS("SLUICE_USERNAME=iggy", "SLUICE_PASSWORD=iggy")},
+                 ARGS("--server", server_arg), ARGS("stream", "list"));
+    expect_code(&r, 0);
+    res_free(&r);
+    r = run_with(
+        &(spawn_opts_t){.stdin_fd = -1, .env = ARGS("IGGY_USERNAME=iggy", "IGGY_PASSWORD=nope")},
+        ARGS("--server", server_arg), ARGS("stream", "list"));
+    expect_code(&r, 5);
+    res_free(&r);
+
+    write_home_file("contexts.toml", "[broken\nserver = 1\n");
+    r = bare(NULL, ARGS("context", "list"));
+    expect_code(&r, 7);
+    expect_has(r.err, "contexts.toml:1: expected ']'");
+    res_free(&r);
+    remove_home_file("contexts.toml");
+    remove_home_file("active_context");
+}
+
+static void test_login_logout(void **state)
+{
+    (void)state;
+    cli_res_t r = SL("-u", "iggy", "-p", "iggy", "login", "1h");
+    expect_code(&r, 0);
+    expect_has(r.out, "logged in to ");
+    res_free(&r);
+    char path[600];
+    snprintf(path, sizeof(path), "%s/.sluice/session.toml", home);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600); /* it holds a token */
+    r = SL("-o", "json", "me");
+    expect_code(&r, 0);
+    res_free(&r);
+    r = ROOT("-o", "json", "pat", "list");
+    expect_has(r.out, "\"name\": \"sluice-cli-session\"");
+    res_free(&r);
+    r = SL("logout");
+    expect_code(&r, 0);
+    expect_has(r.out, "logged out of ");
+    res_free(&r);
+    assert_int_not_equal(stat(path, &st), 0);
+    r = ROOT("-o", "json", "pat", "list");
+    assert_null(strstr(r.out, "sluice-cli-session"));
+    res_free(&r);
+    r = SL("stream", "list");
+    expect_code(&r, 2);
+    res_free(&r);
+    r = SL("logout");
+    expect_code(&r, 0);
+    expect_has(r.out, "not logged in");
+    res_free(&r);
+}
+
+/* --- the password prompt on a terminal ----------------------------------------------------------
+ */
+
+/* Reads what the terminal echoed within ms. */
+static size_t read_echo(int master, char *buf, size_t cap, int ms)
+{
+    size_t n = 0;
+    struct pollfd p = {master, POLLIN, 0};
+    while (n + 1 < cap && poll(&p, 1, ms) > 0) {
+        ssize_t k = read(master, buf + n, cap - 1 - n);
+        if (k <= 0)
+            break;
+        n += (size_t)k;
+    }
+    buf[n] = '\0';
+    return n;
+}
+
+static void test_password_prompt(void **state)
+{
+    (void)state;
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0)
+        skip(); /* no pseudo-terminals here */
+    int slave = open(ptsname(master), O_RDWR | O_NOCTTY);
+    assert_true(slave >= 0);
+    child_t c = start_cli(&(spawn_opts_t){.stdin_fd = slave}, ARGS("--server", server_arg),
+                          ARGS("-u", "iggy", "stream", "list"));
+    close(slave);
+    /* The prompt goes to stderr; the answer is typed on the terminal. */
+    time_t deadline = time(NULL) + 20;
+    while (strstr(c.err_buf, "Password for iggy: ") == NULL && time(NULL) <= deadline)
+        pump(&c, 100);
+    expect_has(c.err_buf, "Password for iggy: ");
+    assert_int_equal(write(master, "iggy\n", 5), 5);
+    char echo[256];
+    read_echo(master, echo, sizeof(echo), 500);
+    cli_res_t r = finish(&c);
+    expect_code(&r, 0);
+    expect_has(r.out, "NAME");
+    assert_null(strstr(echo, "iggy")); /* not echoed */
+    res_free(&r);
+    close(master);
+
+    /* Not a terminal: no prompt, a clear error instead. */
+    r = run_with(&(spawn_opts_t){.input = "iggy\n", .stdin_fd = -1}, ARGS("--server", server_arg),
+                 ARGS("-u", "iggy", "stream", "list"));
+    expect_code(&r, 2);
+    expect_has(r.err, "no password for 'iggy'");
+    res_free(&r);
+}
+
+/* --- completion and the system commands ----------------------------------------------------------
+ */
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    char *text = NULL;
+    size_t len = 0;
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        text = realloc(text, len + n + 1);
+        memcpy(text + len, chunk, n);
+        len += n;
+        text[len] = '\0';
+    }
+    fclose(f);
+    return text;
+}
+
+static void test_completion(void **state)
+{
+    (void)state;
+    cli_res_t r = SL("--generate", "bash");
+    expect_code(&r, 0);
+    expect_has(r.out, "complete -o default -F _sluice sluice");
+    const char *script = getenv("SLUICE_COMPLETION_SCRIPT");
+    assert_non_null(script);
+    char *committed = read_file(script);
+    assert_non_null(committed);
+    /* The committed script is exactly what the command table generates. */
+    if (strcmp(committed, r.out) != 0)
+        fail_msg("%s is stale: regenerate it with `sluice --generate bash`", script);
+    free(committed);
+    res_free(&r);
+    if (access("/bin/bash", X_OK) != 0)
+        return;
+    static const struct {
+        const char *words;
+        const char *expect;
+    } cases[] = {
+        {"sluice \"\"", "stream topic partition segment message consumer-group"},
+        {"sluice stream \"\"", "create delete update get list purge"},
+        {"sluice -u iggy -p x s \"\"", "create delete update get list purge"},
+        {"sluice -o \"\"", "table json"},
+        {"sluice message send -p 1 s t --he", "--header --headers --help"},
+        {"sluice user status bob \"\"", "active inactive"},
+        {"sluice consumer-offset get -k \"\"", "consumer consumer-group"},
+        {"sluice options \"\"", "topic stream user"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char cmd[1024];
+        snprintf(cmd, sizeof(cmd),
+                 "source '%s'; COMP_WORDS=(%s); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _sluice; "
+                 "echo \"${COMPREPLY[*]}\"",
+                 script, cases[i].words);
+        child_t c = spawn(ARGS("/bin/bash", "-c", cmd), &(spawn_opts_t){.stdin_fd = -1});
+        r = finish(&c);
+        expect_code(&r, 0);
+        expect_has(r.out, cases[i].expect);
+        res_free(&r);
+    }
+}
+
+static void test_reference_doc(void **state)
+{
+    (void)state;
+    cli_res_t r = SL("--generate", "markdown");
+    expect_code(&r, 0);
+    expect_has(r.out, "| `message poll` | p | STREAM TOPIC [PARTITION] |");
+    const char *path = getenv("SLUICE_CLI_DOC");
+    assert_non_null(path);
+    char *doc = read_file(path);
+    assert_non_null(doc);
+    static const char begin[] = "<!-- BEGIN GENERATED: sluice commands -->\n";
+    char *start = strstr(doc, begin), *end = strstr(doc, "<!-- END GENERATED: sluice commands -->");
+    assert_non_null(start);
+    assert_non_null(end);
+    start += strlen(begin);
+    *end = '\0';
+    if (strcmp(start, r.out) != 0)
+        fail_msg("the command reference in %s is stale: paste `sluice --generate markdown`", path);
+    free(doc);
+    res_free(&r);
+}
+
+static void test_system_commands(void **state)
+{
+    (void)state;
+    cli_res_t r = SL("ping", "--count", "2"); /* needs no credentials */
+    expect_code(&r, 0);
+    expect_has(r.out, "TIME (ms)");
+    res_free(&r);
+    const char *const *const json_cmds[] = {
+        ARGS("ping"),           ARGS("me"),
+        ARGS("stats"),          ARGS("cluster", "metadata"),
+        ARGS("client", "list"), ARGS("options", "topic"),
+        ARGS("user", "list"),   ARGS("pat", "list"),
+        ARGS("stream", "list"),
+    };
+    for (size_t i = 0; i < sizeof(json_cmds) / sizeof(json_cmds[0]); i++) {
+        r = run_with(&(spawn_opts_t){.stdin_fd = -1},
+                     ARGS("--server", server_arg, "-t", root_token, "-o", "json"), json_cmds[i]);
+        expect_code(&r, 0);
+        expect_json(r.out, false);
+        res_free(&r);
+    }
+    r = ROOT("stats");
+    expect_has(r.out, "Server version");
+    res_free(&r);
+    r = ROOT("-o", "json", "options", "topic");
+    expect_has(r.out, "\"key\": \"segment_size\", \"kind\": \"uint64\", \"default\": ");
+    res_free(&r);
+    r = ROOT("cluster", "metadata");
+    expect_has(r.out, "leader");
+    res_free(&r);
+    r = ROOT("client", "get", "4000000000");
+    expect_code(&r, 4);
+    res_free(&r);
+
+    r = ROOT("-o", "json", "snapshot", "-c", "stored", "-s", "test", "--out-dir", home);
+    expect_code(&r, 0);
+    expect_json(r.out, false);
+    char *path = strstr(r.out, "\"path\": \"");
+    assert_non_null(path);
+    path += strlen("\"path\": \"");
+    *strchr(path, '"') = '\0';
+    char *zip = read_file(path);
+    assert_non_null(zip);
+    assert_memory_equal(zip, "PK", 2);
+    free(zip);
+    unlink(path);
+    res_free(&r);
+    r = ROOT("snapshot", "-s", "nonsense");
+    expect_code(&r, 2);
+    res_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_help_everywhere),
+        cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_streams),
+        cmocka_unit_test(test_topics_partitions),
+        cmocka_unit_test(test_send_poll_headers),
+        cmocka_unit_test(test_poll_strategies),
+        cmocka_unit_test(test_send_stdin),
+        cmocka_unit_test(test_follow),
+        cmocka_unit_test(test_groups_offsets),
+        cmocka_unit_test(test_users),
+        cmocka_unit_test(test_tokens),
+        cmocka_unit_test(test_error_codes),
+        cmocka_unit_test(test_contexts),
+        cmocka_unit_test(test_login_logout),
+        cmocka_unit_test(test_password_prompt),
+        cmocka_unit_test(test_completion),
+        cmocka_unit_test(test_reference_doc),
+        cmocka_unit_test(test_system_commands),
+    };
+    return cmocka_run_group_tests(tests, start, stop);
+}
