@@ -287,8 +287,9 @@ static bool decode_user(sl_reader_t *r, sl_meta_t *m)
         return false;
     bool ascending = m->users.count == 0 || sl_meta_vec_id(&m->users, m->users.count - 1) < id;
     sl_ident_t by_name = {.kind = SL_IDENT_STRING, .name = username};
-    if (!ascending || (status != SL_USER_ACTIVE && status != SL_USER_INACTIVE) ||
-        sl_meta_user_get(m, &by_name))
+    /* UINT32_MAX marks a free slot of the name index: never a user id. */
+    if (!ascending || id == UINT32_MAX ||
+        (status != SL_USER_ACTIVE && status != SL_USER_INACTIVE) || sl_meta_user_get(m, &by_name))
         return false;
     sl_meta_user_t *u = sl_meta_user_new(id, created_at, status, username, hash);
     sl_meta_user_link(m, u); /* linked first so that m frees it on failure */
