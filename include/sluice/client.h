@@ -17,10 +17,13 @@
  * sl_client_close; the caller never frees anything else the library returns.
  * Every result (structs, strings, arrays, byte spans, raw replies) lives in
  * memory owned by the client and stays valid until the next call on the same
- * client, or until sl_client_close, whichever comes first. Copy what must
+ * client (sl_client_tick and producer or consumer calls that use the client
+ * count), or until sl_client_close, whichever comes first. Copy what must
  * live longer. Strings in results are NUL-terminated UTF-8 (a name that
  * contains a NUL byte reads as cut at it). Arguments are borrowed only for
- * the duration of the call: the library keeps no pointer to them.
+ * the duration of the call: the library keeps no pointer to them (it copies
+ * the host of sl_client_connect and, with reconnects on, the credentials of
+ * a login). sl_client_session_info fills a struct of plain values.
  *
  * Threads. A client may be used by one thread at a time; it takes no locks
  * and starts no threads (heartbeats and reconnects happen inside calls and
@@ -753,7 +756,11 @@ static inline sl_header_value_t sl_hv_f64(double f)
     return v;
 }
 
-/* Walks an encoded user-headers block (encodings.md 9), typed. */
+/* Walks an encoded user-headers block (encodings.md 9), typed. The
+ * iterator and the bytes of the headers it yields point into the block,
+ * which the caller keeps valid while it iterates (a polled message's block
+ * lives until the next call on the client). Pure functions of their
+ * arguments: any thread, no client involved. */
 typedef struct sl_header_iter {
     const uint8_t *pos;
     size_t left;
