@@ -71,9 +71,10 @@ typedef struct sl_producer_report {
 
 /* Called once per batch sent or failed, from the thread that sent it (the
  * caller's in the foreground, the producer's own in the background), with
- * no producer lock held. It must not call sl_producer_flush or
- * sl_producer_close (and, in the foreground, no producer call at all). The
- * report is valid for the call only. */
+ * no producer lock held. It must not call the producer: a flush or close
+ * from there waits for the thread that is running it, and so can a send
+ * when the queue is full. sl_producer_stats is the exception. The report
+ * is valid for the call only. */
 typedef void (*sl_producer_batch_done_t)(void *ctx, const sl_producer_report_t *report);
 
 /* Fields left at 0 / NULL take the default after their comment. */
