@@ -7,7 +7,13 @@ CC         ?= cc
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps run test asan fuzz bench clean format
+# make install [PREFIX=/usr/local] [DESTDIR=/staging]: libsluice (static and
+# shared), include/sluice/*.h, sluice.pc and sluiced. PREFIX is baked into
+# sluice.pc, so it is a configure-time setting; DESTDIR only stages.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+
+.PHONY: all deps run test asan fuzz bench clean format install
 
 all: deps
 	cmake -S . -B $(BUILD) -DCMAKE_C_COMPILER=$(CC) >/dev/null
@@ -44,6 +50,11 @@ BENCH_ARGS ?=
 bench: all
 	./$(BUILD)/bench/sl_bench_wire
 	./$(BUILD)/bench/sluice-bench $(BENCH_ARGS)
+
+install: all
+	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

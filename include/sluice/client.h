@@ -17,19 +17,31 @@
  * sl_client_close; the caller never frees anything else the library returns.
  * Every result (structs, strings, arrays, byte spans, raw replies) lives in
  * memory owned by the client and stays valid until the next call on the same
- * client, or until sl_client_close, whichever comes first. Copy what must
+ * client (sl_client_tick and producer or consumer calls that use the client
+ * count), or until sl_client_close, whichever comes first. Copy what must
  * live longer. Strings in results are NUL-terminated UTF-8 (a name that
  * contains a NUL byte reads as cut at it). Arguments are borrowed only for
- * the duration of the call: the library keeps no pointer to them.
+ * the duration of the call: the library keeps no pointer to them (it copies
+ * the host of sl_client_connect and, with reconnects on, the credentials of
+ * a login). sl_client_session_info fills a struct of plain values.
  *
- * Threads. A client may be used by one thread at a time; it takes no locks.
- * Different clients are independent. The library has no global mutable
- * state.
+ * Threads. A client may be used by one thread at a time; it takes no locks
+ * and starts no threads (heartbeats and reconnects happen inside calls and
+ * sl_client_tick, in the caller's thread). Different clients are
+ * independent: one client per thread is the way to use several threads.
+ * The library has no global mutable state. The one thread-safe object is a
+ * background producer (<sluice/producer.h>), which owns its own client.
  *
  * Connection model. One TCP connection per client, one request in flight
  * (lockstep): each call sends one request and blocks until its reply, an
  * eviction, an error or the request timeout. The socket stays in blocking
  * mode; every wait is bounded by poll(). TCP_NODELAY is set.
+ *
+ * Connection care is opt-in through sl_client_options_t (all off by
+ * default, so a client behaves exactly as described elsewhere in this
+ * header unless asked): reconnecting with exponential backoff and logging in
+ * again, bounded replays of transient refusals, and heartbeat pings from
+ * sl_client_tick. The rules are listed under "Connection care" below.
  *
  * Sessions. sl_client_login registers a fresh random 128-bit client id and
  * stores the session epoch of the reply; later requests carry it. Request
@@ -68,11 +80,13 @@
  *                                       does not match its bytes
  *   -SL_ERR_INVALID_BATCH_CHECKSUM      a polled record whose batch checksum
  *                                       does not match
+ *   -SL_ERR_UNAUTHENTICATED             a replicated command without a session
+ *                                       (nothing is sent)
  *   -SL_ERR_ERROR                       out of memory, or no randomness
  * A socket failure, an end of stream, a timeout or a reply that breaks
  * framing closes the connection, since the byte stream can no longer be
  * trusted; later calls return -SL_ERR_NOT_CONNECTED (close the client and
- * connect again). Server verdicts, a malformed result section, an empty
+ * connect again, or enable reconnects). Server verdicts, a malformed result section, an empty
  * login body, an undecodable payload and a checksum mismatch leave the
  * connection as it was. Argument errors of the message calls are listed
  * with them. */
@@ -95,23 +109,94 @@ typedef struct sl_client sl_client_t;
 
 /* --- connecting ---------------------------------------------------------- */
 
+/* Every field left at 0 (or NULL) takes the default after its comment; a
+ * zero-initialised struct (or a NULL pointer) gives a client without
+ * connection care. */
 typedef struct sl_client_options {
-    uint32_t connect_timeout_ms; /* 0: 5000 */
+    uint32_t connect_timeout_ms; /* 0: 5000; bounds each dial, also reconnects */
     uint32_t request_timeout_ms; /* 0: 30000; covers sending and the whole reply */
     uint32_t frame_max;          /* largest frame sent or accepted; 0: 64 MiB, min 4096 */
     const char *sdk_name;        /* reported at login; NULL: "sluice-c" */
     const char *sdk_version;     /* reported at login; NULL: the library version */
+    /* Connection care (see "Connection care" below). */
+    uint32_t reconnect_attempts;     /* dials per recovery; 0: never reconnect or re-login */
+    uint32_t reconnect_delay_ms;     /* backoff before the 2nd dial; 0: 100; doubles per dial */
+    uint32_t reconnect_delay_max_ms; /* backoff cap; 0: 5000 */
+    uint32_t transient_retries;      /* replays of a 57/58 refusal per call; 0: none */
+    uint32_t transient_delay_ms;     /* backoff before the 1st replay; 0: 20; doubles, cap 1000 */
+    uint32_t heartbeat_interval_ms;  /* sl_client_tick pings after this much silence; 0: never */
 } sl_client_options_t;
 
 /* Connects to host:port (a name or an IPv4/IPv6 literal). options may be
- * NULL for the defaults; it is copied. On success *out owns the connection
- * until sl_client_close. Nothing is sent: call sl_client_login next. */
+ * NULL for the defaults; it is copied, and so is host (a reconnect dials
+ * the same address). The first connect is one attempt, reconnects or not.
+ * On success *out owns the connection until sl_client_close. Nothing is
+ * sent: call sl_client_login next. */
 int sl_client_connect(const char *host, uint16_t port, const sl_client_options_t *options,
                       sl_client_t **out) SL_CLIENT_WUR;
-/* Closes the connection and frees the client and every result it returned.
- * No Logout is sent: the server ends the session when the connection drops.
- * NULL is allowed. */
+/* Closes the connection and frees the client and every result it returned,
+ * and wipes any remembered credentials. No Logout is sent: the server ends
+ * the session when the connection drops. NULL is allowed. */
 void sl_client_close(sl_client_t *client);
+
+/* --- connection care -------------------------------------------------------------
+ *
+ * Reconnect and re-login (reconnect_attempts > 0). After a successful
+ * sl_client_login or sl_client_login_token the client keeps a copy of the
+ * credentials (or token) in its own memory, wiped by sl_client_logout,
+ * sl_client_close, a new login, or a login refusal. Before each request it
+ * checks, without blocking, whether the server closed the connection or
+ * pushed an eviction while the client was idle; if so, or if an earlier
+ * failure closed the connection, it dials host:port again, up to
+ * reconnect_attempts times, sleeping between dials with exponential backoff
+ * and jitter (the n-th wait lies in [d/2, d] for d = reconnect_delay_ms *
+ * 2^(n-1), capped at reconnect_delay_max_ms), then logs in again under a
+ * fresh client id and sends the request: it had not been sent, so this is
+ * safe for every command. When the connection fails while a request is in
+ * flight, its outcome is unknown: reads (operation NonReplicated: pings,
+ * gets, polls) and logins are re-issued on a new connection; commands that
+ * change state return the transport error, and the next call reconnects.
+ * A request refused for a lost session (Eviction 1 NoSession or 7
+ * SessionTooLow, which apply nothing; status 40 on a read) is re-issued
+ * after a re-login; Eviction 13 StaleClient closes the connection and
+ * counts as a failure in flight. At most 2 recoveries happen per call. A
+ * failed recovery returns its own error (-SL_ERR_CANNOT_ESTABLISH_CONNECTION,
+ * -SL_ERR_INVALID_SERVER_ADDRESS, or the login's refusal). A re-login loses
+ * what was bound to the old session: consumer-group memberships (join
+ * again; the consumer of <sluice/consumer.h> does) and the request counter.
+ * A poll re-issued with auto_commit and sl_poll_next() may skip the
+ * messages of the lost reply (the server committed them); poll by offset
+ * when that matters. Clients made by sl_client_connect only: there is
+ * nothing to dial for a client that was handed a socket.
+ *
+ * Transient refusals (transient_retries > 0, commands.md 1.7). A result or
+ * status 57 TransientNotCommitted (outcome unknown) to a metadata command,
+ * DeleteSegments, a login or a logout is replayed byte for byte (same
+ * client id, session and request number) on the same connection, so the
+ * server's deduplication answers it; 58 TransientNotAccepted (nothing
+ * applied) is replayed for every operation, including SendMessages and the
+ * consumer-offset writes (57 there is returned: the partition plane does
+ * not deduplicate). Replays wait transient_delay_ms, doubling up to 1 s,
+ * and stop after transient_retries; the last refusal is then returned.
+ *
+ * Heartbeat (heartbeat_interval_ms > 0). The library starts no thread: the
+ * application calls sl_client_tick regularly (its poll loop, a timer), from
+ * the thread that uses the client. The server evicts a consumer-group
+ * member that stays silent for 1.2 x its heartbeat interval (36 s by
+ * default, lifecycle.md 8), so an interval of 5000 is a good choice. */
+
+/* Keeps the connection alive; cheap when nothing is due. With reconnects
+ * enabled, reconnects and logs in again when the connection was lost (as a
+ * call would); then, when heartbeat_interval_ms is set and no request went
+ * out for that long, sends a Ping. Returns 0, or the error of the reconnect
+ * or the ping; -SL_ERR_NOT_CONNECTED when the connection is closed and
+ * reconnects are off. Does nothing while a send batch is open. A ping ends
+ * the previous call's results, like any call. */
+int sl_client_tick(sl_client_t *client) SL_CLIENT_WUR;
+/* Closes the connection (if open), dials again (reconnect_attempts dials
+ * with backoff, at least one) and logs in again when credentials are
+ * remembered. For applications that want to force a fresh connection. */
+int sl_client_reconnect(sl_client_t *client) SL_CLIENT_WUR;
 
 /* --- identifiers ------------------------------------------------------------ */
 
@@ -152,14 +237,18 @@ typedef struct sl_identity {
 int sl_client_ping(sl_client_t *client) SL_CLIENT_WUR;
 /* LOGIN_REGISTER (code 40). When already logged in, logs out first. out may
  * be NULL. Bad credentials arrive as an eviction: -SL_ERR_INVALID_CREDENTIALS.
- * The library does not retry transient refusals (-SL_ERR_TRANSIENT_NOT_ACCEPTED,
- * _NOT_COMMITTED); calling login again registers under a new client id. */
+ * Transient refusals (-SL_ERR_TRANSIENT_NOT_ACCEPTED, _NOT_COMMITTED) are
+ * replayed only with transient_retries set; calling login again registers
+ * under a new client id. With reconnects enabled the credentials are
+ * remembered for re-logins (see "Connection care"); username and password
+ * are otherwise only borrowed for the call. */
 int sl_client_login(sl_client_t *client, const char *username, const char *password,
                     sl_identity_t *out) SL_CLIENT_WUR;
 /* LOGIN_REGISTER_WITH_PAT (code 45) with a personal access token. */
 int sl_client_login_token(sl_client_t *client, const char *token, sl_identity_t *out) SL_CLIENT_WUR;
-/* LOGOUT (code 39). 0 without sending when not logged in. On a transient
- * failure the session stays bound and the call may be repeated. */
+/* LOGOUT (code 39). 0 without sending when not logged in. Forgets the
+ * remembered credentials first, so no automatic re-login follows. On a
+ * transient failure the session stays bound and the call may be repeated. */
 int sl_client_logout(sl_client_t *client) SL_CLIENT_WUR;
 
 /* What the client would put in its next request header. */
@@ -171,6 +260,9 @@ typedef struct sl_session_info {
     uint64_t session; /* 0 when not logged in */
     uint64_t request; /* the counter: sent by the next advancing operation */
     uint32_t user_id;
+    uint64_t reconnects; /* successful re-dials since sl_client_connect */
+    uint64_t relogins;   /* automatic logins after a reconnect or a lost session */
+    uint64_t replays;    /* transient refusals replayed */
 } sl_session_info_t;
 
 void sl_client_session_info(const sl_client_t *client, sl_session_info_t *out);
@@ -664,7 +756,11 @@ static inline sl_header_value_t sl_hv_f64(double f)
     return v;
 }
 
-/* Walks an encoded user-headers block (encodings.md 9), typed. */
+/* Walks an encoded user-headers block (encodings.md 9), typed. The
+ * iterator and the bytes of the headers it yields point into the block,
+ * which the caller keeps valid while it iterates (a polled message's block
+ * lives until the next call on the client). Pure functions of their
+ * arguments: any thread, no client involved. */
 typedef struct sl_header_iter {
     const uint8_t *pos;
     size_t left;

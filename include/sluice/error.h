@@ -15,11 +15,16 @@ typedef enum sl_err {
 } sl_err_t;
 
 /* The protocol name of a code ("InvalidCommand"), or NULL when the number is
- * not a defined code. Accepts the code or its negation. The string is static. */
+ * not a defined code. Accepts the code or its negation. The string is static
+ * (never freed, never changes); safe from any thread. */
 const char *sl_err_name(int code);
 
-/* A short English description for people ("invalid command (3)"). Never NULL;
- * the string is static for known codes and thread-local otherwise. */
+/* A short English description for people ("invalid command (3)";
+ * "unknown error (N)" for a number that is not a defined code, such as a
+ * code a newer server sent). Accepts the code or its negation. Never NULL.
+ * The text is written into a buffer private to the calling thread: it stays
+ * valid until that thread calls sl_strerror again (copy it to keep it), and
+ * calls from different threads do not interfere. The caller never frees it. */
 const char *sl_strerror(int code);
 
 #endif

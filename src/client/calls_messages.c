@@ -95,6 +95,21 @@ static int field_encode(sl_buf_t *b, const sl_header_value_t *v, int bad_content
     return sl_tlv_put(b, v->kind, data) ? 0 : -SL_ERR_ERROR;
 }
 
+int sl_client_headers_encode(sl_buf_t *b, const sl_header_t *headers, uint32_t count)
+{
+    sl_buf_reset(b);
+    if (count > 0 && headers == NULL)
+        return -SL_ERR_INVALID_COMMAND;
+    for (uint32_t i = 0; i < count; i++) {
+        int rc = field_encode(b, &headers[i].key, -SL_ERR_INVALID_HEADER_KEY);
+        if (rc == 0)
+            rc = field_encode(b, &headers[i].value, -SL_ERR_INVALID_HEADER_VALUE);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
 /* The user-headers block of a message: the raw block as given (validated),
  * or the typed entries encoded into c->scratch. */
 static int message_headers(sl_client_t *c, const sl_send_message_t *m, sl_span_t *out)
@@ -116,18 +131,10 @@ static int message_headers(sl_client_t *c, const sl_send_message_t *m, sl_span_t
     }
     if (m->headers_count == 0)
         return 0;
-    if (m->headers == NULL)
-        return -SL_ERR_INVALID_COMMAND;
-    sl_buf_reset(&c->scratch);
-    for (uint32_t i = 0; i < m->headers_count; i++) {
-        int rc = field_encode(&c->scratch, &m->headers[i].key, -SL_ERR_INVALID_HEADER_KEY);
-        if (rc == 0)
-            rc = field_encode(&c->scratch, &m->headers[i].value, -SL_ERR_INVALID_HEADER_VALUE);
-        if (rc != 0)
-            return rc;
-    }
-    *out = sl_buf_span(&c->scratch);
-    return 0;
+    int rc = sl_client_headers_encode(&c->scratch, m->headers, m->headers_count);
+    if (rc == 0)
+        *out = sl_buf_span(&c->scratch);
+    return rc;
 }
 
 /* Bytes a typed value takes in a block (what field_encode writes when the
@@ -296,7 +303,8 @@ int sl_client_send_begin(sl_client_t *c, sl_id_t stream, sl_id_t topic,
     if (!sl_client_ident(stream, &req.stream_id) || !sl_client_ident(topic, &req.topic_id) ||
         !wire_partitioning(partitioning, &req.partitioning))
         return -SL_ERR_INVALID_COMMAND;
-    if (c->fd < 0)
+    /* With reconnects on, commit dials again; the batch can be built now. */
+    if (c->fd < 0 && !sl_client_reconnect_on(c))
         return -SL_ERR_NOT_CONNECTED;
     sl_client_request_begin(c); /* results of the previous call stay alive */
     /* messages_count is the section's last field; commit patches it. */

@@ -12,6 +12,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "wire/command.h"
 
 /* --- lifecycle ------------------------------------------------------------------ */
@@ -68,6 +69,7 @@ static void apply_options(sl_client_t *c, const sl_client_options_t *o)
         c->frame_max = SL_CLIENT_FRAME_MIN;
     copy_text(c->sdk_name, sizeof(c->sdk_name), o->sdk_name, SL_CLIENT_SDK_NAME);
     copy_text(c->sdk_version, sizeof(c->sdk_version), o->sdk_version, SL_CLIENT_VERSION);
+    sl_client_care_init(c, o);
 }
 
 static void init_buffers(sl_client_t *c)
@@ -109,9 +111,19 @@ int sl_client_connect(const char *host, uint16_t port, const sl_client_options_t
                               : SL_CLIENT_CONNECT_TIMEOUT_MS_DEFAULT;
     int fd;
     int rc = sl_client_tcp_connect(host, port, timeout_ms, &fd);
+    if (rc == 0)
+        rc = sl_client_adopt(fd, options, out);
     if (rc != 0)
         return rc;
-    return sl_client_adopt(fd, options, out);
+    /* A reconnect dials the same address. */
+    (*out)->care.host = strdup(host);
+    (*out)->care.port = port;
+    if ((*out)->care.host == NULL) {
+        sl_client_close(*out);
+        *out = NULL;
+        return -SL_ERR_ERROR;
+    }
+    return 0;
 }
 
 void sl_client_close(sl_client_t *c)
@@ -124,6 +136,7 @@ void sl_client_close(sl_client_t *c)
     sl_buf_free(&c->rx);
     sl_buf_free(&c->scratch);
     sl_arena_free(&c->arena);
+    sl_client_care_free(c);
     free(c);
 }
 
@@ -137,6 +150,9 @@ void sl_client_session_info(const sl_client_t *c, sl_session_info_t *out)
         .session = c->session.session,
         .request = c->session.request,
         .user_id = c->session.user_id,
+        .reconnects = c->care.reconnects,
+        .relogins = c->care.relogins,
+        .replays = c->care.replays,
     };
 }
 
@@ -185,43 +201,74 @@ static void apply_outcome(sl_client_t *c, const sl_client_reply_t *r)
         sl_client_disconnect(c);
 }
 
-/* Sends c->tx (already numbered) and reads one frame into c->rx. Any
- * failure closes the connection. */
-static int exchange(sl_client_t *c, sl_span_t *frame)
+int sl_client_exchange(sl_client_t *c, sl_span_t *frame, bool *sent)
 {
     uint64_t deadline_us = sl_client_deadline(c->request_timeout_ms);
     int rc = sl_client_send_all(c->fd, c->tx.data, c->tx.len, deadline_us);
-    if (rc == 0)
+    *sent = rc == 0;
+    if (rc == 0) {
+        c->care.last_send_us = sl_clock_monotonic_us();
         rc = sl_client_read_frame(c, deadline_us, frame);
+    }
     if (rc != 0)
         sl_client_disconnect(c); /* the stream position is unknown now */
     return rc;
 }
 
-static bool needs_session(uint8_t operation)
+bool sl_client_needs_session(uint8_t operation)
 {
     return operation != SL_OP_REGISTER && operation != SL_OP_NON_REPLICATED;
 }
 
-int sl_client_call(sl_client_t *c, uint8_t operation, uint32_t code, sl_client_reply_t *reply)
+int sl_client_resend(sl_client_t *c, sl_client_reply_t *reply, bool *sent, bool *transport)
 {
     *reply = (sl_client_reply_t){.outcome = SL_CLIENT_REPLY_BAD_FRAME};
+    bool sent_all = false;
+    if (sent != NULL)
+        *sent = false;
+    *transport = false;
+    if (c->fd < 0)
+        return -SL_ERR_NOT_CONNECTED;
+    sl_span_t frame;
+    int rc = sl_client_exchange(c, &frame, &sent_all);
+    if (sent != NULL)
+        *sent = sent_all;
+    if (rc != 0) {
+        /* Out of memory and an impossible frame size are not the socket's
+         * fault, although they close it too. */
+        *transport = rc != -SL_ERR_ERROR && rc != -SL_ERR_INVALID_COMMAND;
+        return rc;
+    }
+    rc = sl_client_reply_process(frame, c->frame_max, reply);
+    apply_outcome(c, reply);
+    return rc;
+}
+
+int sl_client_call_once(sl_client_t *c, uint8_t operation, uint32_t code, sl_client_reply_t *reply,
+                        bool *sent, bool *transport)
+{
+    *reply = (sl_client_reply_t){.outcome = SL_CLIENT_REPLY_BAD_FRAME};
+    if (sent != NULL)
+        *sent = false;
+    *transport = false;
     if (c->fd < 0)
         return -SL_ERR_NOT_CONNECTED;
     /* Without a session the server drops these silently (framing.md 9);
      * answering locally beats waiting for the timeout. */
-    if (needs_session(operation) && c->session.session == 0)
+    if (sl_client_needs_session(operation) && c->session.session == 0)
         return -SL_ERR_UNAUTHENTICATED;
     int rc = sl_client_frame_finish(&c->tx, &c->session, operation, code, c->frame_max);
     if (rc != 0)
         return rc;
-    sl_span_t frame;
-    rc = exchange(c, &frame);
-    if (rc != 0)
-        return rc;
-    rc = sl_client_reply_process(frame, c->frame_max, reply);
-    apply_outcome(c, reply);
-    return rc;
+    return sl_client_resend(c, reply, sent, transport);
+}
+
+int sl_client_call(sl_client_t *c, uint8_t operation, uint32_t code, sl_client_reply_t *reply)
+{
+    if (sl_client_care_on(c) && !c->care.recovering)
+        return sl_client_care_call(c, operation, code, reply);
+    bool transport;
+    return sl_client_call_once(c, operation, code, reply, NULL, &transport);
 }
 
 int sl_client_run(sl_client_t *c, int encode_rc, uint8_t operation, uint32_t code,
@@ -309,44 +356,71 @@ static sl_client_version_t client_version(const sl_client_t *c)
     };
 }
 
+/* The two login bodies; token NULL means username and password. */
+static int login_with(sl_client_t *c, const char *username, const char *password, const char *token,
+                      sl_identity_t *out)
+{
+    sl_client_call_begin(c);
+    int rc;
+    if (token != NULL) {
+        sl_login_register_with_pat_request_t req = {
+            .version = client_version(c),
+            .login = {.token = sl_span_str(token)},
+        };
+        rc = sl_login_register_with_pat_request_encode(&c->tx, &req);
+    } else {
+        sl_login_register_request_t req = {
+            .version = client_version(c),
+            .login = {.username = sl_span_str(username), .password = sl_span_str(password)},
+        };
+        rc = sl_login_register_request_encode(&c->tx, &req);
+    }
+    return rc != 0 ? rc : register_session(c, out);
+}
+
+/* A login the application asked for: the old session ends first, and the
+ * credentials are remembered for re-logins once they worked. */
+static int login_public(sl_client_t *c, const char *username, const char *password,
+                        const char *token, sl_identity_t *out)
+{
+    /* With reconnects on, a closed connection is dialled again by the call. */
+    if (c->fd < 0 && !sl_client_reconnect_on(c))
+        return -SL_ERR_NOT_CONNECTED;
+    sl_client_care_forget(c);
+    int rc = leave_current_session(c);
+    if (rc == 0)
+        rc = login_with(c, username, password, token, out);
+    if (rc == 0)
+        rc = sl_client_care_remember(c, username, password, token);
+    return rc;
+}
+
 int sl_client_login(sl_client_t *c, const char *username, const char *password, sl_identity_t *out)
 {
-    if (c->fd < 0)
-        return -SL_ERR_NOT_CONNECTED;
     if (username == NULL || password == NULL)
         return -SL_ERR_INVALID_COMMAND;
-    int rc = leave_current_session(c);
-    if (rc != 0)
-        return rc;
-    sl_client_call_begin(c);
-    sl_login_register_request_t req = {
-        .version = client_version(c),
-        .login = {.username = sl_span_str(username), .password = sl_span_str(password)},
-    };
-    rc = sl_login_register_request_encode(&c->tx, &req);
-    return rc != 0 ? rc : register_session(c, out);
+    return login_public(c, username, password, NULL, out);
 }
 
 int sl_client_login_token(sl_client_t *c, const char *token, sl_identity_t *out)
 {
-    if (c->fd < 0)
-        return -SL_ERR_NOT_CONNECTED;
     if (token == NULL)
         return -SL_ERR_INVALID_COMMAND;
-    int rc = leave_current_session(c);
-    if (rc != 0)
-        return rc;
-    sl_client_call_begin(c);
-    sl_login_register_with_pat_request_t req = {
-        .version = client_version(c),
-        .login = {.token = sl_span_str(token)},
-    };
-    rc = sl_login_register_with_pat_request_encode(&c->tx, &req);
-    return rc != 0 ? rc : register_session(c, out);
+    return login_public(c, NULL, NULL, token, out);
+}
+
+int sl_client_login_again(sl_client_t *c)
+{
+    const sl_client_care_t *k = &c->care;
+    if (k->token == NULL && (k->username == NULL || k->password == NULL))
+        return -SL_ERR_UNAUTHENTICATED;
+    return login_with(c, k->username, k->password, k->token, NULL);
 }
 
 int sl_client_logout(sl_client_t *c)
 {
+    /* An explicit logout means "stay logged out": no re-login after it. */
+    sl_client_care_forget(c);
     if (c->fd < 0)
         return -SL_ERR_NOT_CONNECTED;
     if (c->session.session == 0)
@@ -409,7 +483,8 @@ int sl_client_request_raw(sl_client_t *c, uint8_t operation, uint32_t code, cons
     if (rc != 0)
         return rc;
     sl_span_t frame;
-    rc = exchange(c, &frame);
+    bool sent;
+    rc = sl_client_exchange(c, &frame, &sent);
     return rc != 0 ? rc : raw_result(c, frame, out);
 }
 

@@ -40,6 +40,17 @@
 #define SL_CLIENT_KEEP_BYTES (1u << 20)
 /* First arena chunk. */
 #define SL_CLIENT_ARENA_CHUNK 16384u
+/* Connection care defaults (client.h, "Connection care"). */
+#define SL_CLIENT_RECONNECT_DELAY_MS_DEFAULT     100u
+#define SL_CLIENT_RECONNECT_DELAY_MAX_MS_DEFAULT 5000u
+#define SL_CLIENT_TRANSIENT_DELAY_MS_DEFAULT     20u
+/* A server that keeps answering "try again" for a second per replay is
+ * overloaded; longer waits only hide that from the caller. */
+#define SL_CLIENT_TRANSIENT_DELAY_MAX_MS 1000u
+/* Recoveries (reconnect or re-login, then re-issue) within one call: one for
+ * a dropped connection plus one for a session lost right after; more would
+ * only loop against a server that keeps failing. */
+#define SL_CLIENT_RECOVERIES_MAX 2u
 
 /* --- session state and request numbering (framing.md 3, 5) ------------------ */
 
@@ -113,6 +124,39 @@ typedef struct sl_client_batch {
  * one getrandom per message would dominate small sends). */
 #define SL_CLIENT_RANDOM_POOL 512u
 
+/* Dials a new connection for a reconnect: 0 with *fd, or the negated error.
+ * The default dials host:port; tests substitute socketpairs. */
+typedef int (*sl_client_dial_t)(void *ctx, int *fd);
+/* Waits ms milliseconds between attempts; tests record instead. */
+typedef void (*sl_client_sleep_t)(void *ctx, uint32_t ms);
+
+/* Connection care (care.c): settings, what a reconnect needs, counters. */
+typedef struct sl_client_care {
+    uint32_t reconnect_attempts;
+    uint32_t reconnect_delay_ms;
+    uint32_t reconnect_delay_max_ms;
+    uint32_t transient_retries;
+    uint32_t transient_delay_ms;
+    uint32_t heartbeat_interval_ms;
+    char *host; /* NULL for an adopted socket */
+    uint16_t port;
+    /* Remembered after a successful login while reconnects are on; a token
+     * login leaves username and password NULL. */
+    char *username;
+    char *password;
+    char *token;
+    bool recovering;       /* inside a recovery: the calls it makes get no care */
+    uint64_t last_send_us; /* monotonic time of the last request written */
+    uint64_t reconnects;
+    uint64_t relogins;
+    uint64_t replays;
+    sl_buf_t saved; /* a request body kept while a re-login reuses tx */
+    sl_client_dial_t dial;
+    void *dial_ctx;
+    sl_client_sleep_t sleep;
+    void *sleep_ctx;
+} sl_client_care_t;
+
 struct sl_client {
     int fd; /* -1 once closed after a transport or framing error */
     uint32_t connect_timeout_ms;
@@ -128,6 +172,7 @@ struct sl_client {
     sl_buf_t scratch;        /* the encoded user headers of the message being added */
     uint8_t random[SL_CLIENT_RANDOM_POOL];
     size_t random_left; /* unused bytes at the end of random[] */
+    sl_client_care_t care;
 };
 
 /* Wraps a connected stream socket (tests use one end of a socketpair). The
@@ -156,6 +201,41 @@ int sl_client_run(sl_client_t *c, int encode_rc, uint8_t operation, uint32_t cod
 /* Like sl_client_call for a request without a body. */
 int sl_client_call_empty(sl_client_t *c, uint8_t operation, uint32_t code,
                          sl_client_reply_t *reply) SL_WUR;
+/* One attempt of sl_client_call without connection care: check, number,
+ * send, read, process. *sent (may be NULL) tells whether the whole request
+ * reached the kernel, after which a transport failure leaves its outcome
+ * unknown; *transport whether the error is one of the socket (the
+ * connection is closed then). */
+int sl_client_call_once(sl_client_t *c, uint8_t operation, uint32_t code, sl_client_reply_t *reply,
+                        bool *sent, bool *transport) SL_WUR;
+/* Sends the request already numbered in c->tx again and processes the reply
+ * (a transient replay). Same outputs as sl_client_call_once. */
+int sl_client_resend(sl_client_t *c, sl_client_reply_t *reply, bool *sent, bool *transport) SL_WUR;
+/* Whether operation needs a bound session (all but Register and NonReplicated). */
+bool sl_client_needs_session(uint8_t operation);
+/* The login of a re-login, with the remembered credentials: no logout
+ * first, nothing remembered again. */
+int sl_client_login_again(sl_client_t *c) SL_WUR;
+
+/* --- connection care (care.c) ------------------------------------------------------ */
+
+/* The n-th backoff wait (attempt 0 is the first): d = first_ms * 2^attempt
+ * capped at max_ms, then a point of [d/2, d] picked by random. Pure. */
+uint32_t sl_client_backoff_ms(uint32_t first_ms, uint32_t max_ms, uint32_t attempt,
+                              uint32_t random);
+/* Whether calls go through the care path (reconnects or replays enabled). */
+bool sl_client_care_on(const sl_client_t *c);
+bool sl_client_reconnect_on(const sl_client_t *c);
+/* sl_client_call with reconnects, re-logins and replays. */
+int sl_client_care_call(sl_client_t *c, uint8_t operation, uint32_t code,
+                        sl_client_reply_t *reply) SL_WUR;
+void sl_client_care_init(sl_client_t *c, const sl_client_options_t *o);
+/* Copies the credentials of a successful login (when reconnects are on). */
+int sl_client_care_remember(sl_client_t *c, const char *username, const char *password,
+                            const char *token) SL_WUR;
+/* Wipes and frees the remembered credentials. */
+void sl_client_care_forget(sl_client_t *c);
+void sl_client_care_free(sl_client_t *c);
 
 /* --- socket layer --------------------------------------------------------------- */
 
@@ -167,6 +247,9 @@ int sl_client_send_all(int fd, const uint8_t *p, size_t n, uint64_t deadline_us)
 /* 0 when n bytes arrived; *got says how many did otherwise. -SL_ERR_CONNECTION_CLOSED
  * at end of stream, -SL_ERR_TASK_TIMEOUT or -SL_ERR_DISCONNECTED. */
 int sl_client_recv_exact(int fd, uint8_t *p, size_t n, uint64_t deadline_us, size_t *got) SL_WUR;
+/* Sends c->tx (already numbered) and reads one frame into c->rx; any
+ * failure closes the connection. *sent as in sl_client_call_once. */
+int sl_client_exchange(sl_client_t *c, sl_span_t *frame, bool *sent) SL_WUR;
 /* Reads one frame into c->rx: header, size check, body. */
 int sl_client_read_frame(sl_client_t *c, uint64_t deadline_us, sl_span_t *frame) SL_WUR;
 /* Closes the socket after an error that leaves the stream unusable. */
@@ -217,6 +300,11 @@ int sl_client_permissions_encode(sl_buf_t *b, sl_client_conv_t *cv,
                                  const sl_permission_set_t *in) SL_WUR;
 /* Decodes an encoded set into a public one. */
 const sl_permission_set_t *sl_client_conv_permissions(sl_client_conv_t *cv, sl_span_t raw);
+
+/* Encodes typed user headers into b (emptied first) as one block: 0 or the
+ * error sl_client_send_add reports for them. Touches no client state, so the
+ * producer can encode in the enqueuing thread. */
+int sl_client_headers_encode(sl_buf_t *b, const sl_header_t *headers, uint32_t count) SL_WUR;
 
 /* Whether libsluice offers a call for a command code, for
  * docs/compatibility.md (support.c, next to the calls it describes). */
