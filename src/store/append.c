@@ -88,6 +88,12 @@ static int rotate(sl_partition_t *p)
             sl_log_warn("partition %s: segment %020" PRIu64 " left behind", p->dir, start);
         return -SL_ERR_CANNOT_SYNC_FILE;
     }
+    /* The sealed segment's index is made durable once, here, rather than
+     * per write (sl_segment_append); a failure only costs a longer walk at
+     * boot, so it is logged, not returned. */
+    if (p->cfg.enforce_fsync && (rc = sl_io_fdatasync(active->index_fd)) < 0)
+        sl_log_warn("partition %s: segment %020" PRIu64 ": the .index did not fsync at seal: %s",
+                    p->dir, active->start_offset, strerror(-rc));
     active->sealed = true;
     sl_segment_close(active);
     p->segments[p->segment_count++] = next;

@@ -515,6 +515,27 @@ static void count_syncs(void *ctx, const sl_io_op_t *op)
     (*(int *)ctx)++;
 }
 
+/* The calls of one append in order, as letters: S = fdatasync of the
+ * .log, s = of the .index, W = write to the .log, w = to the .index. */
+typedef struct op_trace {
+    char seq[64];
+    size_t n;
+} op_trace_t;
+
+static void trace_ops(void *ctx, const sl_io_op_t *op)
+{
+    op_trace_t *t = ctx;
+    bool index = op->path != NULL && strstr(op->path, ".index") != NULL;
+    bool log = op->path != NULL && strstr(op->path, ".log") != NULL;
+    char c = 0;
+    if (op->call == SL_IO_FDATASYNC && (index || log))
+        c = index ? 's' : 'S';
+    else if ((SL_IO_BIT(op->call) & SL_IO_MASK_WRITES) && (index || log))
+        c = index ? 'w' : 'W';
+    if (c != 0 && t->n + 1 < sizeof(t->seq))
+        t->seq[t->n++] = c;
+}
+
 static void test_group_commit(void **state)
 {
     tu_part_t *t = *state;
@@ -536,11 +557,41 @@ static void test_group_commit(void **state)
     assert_int_equal(accepted, 5);
     for (uint32_t i = 0; i < 5; i++)
         assert_int_equal(bases[i], i * 2);
-    assert_int_equal(syncs, 2); /* one fdatasync of the .log and one of the .index */
+    assert_int_equal(syncs, 1); /* one fdatasync, of the .log, for all five */
     t->next_id = 10;
     char path[PATH_MAX];
     tu_seg_path(t, 0, ".index", path);
     assert_int_equal(tu_file_size(path), SL_INDEX_ENTRY_SIZE);
+    tu_reopen(t);
+    tu_poll_all(t, 3);
+}
+
+/* enforce_fsync: the .log is synced before the index entry is written (so
+ * the entry never reaches the disk ahead of its bytes) and the .index only
+ * when its segment is sealed: W S w per append, then s at the rotation. */
+static void test_fsync_order(void **state)
+{
+    tu_part_t *t = *state;
+    t->cfg.enforce_fsync = true;
+    t->cfg.segment_size = 1000;
+    tu_reopen(t);
+    op_trace_t trace = {0};
+    sl_io_fault_t plan = {.calls = SL_IO_MASK_ALL, .trace = trace_ops, .trace_ctx = &trace};
+    sl_io_fault_arm(&plan);
+    tu_append(t, 2, 100);
+    assert_string_equal(trace.seq, "WSw");
+    int appends = 1;
+    while (sl_partition_segments(t->p) < 2 && appends < 10) {
+        tu_append(t, 2, 100);
+        appends++;
+    }
+    sl_io_fault_arm(NULL);
+    assert_int_equal(sl_partition_segments(t->p), 2); /* the first one was sealed */
+    char expected[64] = "";
+    for (int i = 0; i < appends; i++)
+        strcat(expected, "WSw");
+    strcat(expected, "s");
+    assert_string_equal(trace.seq, expected);
     tu_reopen(t);
     tu_poll_all(t, 3);
 }
@@ -766,6 +817,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_retention_size, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preallocate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_purge, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fsync_order, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -190,6 +190,22 @@ static void test_index_torn_garbled_missing(void **state)
     /* torn: not a whole number of entries */
     tu_truncate(s.index_path, s.index_len - 5);
     expect_all_twelve(t, &s);
+    /* the last entry never written: a crash after the .log was synced and
+     * before its index entry (the order of sl_segment_append) */
+    tu_write_file(s.index_path, s.index, s.index_len);
+    tu_truncate(s.index_path, s.index_len - SL_INDEX_ENTRY_SIZE);
+    tu_open(t);
+    assert_int_equal(sl_partition_messages(t->p), 12); /* walked from the entry before */
+    assert_int_equal(tu_file_size(s.log_path), s.log_len);
+    t->next_id = 12;
+    tu_poll_all(t, 1);
+    tu_append(t, 2, 10); /* and the segment takes appends after the walked end */
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    tu_close(t);
+    tu_open(t);
+    assert_int_equal(sl_partition_messages(t->p), 14);
+    tu_close(t);
+    tu_write_file(s.log_path, s.log, s.log_len);
     /* the last entry names another offset than the batch it points at */
     uint8_t raw[8];
     sl_store_u64(raw, 9);
