@@ -29,7 +29,8 @@ typedef struct sb_options {
     int streams;                      /* CreateStream operations, split over the rounds */
     double durable_round_seconds_max; /* time cap of one durable round and figure */
     double message_seconds;           /* per message figure and round */
-    bool run_rss, run_ping, run_durable, run_messages;
+    int group_producers;              /* producers of the group-commit figure */
+    bool run_rss, run_ping, run_durable, run_messages, run_group;
 } sb_options_t;
 
 /* --- process plumbing (sluice_bench_proc.c) ------------------------------------- */
@@ -184,5 +185,11 @@ void sb_trip_close(sb_trip_t *t);
  * each next to the sink; sink files go to dir. server_pid 0: not ours. */
 void sb_messages_run(const sb_options_t *o, const char *host, uint16_t port, const char *dir,
                      pid_t server_pid);
+
+/* --- group commit (sluice_bench_group.c) -------------------------------------------- */
+
+/* Small batches to one enforce_fsync partition from one producer and from
+ * o->group_producers at once, beside the fsync sink; sink files go to dir. */
+void sb_group_run(const sb_options_t *o, const char *host, uint16_t port, const char *dir);
 
 #endif

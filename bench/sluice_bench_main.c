@@ -120,7 +120,8 @@ static void usage(FILE *f)
             "  --streams N        CreateStream operations in all (default 2000)\n"
             "  --dir DIR          where temporary data goes (default $TMPDIR or /tmp)\n"
             "  --message-seconds S  per message figure and round (default 0.5)\n"
-            "  --only LIST        any of rss,ping,durable,messages (default all)\n",
+            "  --producers N      producers of the group-commit figure (default 8, max 64)\n"
+            "  --only LIST        any of rss,ping,durable,messages,group (default all)\n",
             SLUICE_BENCH_SLUICED);
 }
 
@@ -141,8 +142,9 @@ static void parse_only(sb_options_t *o, const char *list)
     o->run_ping = strstr(list, "ping") != NULL;
     o->run_durable = strstr(list, "durable") != NULL;
     o->run_messages = strstr(list, "messages") != NULL;
-    if (!o->run_rss && !o->run_ping && !o->run_durable && !o->run_messages)
-        sb_die("--only takes rss, ping, durable and/or messages");
+    o->run_group = strstr(list, "group") != NULL;
+    if (!o->run_rss && !o->run_ping && !o->run_durable && !o->run_messages && !o->run_group)
+        sb_die("--only takes rss, ping, durable, messages and/or group");
 }
 
 static void check_options(const sb_options_t *o)
@@ -157,6 +159,8 @@ static void check_options(const sb_options_t *o)
         sb_die("--streams must be 1..1000000");
     if (!(o->message_seconds > 0.0 && o->message_seconds <= 60.0))
         sb_die("--message-seconds must be in (0, 60]");
+    if (o->group_producers < 2 || o->group_producers > 64)
+        sb_die("--producers must be 2..64");
 }
 
 /* One option of getopt_long; exits on --help and unknown options. */
@@ -199,6 +203,9 @@ static void apply_option(sb_options_t *o, int c, const char *arg)
     case 'm':
         o->message_seconds = atof(arg);
         break;
+    case 'P':
+        o->group_producers = atoi(arg);
+        break;
     case 'H':
         usage(stdout);
         exit(0);
@@ -224,15 +231,15 @@ static void parse_options(int argc, char **argv, sb_options_t *o)
                         .run_rss = true,
                         .run_ping = true,
                         .run_durable = true,
-                        .run_messages = true};
+                        .group_producers = 8,
+                        .run_messages = true,
+                        .run_group = true};
     static const struct option longs[] = {
-        {"sluiced", 1, 0, 's'},  {"host", 1, 0, 'h'},
-        {"port", 1, 0, 'p'},     {"user", 1, 0, 'u'},
-        {"password", 1, 0, 'w'}, {"rounds", 1, 0, 'r'},
-        {"seconds", 1, 0, 't'},  {"connections", 1, 0, 'c'},
-        {"streams", 1, 0, 'n'},  {"dir", 1, 0, 'd'},
-        {"only", 1, 0, 'o'},     {"message-seconds", 1, 0, 'm'},
-        {"help", 0, 0, 'H'},     {0, 0, 0, 0},
+        {"sluiced", 1, 0, 's'},   {"host", 1, 0, 'h'},        {"port", 1, 0, 'p'},
+        {"user", 1, 0, 'u'},      {"password", 1, 0, 'w'},    {"rounds", 1, 0, 'r'},
+        {"seconds", 1, 0, 't'},   {"connections", 1, 0, 'c'}, {"streams", 1, 0, 'n'},
+        {"dir", 1, 0, 'd'},       {"only", 1, 0, 'o'},        {"message-seconds", 1, 0, 'm'},
+        {"producers", 1, 0, 'P'}, {"help", 0, 0, 'H'},        {0, 0, 0, 0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1)
@@ -271,6 +278,8 @@ int main(int argc, char **argv)
     }
     if (o.run_messages)
         sb_messages_run(&o, host, port, port == own.port ? own.dir : o.dir, own.pid);
+    if (o.run_group)
+        sb_group_run(&o, host, port, port == own.port ? own.dir : o.dir);
     if (own.pid > 0) {
         sb_memory_t end;
         if (sb_memory_read(own.pid, &end))

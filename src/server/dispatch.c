@@ -102,6 +102,11 @@ void sl_dispatch_frame(void *ctx, sl_conn_t *conn, const uint8_t *frame, uint32_
         sl_reply_status(s, &req, SL_ERR_INVALID_FORMAT);
         return;
     }
+    /* Sends staged for the turn's group commit are made durable and
+     * answered before anything that could read or change their partition
+     * (or the session's standing) runs. */
+    if (req.operation != SL_OP_SEND_MESSAGES)
+        sl_messages_commit_staged(s->server);
     s->last_seen_us = sl_clock_monotonic_us();
     sl_arena_reset(&s->arena);
     sl_buf_reset(&s->reply_body);

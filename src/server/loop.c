@@ -529,6 +529,8 @@ int sl_loop_run(sl_loop_t *loop)
             break;
         loop_drain(loop);
         loop_run_queue(loop);
+        if (loop->cfg.cb.on_turn_end)
+            loop->cfg.cb.on_turn_end(loop->cfg.ctx, loop);
         loop_reap(loop);
         loop_check_done(loop);
         loop->stats.turns++;

@@ -69,6 +69,11 @@ typedef struct sl_loop_callbacks {
     void (*on_close)(void *ctx, sl_conn_t *conn);
     /* Every tick_ms, also while stopping. Optional. */
     void (*on_tick)(void *ctx, sl_loop_t *loop);
+    /* Once per turn, after every runnable connection had its frames
+     * delivered and before closed connections are released (their
+     * on_close comes after this): work the frames of one turn share, such
+     * as one fdatasync for several appends. Optional. */
+    void (*on_turn_end)(void *ctx, sl_loop_t *loop);
 } sl_loop_callbacks_t;
 
 /* Test hooks that make the kernel look slow: every send and every body

@@ -63,6 +63,51 @@ static uint64_t next_message_timestamp(sl_server_t *srv)
     return srv->last_message_ts;
 }
 
+/* The reply of one send: its confirmation, or the append's error (the
+ * frame is freed then: the partition did not take it). */
+static void answer_send(sl_staged_send_t *e, int rc, uint64_t base_offset)
+{
+    sl_session_t *s = e->session;
+    if (rc != 0) {
+        free(e->frame);
+        sl_log_error("append to partition %u of topic %u, stream %u failed: %s", e->partition_id,
+                     e->topic_id, e->stream_id, sl_strerror(rc));
+        return sl_reply_status(s, &e->req, (uint32_t)-rc);
+    }
+    sl_send_confirmation_t c = {e->stream_id, e->topic_id, e->partition_id, base_offset};
+    sl_send_messages_reply_t r = {1, &c};
+    sl_buf_reset(&s->reply_body);
+    if (sl_send_messages_reply_encode(&s->reply_body, &r) != 0)
+        return sl_reply_status(s, &e->req, SL_ERR_ERROR);
+    sl_reply_body(s, &e->req, SL_OP_SEND_MESSAGES);
+}
+
+/* Keeps a send for the turn's group commit; false (nothing kept) when the
+ * list cannot grow, and the caller appends at once instead. */
+static bool stage(sl_server_t *srv, const sl_staged_send_t *send)
+{
+    if (srv->staged_count == srv->staged_cap) {
+        uint32_t cap = srv->staged_cap ? 2 * srv->staged_cap : 16;
+        sl_staged_send_t *staged = realloc(srv->staged, cap * sizeof(*staged));
+        if (staged)
+            srv->staged = staged;
+        sl_partition_batch_t *batches = realloc(srv->staged_batches, cap * sizeof(*batches));
+        if (batches)
+            srv->staged_batches = batches;
+        uint64_t *bases = realloc(srv->staged_bases, cap * sizeof(*bases));
+        if (bases)
+            srv->staged_bases = bases;
+        uint32_t *picks = realloc(srv->staged_picks, cap * sizeof(*picks));
+        if (picks)
+            srv->staged_picks = picks;
+        if (!staged || !batches || !bases || !picks)
+            return false;
+        srv->staged_cap = cap;
+    }
+    srv->staged[srv->staged_count++] = *send;
+    return true;
+}
+
 static void send_messages(sl_session_t *s, const sl_request_header_t *req, const uint8_t *frame,
                           sl_span_t body)
 {
@@ -71,7 +116,8 @@ static void send_messages(sl_session_t *s, const sl_request_header_t *req, const
     target_t t;
     uint32_t partition_id;
     /* Every resolution failure is 20, as the reference maps them. */
-    if (sl_send_messages_metadata_decode(body, &q) != 0 || !resolve(srv, &q.stream_id, &q.topic_id, &t))
+    if (sl_send_messages_metadata_decode(body, &q) != 0 ||
+        !resolve(srv, &q.stream_id, &q.topic_id, &t))
         return sl_reply_status(s, req, SL_ERR_RESOURCE_NOT_FOUND);
     if (!sl_meta_allow(srv->meta, s->user_id, SL_PERM_SEND_MESSAGES, t.stream->id, t.topic->id))
         return sl_reply_status(s, req, SL_ERR_UNAUTHORIZED);
@@ -83,27 +129,56 @@ static void send_messages(sl_session_t *s, const sl_request_header_t *req, const
 
     /* The frame becomes the journal's: no copy of the messages. Everything
      * read from it must be read before the append (a flush may free it). */
-    uint32_t stream_id = t.stream->id, topic_id = t.topic->id;
     size_t record_at = (size_t)(q.batch.ptr - frame);
-    size_t record_len = q.batch.len;
     uint8_t *owned = sl_conn_take_frame(s->conn);
     sl_assert(owned == frame);
+    sl_staged_send_t send = {
+        .session = s,
+        .req = *req,
+        .partition = t.rt->partitions[partition_id],
+        .frame = owned,
+        .record = owned + record_at,
+        .len = q.batch.len,
+        .stream_id = t.stream->id,
+        .topic_id = t.topic->id,
+        .partition_id = partition_id,
+    };
+    /* enforce_fsync: wait for the turn's group commit; otherwise the flush
+     * gate decides and the append answers at once. */
+    if (t.topic->config.enforce_fsync && stage(srv, &send))
+        return;
     uint64_t base_offset;
-    rc = sl_partition_append(t.rt->partitions[partition_id], owned, owned + record_at, record_len,
+    rc = sl_partition_append(send.partition, owned, send.record, send.len,
                              next_message_timestamp(srv), &base_offset);
-    if (rc != 0) {
-        free(owned);
-        sl_log_error("append to partition %u of topic %u, stream %u failed: %s", partition_id,
-                     topic_id, stream_id, sl_strerror(rc));
-        return sl_reply_status(s, req, (uint32_t)-rc);
+    answer_send(&send, rc, base_offset);
+}
+
+void sl_messages_commit_staged(sl_server_t *srv)
+{
+    /* Partitions in the order of their first staged send; inside one, the
+     * order the sends arrived in, which is the order of their offsets. */
+    for (uint32_t i = 0; i < srv->staged_count; i++) {
+        sl_partition_t *p = srv->staged[i].partition;
+        if (p == NULL)
+            continue; /* answered with an earlier partition */
+        uint32_t k = 0;
+        for (uint32_t j = i; j < srv->staged_count; j++) {
+            sl_staged_send_t *e = &srv->staged[j];
+            if (e->partition != p)
+                continue;
+            srv->staged_picks[k] = j;
+            srv->staged_batches[k++] = (sl_partition_batch_t){e->frame, e->record, e->len};
+        }
+        size_t accepted = 0;
+        int rc = sl_partition_append_many(p, srv->staged_batches, k, next_message_timestamp(srv),
+                                          srv->staged_bases, &accepted);
+        for (uint32_t m = 0; m < k; m++) {
+            sl_staged_send_t *e = &srv->staged[srv->staged_picks[m]];
+            answer_send(e, m < accepted ? 0 : rc, m < accepted ? srv->staged_bases[m] : 0);
+            e->partition = NULL;
+        }
     }
-    sl_send_confirmation_t c = {stream_id, topic_id, partition_id, base_offset};
-    sl_send_messages_reply_t r = {1, &c};
-    sl_buf_reset(&s->reply_body);
-    if (sl_send_messages_reply_encode(&s->reply_body, &r) != 0)
-        return sl_reply_status(s, req, SL_ERR_ERROR);
-    /* The request header was decoded into req before the frame moved. */
-    sl_reply_body(s, req, SL_OP_SEND_MESSAGES);
+    srv->staged_count = 0;
 }
 
 /* --- consumers ------------------------------------------------------------------------ */
@@ -194,8 +269,7 @@ static void poll_messages(sl_read_t *c)
     const sl_meta_group_t *g;
     if (q.consumer.kind == SL_CONSUMER_GROUP && !q.partition.present)
         return poll_empty(s, c->req, 0, 0);
-    if (!consumer_key(t, &q.consumer, &kind, &key, &g) ||
-        (g && !group_owns(s, g, q.partition.id)))
+    if (!consumer_key(t, &q.consumer, &kind, &key, &g) || (g && !group_owns(s, g, q.partition.id)))
         return poll_empty(s, c->req, SL_POLL_RESYNC_PARTITION, 0);
     uint32_t partition_id = q.partition.present ? q.partition.id : 0;
     sl_partition_t *p = sl_partitions_get(&srv->partitions, st->id, t->id, partition_id);
@@ -286,8 +360,8 @@ static void store_consumer_offset(sl_session_t *s, const sl_request_header_t *re
     bool fsync;
     int rc = sl_store_consumer_offset_request_decode(body, &q) != 0
                  ? SL_ERR_RESOURCE_NOT_FOUND
-                 : offset_target(s, &q.consumer, &q.stream_id, &q.topic_id, q.partition, &p,
-                                 &kind, &key, &fsync);
+                 : offset_target(s, &q.consumer, &q.stream_id, &q.topic_id, q.partition, &p, &kind,
+                                 &key, &fsync);
     if (rc != 0)
         return sl_reply_status(s, req, (uint32_t)rc);
     if (sl_partition_empty(p) || q.offset > sl_partition_current_offset(p))
@@ -307,8 +381,8 @@ static void delete_consumer_offset(sl_session_t *s, const sl_request_header_t *r
     bool fsync;
     int rc = sl_delete_consumer_offset_request_decode(body, &q) != 0
                  ? SL_ERR_RESOURCE_NOT_FOUND
-                 : offset_target(s, &q.consumer, &q.stream_id, &q.topic_id, q.partition, &p,
-                                 &kind, &key, &fsync);
+                 : offset_target(s, &q.consumer, &q.stream_id, &q.topic_id, q.partition, &p, &kind,
+                                 &key, &fsync);
     if (rc != 0)
         return sl_reply_status(s, req, (uint32_t)rc);
     rc = sl_offsets_delete(p, kind, key);
@@ -319,8 +393,8 @@ static void delete_consumer_offset(sl_session_t *s, const sl_request_header_t *r
 
 /* --- entry points ---------------------------------------------------------------------- */
 
-void sl_messages_partition_op(sl_session_t *s, const sl_request_header_t *req,
-                              const uint8_t *frame, sl_span_t body)
+void sl_messages_partition_op(sl_session_t *s, const sl_request_header_t *req, const uint8_t *frame,
+                              sl_span_t body)
 {
     switch (req->operation) {
     case SL_OP_SEND_MESSAGES:

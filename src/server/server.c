@@ -183,8 +183,17 @@ static void retention_tick(sl_server_t *srv)
  * sends knows which plan that request meets. */
 static void on_frame_test_faults(void *ctx, sl_conn_t *conn, const uint8_t *frame, uint32_t size)
 {
+    /* Sends staged under the old plan are committed under it. */
+    sl_messages_commit_staged(ctx);
     sl_test_faults_poll();
     sl_dispatch_frame(ctx, conn, frame, size);
+}
+
+/* Group commit of the sends of this turn (messages.c). */
+static void on_turn_end(void *ctx, sl_loop_t *loop)
+{
+    (void)loop;
+    sl_messages_commit_staged(ctx);
 }
 
 static void on_tick(void *ctx, sl_loop_t *loop)
@@ -286,7 +295,8 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
                               .on_frame = test_faults ? on_frame_test_faults : sl_dispatch_frame,
                               .on_sent = on_sent,
                               .on_close = on_close,
-                              .on_tick = on_tick};
+                              .on_tick = on_tick,
+                              .on_turn_end = on_turn_end};
     lc.ctx = srv;
     rc = sl_loop_create(&lc, &srv->loop);
     if (rc != 0) {
@@ -321,6 +331,11 @@ void sl_server_close(sl_server_t *srv)
         sl_meta_destroy(srv->meta);
     sl_sysinfo_destroy(&srv->sysinfo);
     free(srv->sessions);
+    sl_assert(srv->staged_count == 0);
+    free(srv->staged);
+    free(srv->staged_batches);
+    free(srv->staged_bases);
+    free(srv->staged_picks);
     sl_buf_free(&srv->admitted);
     memset(srv, 0, sizeof(*srv));
 }

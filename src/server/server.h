@@ -62,6 +62,20 @@ typedef struct sl_session {
     sl_arena_t arena;
 } sl_session_t;
 
+/* A SendMessages to an enforce_fsync partition, journaled at the end of the
+ * loop turn together with the other sends of that turn to the same
+ * partition: one write and one fdatasync for all of them (group commit).
+ * The session's connection waits in lockstep until the reply. */
+typedef struct sl_staged_send {
+    sl_session_t *session;
+    sl_request_header_t req; /* decoded before the frame moved */
+    sl_partition_t *partition;
+    uint8_t *frame; /* owned until the partition takes it */
+    uint8_t *record;
+    size_t len;
+    uint32_t stream_id, topic_id, partition_id;
+} sl_staged_send_t;
+
 struct sl_server {
     sl_config_t cfg;
     sl_loop_t *loop;
@@ -78,6 +92,14 @@ struct sl_server {
     sl_session_t **sessions;
     uint32_t sessions_count;
     uint32_t sessions_cap;
+    /* Sends waiting for this turn's group commit (sl_messages_commit_staged),
+     * with scratch arrays of the same capacity. */
+    sl_staged_send_t *staged;
+    sl_partition_batch_t *staged_batches;
+    uint64_t *staged_bases;
+    uint32_t *staged_picks;
+    uint32_t staged_count;
+    uint32_t staged_cap;
     /* Admission scratch: the body being journaled. */
     sl_buf_t admitted;
     volatile int stop_signal; /* the signal that asked us to stop, for the log */
@@ -118,6 +140,12 @@ void sl_reply_drop(sl_session_t *s);
  * frame is passed so SendMessages can hand it to the partition. */
 void sl_messages_partition_op(sl_session_t *s, const sl_request_header_t *req,
                               const uint8_t *frame, sl_span_t body);
+/* Journals every staged send (one append_many, so one fdatasync, per
+ * partition) and answers each; a no-op when nothing is staged. Runs at the
+ * end of each loop turn and before any request that could observe or
+ * change a partition (polls, offsets, metadata, logout), so a staged batch
+ * is never visible before it is durable and never outlives its partition. */
+void sl_messages_commit_staged(sl_server_t *srv);
 /* After a committed metadata operation: bring the partitions in line
  * (create, delete, purge, delete segments). reply is its result body. */
 void sl_server_after_commit(sl_server_t *srv, const sl_meta_entry_t *e, sl_span_t reply);

@@ -34,7 +34,8 @@ enum {
     ACT_HOLD = 5,        /* never answered (stop's grace period) */
 };
 
-enum { MODE_NOW, MODE_DEFER }; /* answer in on_frame, or on the next tick */
+/* Answer in on_frame, on the next tick, or at the end of the turn. */
+enum { MODE_NOW, MODE_DEFER, MODE_TURN_END };
 
 #define MAX_DEFERRED 128
 #define MAX_IDS      4096
@@ -52,7 +53,7 @@ typedef struct tconn {
 typedef struct tctx {
     int mode;
     const char *peer_prefix; /* what every peer text starts with */
-    atomic_uint opens, closes, frames, sent, ticks, violations, bad_peer;
+    atomic_uint opens, closes, frames, sent, ticks, violations, bad_peer, turn_ends;
     uint32_t max_in_turn; /* loop thread; read after join */
     sl_conn_t *deferred[MAX_DEFERRED];
     uint32_t ndeferred;
@@ -142,7 +143,8 @@ static void h_frame(void *ctxp, sl_conn_t *conn, const uint8_t *frame, uint32_t 
         ctx->violations++;
     tc->frame = frame;
     tc->size = size;
-    if (ctx->mode == MODE_DEFER && ctx->ndeferred < MAX_DEFERRED) {
+    if ((ctx->mode == MODE_DEFER || ctx->mode == MODE_TURN_END) &&
+        ctx->ndeferred < MAX_DEFERRED) {
         ctx->deferred[ctx->ndeferred++] = conn;
         return;
     }
@@ -172,15 +174,32 @@ static void h_close(void *ctxp, sl_conn_t *conn)
     ctx->closes++;
 }
 
+static void answer_deferred(tctx_t *ctx)
+{
+    uint32_t n = ctx->ndeferred;
+    ctx->ndeferred = 0;
+    for (uint32_t i = 0; i < n; i++)
+        h_answer(ctx, ctx->deferred[i]);
+}
+
 static void h_tick(void *ctxp, sl_loop_t *loop)
 {
     tctx_t *ctx = ctxp;
     (void)loop;
     ctx->ticks++;
-    uint32_t n = ctx->ndeferred;
-    ctx->ndeferred = 0;
-    for (uint32_t i = 0; i < n; i++)
-        h_answer(ctx, ctx->deferred[i]);
+    if (ctx->mode == MODE_DEFER)
+        answer_deferred(ctx);
+}
+
+/* Every frame of the turn has been delivered: nothing may be left that a
+ * connection still has to deliver this turn (each gets its budget). */
+static void h_turn_end(void *ctxp, sl_loop_t *loop)
+{
+    tctx_t *ctx = ctxp;
+    (void)loop;
+    ctx->turn_ends++;
+    if (ctx->mode == MODE_TURN_END)
+        answer_deferred(ctx);
 }
 
 /* --- the server fixture --------------------------------------------------- */
@@ -204,7 +223,7 @@ static void *server_main(void *arg)
 static void server_config(sl_loop_config_t *cfg, server_t *s)
 {
     sl_loop_config_init(cfg);
-    cfg->cb = (sl_loop_callbacks_t){h_open, h_frame, h_sent, h_close, h_tick};
+    cfg->cb = (sl_loop_callbacks_t){h_open, h_frame, h_sent, h_close, h_tick, h_turn_end};
     cfg->ctx = &s->ctx;
 }
 
@@ -607,6 +626,28 @@ static void test_64_connections(void **state)
     free(s);
 }
 
+/* Answers given only at the end of a turn (how sluiced's group commit
+ * answers staged sends) reach every connection, none is lost or answered
+ * twice, and the hook runs on every turn. */
+static void test_turn_end_answers(void **state)
+{
+    (void)state;
+    server_t *s = calloc(1, sizeof(*s));
+    assert_non_null(s);
+    sl_loop_config_t cfg;
+    server_config(&cfg, s);
+    cfg.tick_ms = 60000; /* no tick can answer */
+    server_start_cfg(s, &cfg, MODE_TURN_END);
+    run_workers(s, 16);
+    server_stop(s);
+    assert_int_equal(s->stats.frames, 16 * 100);
+    assert_int_equal(s->ctx.sent, 16 * 100);
+    assert_int_equal(s->ctx.ndeferred, 0);
+    assert_true(s->ctx.turn_ends >= s->stats.turns);
+    assert_true(s->ctx.turn_ends > 0);
+    free(s);
+}
+
 /* Two provided buffers of 256 bytes for 64 connections: receives find the
  * ring empty (ENOBUFS) and must come back once buffers return. */
 static void test_64_connections_starved_buffers(void **state)
@@ -949,6 +990,7 @@ int main(void)
         cmocka_unit_test(test_short_reads_and_writes),
         cmocka_unit_test(test_bad_sizes_close),
         cmocka_unit_test(test_64_connections),
+        cmocka_unit_test(test_turn_end_answers),
         cmocka_unit_test(test_64_connections_starved_buffers),
         cmocka_unit_test(test_disconnect_mid_frame),
         cmocka_unit_test(test_stop_with_frame_in_flight),
