@@ -1,6 +1,7 @@
 /* The metadata snapshot image (meta/state.h sl_meta_encode/sl_meta_decode).
  *
- * Layout (little-endian, version 1):
+ * Layout (little-endian, version 2; version 1 images, which lack the topic's
+ * purge_generation, still decode with it 0):
  *   magic u32 "SLMS" | version u16 | reserved u16 = 0 | last_op u64
  *   users:   count u32, each [id u32][created_at u64][status u8][username Name]
  *            [password_hash str8][has_permissions u8][len u32 + set, if has]
@@ -11,11 +12,11 @@
  *            timestamp u64, operation u8, token_created u8, body len u32 + bytes]
  *   streams: count u32, each [id u32][created_at u64][name Name][options u32 + block]
  *            [topics u32] x topic
- *   topic:   [id u32][created_at u64][name Name][config: compression u8, expiry u64,
- *            max_size u64, segment_size u64, fsync u8, messages u32, size u64,
- *            preallocate u8, explicit_keys u32][explicit u32 + block]
- *            [derived u32 + block][partitions u32][created_at u64 x partitions]
- *            [next_group_id u32][groups u32] x group
+ *   topic:   [id u32][created_at u64][purge_generation u64 (v2 on)][name Name]
+ *            [config: compression u8, expiry u64, max_size u64, segment_size u64,
+ *            fsync u8, messages u32, size u64, preallocate u8, explicit_keys u32]
+ *            [explicit u32 + block][derived u32 + block][partitions u32]
+ *            [created_at u64 x partitions][next_group_id u32][groups u32] x group
  *   group:   [id u32][name Name][generation u64][members u32] x
  *            [member id u32][client u128][count u32][partition u32 x count]
  *   trailer: XXH3-64 of every byte before it.
@@ -29,11 +30,13 @@
 #include "meta/state_internal.h"
 
 #define SNAPSHOT_MAGIC   0x534D4C53u /* "SLMS" */
-#define SNAPSHOT_VERSION 1u
-#define SNAPSHOT_HEADER  16u
-#define SNAPSHOT_TRAILER 8u
+#define SNAPSHOT_VERSION 2u
+/* The oldest version still read: 1 had no purge generation. */
+#define SNAPSHOT_VERSION_MIN 1u
+#define SNAPSHOT_HEADER      16u
+#define SNAPSHOT_TRAILER     8u
 
-/* Smallest encodings, used to bound counts by the bytes present. */
+/* Smallest encodings (of the oldest version), used to bound counts by the bytes present. */
 #define USER_SIZE_MIN   (4u + 8u + 1u + 2u + 1u + 1u + 4u)
 #define TOKEN_SIZE_MIN  (2u + 8u + SL_META_TOKEN_DIGEST_LEN)
 #define CLIENT_SIZE_MIN (16u + 8u + 4u + 8u + 16u + 8u + 1u)
@@ -150,6 +153,7 @@ static bool encode_topic(const sl_meta_topic_t *t, sl_buf_t *b)
 {
     sl_put_u32(b, t->id);
     sl_put_u64(b, t->created_at);
+    sl_put_u64(b, t->purge_generation);
     bool ok = sl_name_encode(b, t->name);
     encode_config(&t->config, b);
     put_block(b, t->options);
@@ -414,13 +418,14 @@ static bool decode_partitions(sl_reader_t *r, sl_meta_t *m, sl_meta_topic_t *t)
     return sl_reader_ok(r);
 }
 
-static bool decode_topic(sl_reader_t *r, sl_meta_t *m, sl_meta_stream_t *s)
+static bool decode_topic(sl_reader_t *r, sl_meta_t *m, sl_meta_stream_t *s, uint16_t version)
 {
     uint32_t id;
-    uint64_t created_at;
+    uint64_t created_at, purge_generation = 0;
     sl_span_t name, explicit_block, derived_block;
     sl_topic_config_t config;
-    if (!sl_read_u32(r, &id) || !sl_read_u64(r, &created_at) || !sl_name_decode(r, &name) ||
+    if (!sl_read_u32(r, &id) || !sl_read_u64(r, &created_at) ||
+        (version >= 2 && !sl_read_u64(r, &purge_generation)) || !sl_name_decode(r, &name) ||
         !decode_config(r, &config) || !read_options(r, SL_TOPIC_KEY_COUNT, &explicit_block) ||
         !read_options(r, SL_TOPIC_KEY_COUNT, &derived_block))
         return false;
@@ -429,6 +434,7 @@ static bool decode_topic(sl_reader_t *r, sl_meta_t *m, sl_meta_stream_t *s)
     if (!ascending || id >= m->topics_max || sl_meta_topic_find(s, &by_name))
         return false;
     sl_meta_topic_t *t = sl_meta_topic_new(s->id, id, created_at, name);
+    t->purge_generation = purge_generation;
     t->config = config;
     t->options = sl_meta_span_dup(explicit_block);
     t->derived_options = sl_meta_span_dup(derived_block);
@@ -436,7 +442,7 @@ static bool decode_topic(sl_reader_t *r, sl_meta_t *m, sl_meta_stream_t *s)
     return decode_partitions(r, m, t) && decode_groups(r, m, t);
 }
 
-static bool decode_stream(sl_reader_t *r, sl_meta_t *m, int64_t *prev_id)
+static bool decode_stream(sl_reader_t *r, sl_meta_t *m, int64_t *prev_id, uint16_t version)
 {
     uint32_t id, topics;
     uint64_t created_at;
@@ -454,7 +460,7 @@ static bool decode_stream(sl_reader_t *r, sl_meta_t *m, int64_t *prev_id)
     if (!read_count(r, TOPIC_SIZE_MIN, &topics))
         return false;
     for (uint32_t i = 0; i < topics; i++)
-        if (!decode_topic(r, m, s))
+        if (!decode_topic(r, m, s, version))
             return false;
     return true;
 }
@@ -466,7 +472,8 @@ static bool decode_body(sl_reader_t *r, sl_meta_t *m)
     if (!sl_read_u32(r, &magic) || !sl_read_u16(r, &version) || !sl_read_u16(r, &reserved) ||
         !sl_read_u64(r, &m->last_op))
         return false;
-    if (magic != SNAPSHOT_MAGIC || version != SNAPSHOT_VERSION || reserved != 0)
+    if (magic != SNAPSHOT_MAGIC || version < SNAPSHOT_VERSION_MIN || version > SNAPSHOT_VERSION ||
+        reserved != 0)
         return false;
     if (!read_count(r, USER_SIZE_MIN, &count))
         return false;
@@ -483,7 +490,7 @@ static bool decode_body(sl_reader_t *r, sl_meta_t *m)
         return false;
     int64_t prev_stream = -1;
     for (uint32_t i = 0; i < count; i++)
-        if (!decode_stream(r, m, &prev_stream))
+        if (!decode_stream(r, m, &prev_stream, version))
             return false;
     return sl_reader_done(r);
 }

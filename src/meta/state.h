@@ -87,6 +87,10 @@ typedef struct sl_meta_topic {
     uint32_t id; /* first member: sl_meta_vec_t keys on it */
     uint32_t stream_id;
     uint64_t created_at;
+    /* Raised by one for every applied PurgeTopic of this topic and PurgeStream of its stream.
+     * The server records it in each partition's purge.gen once the partition is purged, and
+     * purges at boot a partition whose record is lower (a crash came between). */
+    uint64_t purge_generation;
     sl_span_t name;
     sl_topic_config_t config;  /* effective values */
     sl_span_t options;         /* stored explicit block */

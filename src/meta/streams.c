@@ -303,7 +303,9 @@ int sl_meta_apply_delete_stream(sl_meta_ctx_t *c)
 }
 
 /* Purging resets partition data, which the store owns; the metadata (topics,
- * partitions, groups and members) stays as it is. */
+ * partitions, groups and members) stays as it is, except for each topic's
+ * purge generation, which tells the server which partitions still owe the
+ * purge after a crash. */
 int sl_meta_apply_purge_stream(sl_meta_ctx_t *c)
 {
     sl_purge_stream_request_t q;
@@ -313,6 +315,8 @@ int sl_meta_apply_purge_stream(sl_meta_ctx_t *c)
         rc = resolve_stream(c, &q.stream_id, SL_PERM_MANAGE_STREAM, &s);
     if (rc != 0)
         return rc;
+    for (uint32_t i = 0; i < s->topics.count; i++)
+        ((sl_meta_topic_t *)s->topics.items[i])->purge_generation++;
     sl_result_put_ok(c->out);
     return 0;
 }
@@ -456,6 +460,7 @@ int sl_meta_apply_purge_topic(sl_meta_ctx_t *c)
         rc = resolve_topic(c, &q.stream_id, &q.topic_id, SL_PERM_MANAGE_TOPIC, &s, &t);
     if (rc != 0)
         return rc;
+    t->purge_generation++;
     sl_result_put_ok(c->out);
     return 0;
 }

@@ -243,7 +243,7 @@ static void purge(sl_server_t *srv, uint8_t operation, sl_span_t body)
             !(t = sl_meta_topic_find(st, &q.topic_id)))
             return;
     }
-    sl_partitions_purge(&srv->partitions, st->id, t ? t->id : UINT32_MAX);
+    sl_partitions_purge(&srv->partitions, srv->meta, st->id, t ? t->id : UINT32_MAX);
 }
 
 void sl_server_after_commit(sl_server_t *srv, const sl_meta_entry_t *e, sl_span_t reply)

@@ -1,13 +1,8 @@
 /* The partition registry (server/partitions.h). */
-#define _XOPEN_SOURCE 700 /* nftw */
 #include "server/partitions.h"
 
-#include <errno.h>
-#include <ftw.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <dirent.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,25 +33,12 @@ static void partition_dir(const sl_partitions_t *ps, uint32_t s, uint32_t t, uin
     snprintf(out, n, "%s/streams/%u/topics/%u/partitions/%u", ps->data_dir, s, t, p);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    int rc = flag == FTW_DP ? rmdir(path) : unlink(path);
-    if (rc != 0)
-        sl_log_error("cannot delete %s: %s", path, strerror(errno));
-    return 0; /* keep going: delete as much as possible */
-}
-
-/* Deletes a whole stream, topic or partition tree (a topic's is four levels
- * deep: partitions/N/offsets/{consumers,groups}/ID). Children first, links
- * not followed. A missing directory is fine. */
+/* Deletes a whole stream, topic or partition tree, durably (store/partition.h). What a failure
+ * leaves behind is swept at the next boot (streams) or cleared before reuse (topics). */
 static void remove_dir(const char *dir)
 {
-    if (access(dir, F_OK) != 0)
-        return;
-    if (nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 || access(dir, F_OK) == 0)
-        sl_log_error("cannot delete %s completely", dir);
+    if (sl_store_remove_tree(dir) < 0)
+        sl_log_warn("%s: part of it is left on disk", dir);
 }
 
 /* --- lookup ---------------------------------------------------------------------- */
@@ -108,21 +90,57 @@ sl_partition_t *sl_partitions_get(sl_partitions_t *ps, uint32_t stream_id, uint3
 
 /* --- opening and closing ------------------------------------------------------------ */
 
+static void partition_config(const sl_partitions_t *ps, const sl_meta_topic_t *mt,
+                             sl_partition_config_t *cfg)
+{
+    sl_partition_config_from_topic(&mt->config, mt->partitions_count, cfg);
+    cfg->batch_max = ps->batch_max;
+    cfg->created_revision = mt->created_at;
+}
+
+/* Brings a partition to its topic's purge generation: purged (again) when its purge.gen is
+ * lower, because a crash, or a failure, came between a committed purge and its record. A
+ * partition that cannot be purged is closed and answers as missing until a restart purges
+ * it: serving it would let sends land in data a later boot must purge, losing acknowledged
+ * messages. */
+static void settle_purge(sl_topic_rt_t *rt, const sl_meta_topic_t *mt, uint32_t id)
+{
+    sl_partition_t *p = rt->partitions[id];
+    if (!p || sl_partition_purge_generation(p) >= mt->purge_generation)
+        return;
+    uint64_t had = sl_partition_purge_generation(p);
+    int rc = sl_partition_purge_to(p, mt->purge_generation);
+    if (rc == 0) {
+        sl_log_info("partition %u of topic %u in stream %u: purged to generation %" PRIu64
+                    " (had %" PRIu64 ")",
+                    id, rt->topic_id, rt->stream_id, mt->purge_generation, had);
+        return;
+    }
+    sl_log_error("partition %u of topic %u in stream %u: purge to generation %" PRIu64
+                 " failed (%d); closed until a restart purges it",
+                 id, rt->topic_id, rt->stream_id, mt->purge_generation, rc);
+    sl_partition_close(p);
+    rt->partitions[id] = NULL;
+}
+
+/* Opens a partition and settles its purge generation before it serves; a new partition
+ * (CreatePartitions, a new topic) records the topic's current one that way. */
 static void open_partition(sl_partitions_t *ps, sl_topic_rt_t *rt, const sl_meta_topic_t *mt,
                            uint32_t id)
 {
     char dir[4400], err[512] = {0};
     partition_dir(ps, rt->stream_id, rt->topic_id, id, dir, sizeof(dir));
     sl_partition_config_t cfg;
-    sl_partition_config_from_topic(&mt->config, mt->partitions_count, &cfg);
-    cfg.batch_max = ps->batch_max;
+    partition_config(ps, mt, &cfg);
     int rc = sl_partition_open(dir, id, &cfg, sl_clock_realtime_us(), &rt->partitions[id], err,
                                sizeof(err));
     if (rc != 0) {
         rt->partitions[id] = NULL;
         sl_log_error("partition %u of topic %u in stream %u %s: %s", id, rt->topic_id,
                      rt->stream_id, sl_partition_refused(rc) ? "refused" : "not opened", err);
+        return;
     }
+    settle_purge(rt, mt, id);
 }
 
 static void close_partition(sl_partitions_t *ps, sl_topic_rt_t *rt, uint32_t id, bool remove)
@@ -147,8 +165,7 @@ static bool resize(sl_topic_rt_t *rt, uint32_t count)
         sl_partition_t **grown = realloc(rt->partitions, sizeof(*grown) * count);
         if (!grown)
             return false;
-        memset(grown + rt->partitions_count, 0,
-               sizeof(*grown) * (count - rt->partitions_count));
+        memset(grown + rt->partitions_count, 0, sizeof(*grown) * (count - rt->partitions_count));
         rt->partitions = grown;
     }
     return true;
@@ -169,8 +186,7 @@ static void sync_topic(sl_partitions_t *ps, sl_topic_rt_t *rt, const sl_meta_top
     rt->partitions_count = want;
     rt->enforce_fsync = mt->config.enforce_fsync;
     sl_partition_config_t cfg;
-    sl_partition_config_from_topic(&mt->config, want, &cfg);
-    cfg.batch_max = ps->batch_max;
+    partition_config(ps, mt, &cfg);
     for (uint32_t id = 0; id < had; id++)
         if (rt->partitions[id])
             sl_partition_reconfigure(rt->partitions[id], &cfg);
@@ -338,8 +354,7 @@ void sl_partitions_topic_stats(sl_partitions_t *ps, uint32_t stream_id, uint32_t
         add_topic_stats(rt, out);
 }
 
-void sl_partitions_stream_stats(sl_partitions_t *ps, uint32_t stream_id,
-                                sl_partitions_stats_t *out)
+void sl_partitions_stream_stats(sl_partitions_t *ps, uint32_t stream_id, sl_partitions_stats_t *out)
 {
     *out = (sl_partitions_stats_t){0};
     for (uint32_t i = 0; i < ps->count; i++)
@@ -354,16 +369,21 @@ void sl_partitions_all_stats(sl_partitions_t *ps, sl_partitions_stats_t *out)
         add_topic_stats(ps->topics[i], out);
 }
 
-void sl_partitions_purge(sl_partitions_t *ps, uint32_t stream_id, uint32_t topic_id)
+void sl_partitions_purge(sl_partitions_t *ps, const sl_meta_t *meta, uint32_t stream_id,
+                         uint32_t topic_id)
 {
-    for (uint32_t i = 0; i < ps->count; i++) {
+    const sl_meta_stream_t *ms = sl_meta_stream_by_id(meta, stream_id);
+    for (uint32_t i = 0; ms && i < ps->count; i++) {
         sl_topic_rt_t *rt = ps->topics[i];
         if (rt->stream_id != stream_id || (topic_id != UINT32_MAX && rt->topic_id != topic_id))
             continue;
+        sl_ident_t tid = sl_ident_number(rt->topic_id);
+        const sl_meta_topic_t *mt = sl_meta_topic_find(ms, &tid);
+        if (!mt || mt->created_at != rt->created_at)
+            continue;
         rt->balanced_next = 0;
         for (uint32_t id = 0; id < rt->partitions_count; id++)
-            if (rt->partitions[id] && sl_partition_purge(rt->partitions[id]) != 0)
-                sl_log_error("purge of partition %u of topic %u failed", id, rt->topic_id);
+            settle_purge(rt, mt, id);
     }
 }
 

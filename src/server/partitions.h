@@ -7,8 +7,10 @@
  * closes and deletes what meta no longer has (topics are told apart by
  * created_at, so a reused id never inherits old data) and reconfigures
  * the rest. At boot the same call also sweeps stream directories that meta
- * does not know (a delete interrupted by a crash). Internal to src/server;
- * runs on the loop thread. */
+ * does not know (a delete interrupted by a crash). Every partition it opens
+ * is brought to its topic's purge generation before it serves (purged again
+ * when its purge.gen is lower: a purge committed but not applied before a
+ * crash). Internal to src/server; runs on the loop thread. */
 #ifndef SL_SERVER_PARTITIONS_H
 #define SL_SERVER_PARTITIONS_H
 
@@ -24,8 +26,8 @@ typedef struct sl_topic_rt {
     uint64_t stream_created_at;
     uint64_t created_at;
     uint32_t partitions_count;
-    sl_partition_t **partitions;       /* by partition id; NULL where refused at boot */
-    uint64_t balanced_next;            /* round-robin counter of Balanced sends */
+    sl_partition_t **partitions; /* by partition id; NULL where refused at boot */
+    uint64_t balanced_next;      /* round-robin counter of Balanced sends */
     bool enforce_fsync;
 } sl_topic_rt_t;
 
@@ -61,8 +63,11 @@ void sl_partitions_stream_stats(sl_partitions_t *ps, uint32_t stream_id,
                                 sl_partitions_stats_t *out);
 void sl_partitions_all_stats(sl_partitions_t *ps, sl_partitions_stats_t *out);
 
-/* Purges every partition of a stream or of one topic (UINT32_MAX: all). */
-void sl_partitions_purge(sl_partitions_t *ps, uint32_t stream_id, uint32_t topic_id);
+/* After a committed purge: purges every partition of a stream or of one topic (UINT32_MAX:
+ * all) to its topic's purge generation in meta and records it in purge.gen. A partition that
+ * cannot be purged is closed (answers as missing) until a restart purges it. */
+void sl_partitions_purge(sl_partitions_t *ps, const sl_meta_t *meta, uint32_t stream_id,
+                         uint32_t topic_id);
 /* Runs retention on every partition (the cleaner timer). */
 void sl_partitions_retention(sl_partitions_t *ps, uint64_t now_us);
 

@@ -17,6 +17,7 @@
 #include "base/limits.h"
 #include "base/log.h"
 #include "store/partition_internal.h"
+#include "store/purge_gen.h"
 
 /* A read buffer grown past this by one large record is given back after the poll. */
 #define READ_BUF_KEEP (4u * 1024u * 1024u)
@@ -337,6 +338,11 @@ static int open_recover(sl_partition_t *p, uint64_t now_us, char *err, size_t er
         rc = activate(p, err, err_len);
     if (rc == 0)
         rc = sl_offsets_load(p, err, err_len);
+    if (rc == 0) {
+        rc = sl_purge_gen_read(p->dir, p->cfg.created_revision, &p->purge_generation);
+        if (rc < 0)
+            snprintf(err, err_len, "partition %s: cannot read %s", p->dir, SL_PURGE_GEN_FILE);
+    }
     if (rc == 0 && p->last_timestamp > now_us)
         sl_log_warn("partition %s: its newest batch is stamped %" PRIu64 " us, after the clock "
                     "(%" PRIu64 " us); new batches keep that timestamp until the clock passes it",
@@ -414,8 +420,8 @@ void sl_partition_trim_read_buf(sl_partition_t *p)
         sl_buf_free(&p->read_buf);
 }
 
-/* Deletes what dir holds, depth levels of directories deep (a partition has two: offsets/ and
- * its children), then dir itself. */
+/* Deletes what dir holds, depth levels of directories deep, then dir itself. The depth is
+ * bounded, so a deep tree is refused (ENOTEMPTY) rather than recursed into. */
 static int remove_tree(const char *dir, int depth)
 {
     DIR *d = opendir(dir);
@@ -447,26 +453,31 @@ static int remove_tree(const char *dir, int depth)
     return rc;
 }
 
-int sl_partition_remove(const char *dir)
+int sl_store_remove_tree(const char *dir)
 {
     /* Nothing to delete, and nothing to make durable: its parent may not exist either (the
      * server clears the directory of every new topic this way). */
     struct stat st;
     if (lstat(dir, &st) != 0 && errno == ENOENT)
         return 0;
-    int rc = remove_tree(dir, 2);
+    int rc = remove_tree(dir, SL_STORE_TREE_DEPTH_MAX);
     if (rc < 0) {
-        sl_log_error("partition %s: cannot delete the directory: %s", dir, strerror(-rc));
-        return -SL_ERR_CANNOT_DELETE_PARTITION_DIRECTORY;
+        sl_log_error("cannot delete %s completely: %s", dir, strerror(-rc));
+        return -SL_ERR_CANNOT_DELETE_FILE;
     }
     char parent[PATH_MAX];
     size_t len = strlen(dir);
     if (len < sizeof(parent)) {
         memcpy(parent, dir, len + 1);
         if (fsync_parent(parent) < 0)
-            sl_log_warn("partition %s: deleted, but the parent directory did not fsync", dir);
+            sl_log_warn("%s: deleted, but the parent directory did not fsync", dir);
     }
     return 0;
+}
+
+int sl_partition_remove(const char *dir)
+{
+    return sl_store_remove_tree(dir) == 0 ? 0 : -SL_ERR_CANNOT_DELETE_PARTITION_DIRECTORY;
 }
 
 /* --- accessors ------------------------------------------------------------------------------ */
@@ -474,6 +485,11 @@ int sl_partition_remove(const char *dir)
 uint32_t sl_partition_id(const sl_partition_t *p)
 {
     return p->id;
+}
+
+uint64_t sl_partition_purge_generation(const sl_partition_t *p)
+{
+    return p->purge_generation;
 }
 
 uint64_t sl_partition_current_offset(const sl_partition_t *p)

@@ -46,6 +46,8 @@ typedef struct sl_partition_config {
                                       * unlimited */
     uint64_t batch_max;              /* largest record accepted and read back; 0: 64 MiB (the frame
                                       * limit) */
+    uint64_t created_revision;       /* the incarnation purge.gen records are matched against (the
+                                      * server uses the topic's created_at); create-only */
     sl_partition_release_fn release; /* NULL: free(owner) */
     void *release_ctx;
 } sl_partition_config_t;
@@ -92,6 +94,14 @@ void sl_partition_close(sl_partition_t *p);
 /* Deletes a partition directory and everything in it (the partition must be closed).
  * A missing directory is not an error. 0 or -SL_ERR_CANNOT_DELETE_PARTITION_DIRECTORY. */
 SL_WUR int sl_partition_remove(const char *dir);
+
+/* Deletes dir and everything under it, children first, links not followed, at most
+ * SL_STORE_TREE_DEPTH_MAX levels of directories deep (a stream's tree is six: topics/T/
+ * partitions/P/offsets/consumers), then fsyncs dir's parent so the deletion is durable. It keeps
+ * going past a failure to delete as much as it can. A missing dir is not an error and is not
+ * synced (its parent may be missing too). 0 or -SL_ERR_CANNOT_DELETE_FILE (logged). */
+#define SL_STORE_TREE_DEPTH_MAX 8
+SL_WUR int sl_store_remove_tree(const char *dir);
 
 /* Changes the options that can change while open (message_expiry and max_size_share after an
  * UpdateTopic or a new partitions count, validate_checksum); the create-only ones are kept. */
@@ -208,6 +218,17 @@ bool sl_partition_segment_info(const sl_partition_t *p, uint32_t i, sl_segment_i
  * in a new segment 0. 0 or -SL_ERR_CANNOT_DELETE_FILE /
  * -SL_ERR_CANNOT_CREATE_SEGMENT_LOG_FILE. */
 SL_WUR int sl_partition_purge(sl_partition_t *p);
+
+/* The purge generation recorded in purge.gen (store/purge_gen.h) for cfg.created_revision:
+ * read at open (0 when missing, torn or of another incarnation), raised by
+ * sl_partition_purge_to. The server compares it with its topic's generation. */
+uint64_t sl_partition_purge_generation(const sl_partition_t *p);
+
+/* sl_partition_purge, then purge.gen set to generation (written atomically, data-synced), in
+ * that order: a crash between the two leaves the old record, so the purge is done again, never
+ * skipped. Errors as sl_partition_purge (the record is then left as it was), or
+ * -SL_ERR_CANNOT_WRITE_TO_FILE / -SL_ERR_CANNOT_SYNC_FILE from the record. */
+SL_WUR int sl_partition_purge_to(sl_partition_t *p, uint64_t generation);
 
 /* Deletes the `count` oldest sealed segments (never the active one); *deleted gets how many
  * were. 0 or -SL_ERR_CANNOT_DELETE_FILE (those deleted before the failure are counted). */

@@ -56,6 +56,7 @@ struct sl_partition {
     struct iovec *iov;       /* flush scratch, journal_cap entries */
     sl_buf_t read_buf;       /* chunks of .log files read by polls and recovery */
     offset_table_t offsets;
+    uint64_t purge_generation; /* what purge.gen holds for cfg.created_revision */
 };
 
 /* partition.c and append.c, for each other and poll.c. */

@@ -1,6 +1,7 @@
 /* Deleting data from a partition (store/partition.h, storage.md 8): DeleteSegments, the
- * retention pass (message expiry and the size share) and purge. Only the oldest sealed segments
- * are ever deleted one by one, so the chain stays contiguous on disk at every step. */
+ * retention pass (message expiry and the size share) and purge (with its purge.gen record). Only
+ * the oldest sealed segments are ever deleted one by one, so the chain stays contiguous on disk at
+ * every step. */
 #include <errno.h>
 #include <inttypes.h>
 #include <sluice/error.h>
@@ -9,6 +10,7 @@
 #include "base/io.h"
 #include "base/log.h"
 #include "store/partition_internal.h"
+#include "store/purge_gen.h"
 
 static size_t sealed_count(const sl_partition_t *p)
 {
@@ -119,4 +121,14 @@ int sl_partition_purge(sl_partition_t *p)
     rc = sl_offsets_purge(p);
     int err = sl_partition_ensure_active(p);
     return rc < 0 ? rc : err;
+}
+
+int sl_partition_purge_to(sl_partition_t *p, uint64_t generation)
+{
+    int rc = sl_partition_purge(p);
+    if (rc == 0)
+        rc = sl_purge_gen_write(p->dir, generation, p->cfg.created_revision);
+    if (rc == 0)
+        p->purge_generation = generation;
+    return rc;
 }

@@ -1,8 +1,8 @@
 /* Messages against the real sluiced through libsluice: send with every
  * partitioning, poll back byte for byte with every strategy, contiguous
  * offsets, consumer offsets, the admission errors, two group members on two
- * connections reading every message exactly once, restart durability and
- * purge. */
+ * connections reading every message exactly once, restart durability,
+ * purge, and deletes removing their directory trees. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 // clang-format off
 #include <cmocka.h>
 // clang-format on
@@ -387,6 +388,68 @@ static void test_recreated_topic_starts_empty(void **state)
     sl_client_close(c);
 }
 
+static bool data_exists(const char *rel)
+{
+    char path[4400];
+    snprintf(path, sizeof(path), "%s/data/%s", srv.data_dir, rel);
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Deleting partitions, a topic and a stream deletes their whole directory trees, consumer
+ * offset files four levels below a topic included; a stream directory the metadata does not
+ * know is swept at boot. */
+static void test_deletes_remove_directories(void **state)
+{
+    (void)state;
+    sl_client_t *c = connect_root();
+    sl_consumer_ref_t me = sl_consumer_single(sl_id_num(4));
+    const sl_stream_t *st;
+    assert_int_equal(sl_client_create_stream(c, "dirs", &st), 0);
+    char stream[64], topic0[96], topic1[96], part1[128], offset[160];
+    snprintf(stream, sizeof(stream), "streams/%u", st->id);
+    snprintf(topic0, sizeof(topic0), "%s/topics/0", stream);
+    snprintf(topic1, sizeof(topic1), "%s/topics/1", stream);
+    snprintf(part1, sizeof(part1), "%s/partitions/1", topic0);
+    snprintf(offset, sizeof(offset), "%s/partitions/0/offsets/consumers/4", topic1);
+    assert_int_equal(sl_client_create_topic(c, sl_id_name("dirs"), "a", 2, NULL, NULL), 0);
+    assert_int_equal(sl_client_create_topic(c, sl_id_name("dirs"), "b", 1, NULL, NULL), 0);
+    send_numbered(c, "dirs", "a", sl_partitioning_partition(1), "a", 0, 3);
+    send_numbered(c, "dirs", "b", sl_partitioning_partition(0), "b", 0, 3);
+    assert_int_equal(sl_client_store_consumer_offset(c, me, sl_id_name("dirs"), sl_id_name("b"), 0,
+                                                     1, SL_ACK_LEVEL_QUORUM),
+                     0);
+    assert_true(data_exists(part1) && data_exists(offset));
+
+    assert_int_equal(sl_client_delete_partitions(c, sl_id_name("dirs"), sl_id_name("a"), 1), 0);
+    assert_false(data_exists(part1));
+    assert_true(data_exists(topic0));
+    assert_int_equal(sl_client_delete_topic(c, sl_id_name("dirs"), sl_id_name("b")), 0);
+    assert_false(data_exists(topic1));
+    assert_true(data_exists(topic0));
+    assert_int_equal(sl_client_delete_stream(c, sl_id_name("dirs")), 0);
+    assert_false(data_exists(stream));
+    assert_null(strstr(th_log(&srv), "cannot delete"));
+    sl_client_close(c);
+
+    /* A stream tree left behind by a delete a crash interrupted goes at boot. */
+    char stray[4400];
+    snprintf(stray, sizeof(stray), "%s/data/streams/4242/topics/0/partitions/0/offsets/groups",
+             srv.data_dir);
+    for (char *slash = strstr(stray, "/streams/") + 1; (slash = strchr(slash + 1, '/'));) {
+        *slash = '\0';
+        mkdir(stray, 0755);
+        *slash = '/';
+    }
+    assert_int_equal(mkdir(stray, 0755), 0);
+    assert_true(data_exists("streams/4242/topics/0/partitions/0/offsets/groups"));
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+    th_options_t o = {.data_dir = srv.data_dir};
+    assert_true(th_start(&srv, &o));
+    assert_false(data_exists("streams/4242"));
+    assert_true(data_exists("streams"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -396,6 +459,7 @@ int main(void)
         cmocka_unit_test(test_restart_keeps_messages),
         cmocka_unit_test(test_delete_segments),
         cmocka_unit_test(test_recreated_topic_starts_empty),
+        cmocka_unit_test(test_deletes_remove_directories),
     };
     return cmocka_run_group_tests(tests, start, stop);
 }

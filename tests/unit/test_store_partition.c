@@ -2,7 +2,7 @@
  * from disk and after a reopen; offsets across many appends and rotations; polls by offset
  * (inside batches: sliced records), by timestamp, First/Last, count limits and past the end;
  * large records read from disk straight into the output; group commit, zero-copy ownership, segment
- * deletion, retention and purge. */
+ * deletion, retention and purge; removal of whole directory trees. */
 #include "testutil.h"
 
 #include "tu_store.h"
@@ -792,10 +792,72 @@ static void test_purge(void **state)
     tu_poll_all(t, 10);
 }
 
+static void make_dir(const char *root, const char *rel)
+{
+    char path[PATH_MAX];
+    assert_true(tu_path(path, root, rel));
+    assert_int_equal(mkdir(path, 0755), 0);
+}
+
+static void make_file(const char *root, const char *rel)
+{
+    char path[PATH_MAX];
+    assert_true(tu_path(path, root, rel));
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("x", f);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* sl_store_remove_tree deletes a whole stream tree (six directory levels, as the server lays
+ * it out), does not follow links, and refuses a tree deeper than its bound without crashing;
+ * sl_partition_remove is the same for a partition. */
+static void test_remove_tree(void **state)
+{
+    tu_part_t *t = *state;
+    char stream[PATH_MAX], outside[PATH_MAX], link_path[PATH_MAX];
+    assert_true(tu_path(stream, t->root, "streams/1"));
+    assert_true(tu_path(outside, t->root, "outside"));
+    make_dir(t->root, "outside");
+    make_file(outside, "keep");
+    make_dir(stream, "topics/2/partitions/4");
+    make_dir(stream, "topics/2/partitions/4/offsets");
+    make_dir(stream, "topics/2/partitions/4/offsets/groups");
+    make_file(stream, "topics/2/partitions/4/offsets/groups/7");
+    assert_true(tu_path(link_path, stream, "topics/2/partitions/4/offsets/to-outside"));
+    assert_int_equal(symlink(outside, link_path), 0);
+    tu_append(t, 4, 50);
+    assert_int_equal(sl_offsets_store(t->p, SL_OFFSETS_CONSUMER, 3, 1, false, false), 0);
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    tu_close(t);
+
+    assert_int_equal(sl_store_remove_tree(stream), 0);
+    assert_false(tu_exists(stream));
+    char kept[PATH_MAX];
+    assert_true(tu_path(kept, outside, "keep"));
+    assert_true(tu_exists(kept));                      /* the link went, not what it pointed at */
+    assert_int_equal(sl_store_remove_tree(stream), 0); /* already gone */
+
+    /* Deeper than the bound: refused, and the test cleans up. */
+    char deep[PATH_MAX] = "deep";
+    make_dir(t->root, deep);
+    for (int i = 0; i <= SL_STORE_TREE_DEPTH_MAX; i++) {
+        strcat(deep, "/d");
+        make_dir(t->root, deep);
+    }
+    char top[PATH_MAX];
+    assert_true(tu_path(top, t->root, "deep"));
+    assert_int_equal(sl_store_remove_tree(top), -SL_ERR_CANNOT_DELETE_FILE);
+    assert_true(tu_exists(top));
+    tu_tmpdir_remove_depth(top, SL_STORE_TREE_DEPTH_MAX + 2);
+    tu_open(t); /* for the teardown */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_round_trip_byte_for_byte, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_remove_tree, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offsets_across_rotations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_poll_inside_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_poll_by_timestamp, setup, teardown),
