@@ -109,26 +109,26 @@ _sluice_opts() {
         _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
         _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
     "stream list")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
     "stream purge")
         _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
         _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
     "topic create")
-        _sluice_o="--max-topic-size -m --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v="--max-topic-size -m --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--max-topic-size -m --replication-factor -r --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--max-topic-size -m --replication-factor -r --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
     "topic delete")
         _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
         _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
     "topic update")
-        _sluice_o="--max-topic-size -m --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v="--max-topic-size -m --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--max-topic-size -m --replication-factor -r --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--max-topic-size -m --replication-factor -r --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
     "topic get")
         _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
         _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
     "topic list")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
     "topic purge")
         _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
         _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
@@ -145,11 +145,11 @@ _sluice_opts() {
         _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
         _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
     "message send")
-        _sluice_o="--partition-id -p --key --message-key -m --balanced -b --header --headers -H --batch-size --server --tcp-server-address --username -u --password --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v="--partition-id -p --key --message-key -m --header --headers -H --batch-size --server --tcp-server-address --username -u --password --token -t --context --output -o --generate" ;;
+        _sluice_o="--partition-id -p --key --message-key -m --balanced -b --header --headers -H --batch-size --input-file --file-format --server --tcp-server-address --username -u --password --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--partition-id -p --key --message-key -m --header --headers -H --batch-size --input-file --file-format --server --tcp-server-address --username -u --password --token -t --context --output -o --generate" ;;
     "message poll")
-        _sluice_o="--offset -o --first -f --last -l --next -n --timestamp --count --message-count -m --consumer -c --auto-commit -a --show-headers -s --follow -F --follow-seconds --interval-ms --server --tcp-server-address --username -u --password -p --token -t --context --output --quiet -q --help -h --version -V --generate"
-        _sluice_v="--offset -o --timestamp --count --message-count -m --consumer -c --follow-seconds --interval-ms --server --tcp-server-address --username -u --password -p --token -t --context --output --generate" ;;
+        _sluice_o="--offset -o --first -f --last -l --next -n --timestamp --count --message-count -m --consumer -c --kind --consumer-kind -k --auto-commit -a --show-headers -s --follow -F --follow-seconds --interval-ms --output-file --file-format --server --tcp-server-address --username -u --password -p --token -t --context --output --quiet -q --help -h --version -V --generate"
+        _sluice_v="--offset -o --timestamp --count --message-count -m --consumer -c --kind --consumer-kind -k --follow-seconds --interval-ms --output-file --file-format --server --tcp-server-address --username -u --password -p --token -t --context --output --generate" ;;
     "message flush")
         _sluice_o="--fsync -f --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
         _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
@@ -163,8 +163,8 @@ _sluice_opts() {
         _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
         _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
     "consumer-group list")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
     "consumer-offset get")
         _sluice_o="--kind -k --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
         _sluice_v="--kind -k --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
@@ -184,8 +184,8 @@ _sluice_opts() {
         _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
         _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
     "user list")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
     "user name")
         _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
         _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
@@ -205,17 +205,17 @@ _sluice_opts() {
         _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
         _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
     "pat list")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
     "client get")
         _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
         _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
     "client list")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
     "cluster metadata")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
     "ping")
         _sluice_o="--count -c --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
         _sluice_v="--count -c --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
@@ -232,8 +232,8 @@ _sluice_opts() {
         _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
         _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
     "context list")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
     "context use")
         _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
         _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
@@ -251,31 +251,46 @@ _sluice_opts() {
 
 _sluice_choices() {
     case "$1 $2" in
+    "stream list --list-mode" | "stream list -l") echo "table list" ;;
     "topic create --max-topic-size" | "topic create -m") ;;
+    "topic create --replication-factor" | "topic create -r") ;;
     "topic update --max-topic-size" | "topic update -m") ;;
+    "topic update --replication-factor" | "topic update -r") ;;
+    "topic list --list-mode" | "topic list -l") echo "table list" ;;
     "message send --partition-id" | "message send -p") ;;
     "message send --key" | "message send --message-key" | "message send -m") ;;
     "message send --header" | "message send --headers" | "message send -H") ;;
     "message send --batch-size") ;;
+    "message send --input-file") ;;
+    "message send --file-format") echo "binary lines" ;;
     "message poll --offset" | "message poll -o") ;;
     "message poll --timestamp") ;;
     "message poll --count" | "message poll --message-count" | "message poll -m") ;;
     "message poll --consumer" | "message poll -c") ;;
+    "message poll --kind" | "message poll --consumer-kind" | "message poll -k") echo "consumer consumer-group" ;;
     "message poll --follow-seconds") ;;
     "message poll --interval-ms") ;;
+    "message poll --output-file") ;;
+    "message poll --file-format") echo "binary lines" ;;
+    "consumer-group list --list-mode" | "consumer-group list -l") echo "table list" ;;
     "consumer-offset get --kind" | "consumer-offset get -k") echo "consumer consumer-group" ;;
     "consumer-offset set --kind" | "consumer-offset set -k") echo "consumer consumer-group" ;;
     "consumer-offset delete --kind" | "consumer-offset delete -k") echo "consumer consumer-group" ;;
     "user create --user-status" | "user create -u") echo "active inactive" ;;
     "user create --global-permissions" | "user create -g") ;;
     "user create --stream-permissions" | "user create -s") ;;
+    "user list --list-mode" | "user list -l") echo "table list" ;;
     "user permissions --global-permissions" | "user permissions -g") ;;
     "user permissions --stream-permissions" | "user permissions -s") ;;
+    "pat list --list-mode" | "pat list -l") echo "table list" ;;
+    "client list --list-mode" | "client list -l") echo "table list" ;;
+    "cluster metadata --list-mode" | "cluster metadata -l") echo "table list" ;;
     "ping --count" | "ping -c") ;;
     "snapshot --compression" | "snapshot -c") echo "stored deflated bzip2 zstd lzma xz" ;;
     "snapshot --snapshot-types" | "snapshot -s") ;;
     "snapshot --out-dir" | "snapshot -o") ;;
-    *" --output" | *" -o") echo "table json" ;;
+    "context list --list-mode" | "context list -l") echo "table list" ;;
+    *" --output" | *" -o") echo "table json list" ;;
     *" --generate") echo "bash markdown" ;;
     esac
 }

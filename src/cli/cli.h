@@ -94,6 +94,7 @@ extern const cli_opt_t cli_global_opts[];
 typedef enum {
     CLI_FORMAT_TABLE = 0,
     CLI_FORMAT_JSON = 1,
+    CLI_FORMAT_LIST = 2, /* Iggy's list mode: one line per item, fields joined by '|' */
 } cli_format_t;
 
 /* One option occurrence, in command-line order. */
@@ -159,6 +160,10 @@ bool cli_size_bytes(const char *text, uint64_t *out);
  * storage (raw: hex-decoded bytes, at least strlen(text) bytes). */
 bool cli_header(const char *text, uint8_t *storage, sl_header_t *out, const char **why);
 const char *cli_header_kind_name(uint8_t kind);
+/* Where the next header starts in a comma-separated -H value ("a:string:x,b:uint8:1"):
+ * the first comma followed by KEY:KIND: with a known kind, or NULL. Commas
+ * elsewhere stay in the value. */
+const char *cli_header_next(const char *text);
 /* Permission lists of user create / user permissions. */
 bool cli_global_permissions(const char *text, sl_permission_set_t *set, const char **why);
 /* "STREAM[:perms][#TOPIC[:perms]]..." into *out; topics come from storage

@@ -1,4 +1,5 @@
-/* Handlers of message send, poll (with --follow) and flush. */
+/* Handlers of message send (arguments, stdin, --input-file), poll (with
+ * --follow, --output-file and as a consumer-group member) and flush. */
 #include "cli/cli.h"
 
 #include <errno.h>
@@ -11,6 +12,37 @@
 #define SEND_BATCH_DEFAULT       1000
 #define POLL_COUNT_DEFAULT       10
 #define POLL_INTERVAL_MS_DEFAULT 250
+#define POLL_RESYNCS_MAX         16 /* group re-syncs in a row before giving up */
+
+/* Binary message files hold one record per message, the layout Iggy's CLI
+ * writes with --output-file and reads with --input-file: a 64-byte
+ * little-endian header (checksum u64, id u128, offset u64, timestamp u64,
+ * origin timestamp u64, user-headers length u32, payload length u32, 8
+ * reserved bytes), then the payload, then the user-headers block. */
+#define RECORD_HEADER_SIZE 64
+#define RECORD_PAYLOAD_MAX 64000000u /* the largest payload a message may have */
+#define RECORD_HEADERS_MAX 100000u   /* the largest user-headers block */
+
+static void put_le(uint8_t *p, uint64_t v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, size_t n)
+{
+    uint64_t v = 0;
+    for (size_t i = n; i > 0; i--)
+        v = v << 8 | p[i - 1];
+    return v;
+}
+
+/* --file-format: binary unless "lines" is asked for. */
+static bool file_binary(cli_run_t *run)
+{
+    const char *format = cli_opt(run, "file-format");
+    return format == NULL || strcmp(format, "binary") == 0;
+}
 
 /* --- send -------------------------------------------------------------------------------- */
 
@@ -60,17 +92,31 @@ static int plan_make(cli_run_t *run, send_plan_t *p)
     const char *batch = cli_opt(run, "batch-size");
     if (batch != NULL && (!cli_u32(batch, &p->batch_size) || p->batch_size == 0))
         return cli_usage(run, "invalid --batch-size '%s' (a number from 1)", batch);
+    /* Each -H value may hold several headers, comma-separated as in Iggy's
+     * CLI; a comma not followed by KEY:KIND: belongs to the value. */
     uint32_t n = 0;
-    while (cli_opt_nth(run, "header", n) != NULL)
-        n++;
-    p->headers = cli_xalloc((n ? n : 1) * sizeof(*p->headers));
-    p->raw = cli_xalloc((n ? n : 1) * sizeof(*p->raw));
+    for (const char *h; (h = cli_opt_nth(run, "header", n)) != NULL; n++)
+        for (const char *c = cli_header_next(h); c != NULL; c = cli_header_next(c + 1))
+            p->headers_count++;
+    p->headers_count += n;
+    p->headers = cli_xalloc((p->headers_count ? p->headers_count : 1) * sizeof(*p->headers));
+    p->raw = cli_xalloc((p->headers_count ? p->headers_count : 1) * sizeof(*p->raw));
+    uint32_t at = 0;
     for (uint32_t i = 0; i < n; i++) {
         const char *text = cli_opt_nth(run, "header", i), *why;
-        p->raw[i] = cli_xalloc(strlen(text) + 1);
-        p->headers_count = i + 1;
-        if (!cli_header(text, p->raw[i], &p->headers[i], &why))
-            return cli_usage(run, "invalid header '%s': %s", text, why);
+        while (text != NULL) {
+            const char *comma = cli_header_next(text);
+            size_t len = comma ? (size_t)(comma - text) : strlen(text);
+            char *one = cli_xalloc(2 * len + 2); /* the text, then the raw value storage */
+            memcpy(one, text, len);
+            one[len] = '\0';
+            p->raw[at] = (uint8_t *)one;
+            if (!cli_header(one, (uint8_t *)one + len + 1, &p->headers[at++], &why)) {
+                p->headers_count = at;
+                return cli_usage(run, "invalid header '%s': %s", one, why);
+            }
+            text = comma ? comma + 1 : NULL;
+        }
     }
     return 0;
 }
@@ -124,16 +170,12 @@ static int send_begin(send_state_t *s)
 }
 
 /* Adds one message, committing full batches. An exit code. */
-static int send_one(send_state_t *s, const void *payload, size_t len)
+static int send_message(send_state_t *s, const sl_send_message_t *m)
 {
     int code = s->open ? 0 : send_begin(s);
     if (code != 0)
         return code;
-    sl_send_message_t m = {.payload = payload,
-                           .payload_len = len,
-                           .headers = s->plan->headers,
-                           .headers_count = s->plan->headers_count};
-    int rc = sl_client_send_add(s->run->client, &m);
+    int rc = sl_client_send_add(s->run->client, m);
     uint32_t pending;
     size_t bytes;
     sl_client_send_pending(s->run->client, &pending, &bytes);
@@ -144,7 +186,7 @@ static int send_one(send_state_t *s, const void *payload, size_t len)
             code = send_begin(s);
         if (code != 0)
             return code;
-        rc = sl_client_send_add(s->run->client, &m);
+        rc = sl_client_send_add(s->run->client, m);
         sl_client_send_pending(s->run->client, &pending, &bytes);
     }
     if (rc != 0) {
@@ -155,25 +197,117 @@ static int send_one(send_state_t *s, const void *payload, size_t len)
     return pending >= s->plan->batch_size ? send_commit(s) : 0;
 }
 
-/* One message per line of standard input (the newline is not part of it). */
-static int send_stdin(send_state_t *s)
+/* A payload with the -H headers. */
+static int send_one(send_state_t *s, const void *payload, size_t len)
+{
+    sl_send_message_t m = {.payload = payload,
+                           .payload_len = len,
+                           .headers = s->plan->headers,
+                           .headers_count = s->plan->headers_count};
+    return send_message(s, &m);
+}
+
+/* One message per line of in (the newline is not part of it). */
+static int send_lines(send_state_t *s, FILE *in, const char *what)
 {
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
     int rc = 0;
     uint64_t lines = 0;
-    while (rc == 0 && (n = getline(&line, &cap, stdin)) >= 0) {
+    while (rc == 0 && (n = getline(&line, &cap, in)) >= 0) {
         if (n > 0 && line[n - 1] == '\n')
             n--;
         rc = send_one(s, line, (size_t)n);
         lines++;
     }
-    if (rc == 0 && ferror(stdin))
-        rc = cli_error(CLI_EXIT_LOCAL, "reading standard input: %s", strerror(errno));
+    if (rc == 0 && ferror(in))
+        rc = cli_error(CLI_EXIT_LOCAL, "reading %s: %s", what, strerror(errno));
     free(line);
     if (rc == 0 && lines == 0)
-        rc = cli_usage(s->run, "no messages to send (none given, standard input empty)");
+        rc = cli_usage(s->run, "no messages to send (none given, %s empty)", what);
+    return rc;
+}
+
+/* Reads n bytes into buf: 0 with *end set at a clean end of file (nothing
+ * read), 0 when all n came, else an exit code (short read, I/O error). */
+static int read_exact(FILE *in, void *buf, size_t n, const char *path, uint64_t at, bool *end)
+{
+    size_t got = fread(buf, 1, n, in);
+    *end = got == 0 && !ferror(in) && n > 0;
+    if (got == n || *end)
+        return 0;
+    if (ferror(in))
+        return cli_error(CLI_EXIT_LOCAL, "reading '%s': %s", path, strerror(errno));
+    return cli_error(CLI_EXIT_LOCAL, "'%s' ends inside the message record at byte %llu", path,
+                     (unsigned long long)at);
+}
+
+/* The records of a binary message file, each sent with its id, origin
+ * timestamp, payload and headers (the server gives new offsets). */
+static int send_records(send_state_t *s, FILE *in, const char *path)
+{
+    uint8_t head[RECORD_HEADER_SIZE];
+    uint8_t *body = NULL;
+    size_t cap = 0;
+    uint64_t at = 0, records = 0;
+    bool end = false;
+    int rc = 0;
+    while (rc == 0) {
+        rc = read_exact(in, head, sizeof(head), path, at, &end);
+        if (rc != 0 || end)
+            break;
+        uint32_t headers_len = (uint32_t)get_le(head + 48, 4);
+        uint32_t payload_len = (uint32_t)get_le(head + 52, 4);
+        if (payload_len > RECORD_PAYLOAD_MAX || headers_len > RECORD_HEADERS_MAX) {
+            rc = cli_error(CLI_EXIT_LOCAL,
+                           "'%s' holds no message record at byte %llu (payload %u bytes, "
+                           "headers %u bytes)",
+                           path, (unsigned long long)at, payload_len, headers_len);
+            break;
+        }
+        size_t need = (size_t)payload_len + headers_len;
+        if (need > cap) {
+            free(body);
+            cap = need;
+            body = cli_xalloc(cap);
+        }
+        rc = read_exact(in, body, need, path, at, &end);
+        if (rc == 0 && end && need > 0)
+            rc = cli_error(CLI_EXIT_LOCAL, "'%s' ends inside the message record at byte %llu", path,
+                           (unsigned long long)at);
+        if (rc != 0)
+            break;
+        sl_send_message_t m = {.id = {get_le(head + 8, 8), get_le(head + 16, 8)},
+                               .origin_timestamp_us = get_le(head + 40, 8),
+                               .payload = body,
+                               .payload_len = payload_len,
+                               .headers_raw = headers_len ? body + payload_len : NULL,
+                               .headers_raw_len = headers_len};
+        rc = send_message(s, &m);
+        at += sizeof(head) + payload_len + headers_len;
+        records++;
+    }
+    free(body);
+    if (rc == 0 && records == 0)
+        rc = cli_usage(s->run, "no messages to send ('%s' is empty)", path);
+    return rc;
+}
+
+/* --input-file: records or lines. An exit code. */
+static int send_file(send_state_t *s, const char *path)
+{
+    bool binary = file_binary(s->run);
+    if (binary && s->plan->headers_count > 0)
+        return cli_usage(s->run, "--header does not apply to --file-format binary (each record "
+                                 "carries its own headers)");
+    FILE *in = fopen(path, "rb");
+    if (in == NULL)
+        return cli_error(CLI_EXIT_LOCAL, "cannot open '%s': %s", path, strerror(errno));
+    char what[300];
+    snprintf(what, sizeof(what), "'%s'", path);
+    int rc = binary ? send_records(s, in, path) : send_lines(s, in, what);
+    fclose(in);
     return rc;
 }
 
@@ -182,6 +316,7 @@ int cli_cmd_message_send(cli_run_t *run)
     send_plan_t plan;
     int rc = plan_make(run, &plan);
     const char *stream = cli_arg(run, "STREAM"), *topic = cli_arg(run, "TOPIC");
+    const char *input = cli_opt(run, "input-file");
     send_state_t s = {run,  &plan, cli_id(stream), cli_id(topic), stream, topic, {0},
                       NULL, 0,     false};
     static const cli_col_t sent_cols[] = {{"messages_count", "MESSAGES", 0}};
@@ -189,11 +324,17 @@ int cli_cmd_message_send(cli_run_t *run)
     s.batches = cli_doc_sub(&s.doc, "batches", batch_cols, COUNT(batch_cols));
     uint32_t count;
     const char *const *messages = cli_rest(run, "MESSAGE", &count);
+    if (rc == 0 && input != NULL && count > 0)
+        rc = cli_usage(run, "give messages as arguments or with --input-file, not both");
+    if (rc == 0 && input == NULL && cli_opt(run, "file-format") != NULL)
+        rc = cli_usage(run, "--file-format goes with --input-file");
     if (rc == 0 && count > 0) {
         for (uint32_t i = 0; rc == 0 && i < count; i++)
             rc = send_one(&s, messages[i], strlen(messages[i]));
+    } else if (rc == 0 && input != NULL) {
+        rc = send_file(&s, input);
     } else if (rc == 0) {
-        rc = send_stdin(&s);
+        rc = send_lines(&s, stdin, "standard input");
     }
     if (rc == 0 && s.open)
         rc = send_commit(&s);
@@ -286,16 +427,22 @@ static void message_row(cli_doc_t *doc, cli_table_t *t, const sl_polled_message_
 
 typedef struct poll_plan {
     sl_consumer_ref_t consumer;
+    const char *consumer_text;
+    bool group; /* poll as a member of the group consumer names */
     sl_id_t stream;
     sl_id_t topic;
     uint32_t partition;
+    bool partition_given;
     sl_poll_strategy_t strategy;
+    sl_poll_strategy_t first_strategy; /* again after a group moves us to another partition */
     uint32_t count;
     bool auto_commit;
     bool follow;
     uint64_t follow_ms; /* 0: until interrupted */
     uint32_t interval_ms;
     bool show_headers;
+    const char *output_file; /* NULL: print the messages */
+    bool binary;
 } poll_plan_t;
 
 static int plan_strategy(cli_run_t *run, poll_plan_t *p)
@@ -336,11 +483,22 @@ static int poll_plan(cli_run_t *run, poll_plan_t *p)
 {
     *p = (poll_plan_t){0};
     const char *consumer = cli_opt(run, "consumer"), *partition = cli_arg(run, "PARTITION");
-    p->consumer = sl_consumer_single(cli_id(consumer ? consumer : "1"));
+    const char *kind = cli_opt(run, "kind");
+    p->group = kind != NULL && strcmp(kind, "consumer-group") == 0;
+    if (p->group && consumer == NULL)
+        return cli_usage(run, "--kind consumer-group needs --consumer GROUP");
+    p->consumer_text = consumer ? consumer : "1";
+    p->consumer = p->group ? sl_consumer_in_group(cli_id(consumer))
+                           : sl_consumer_single(cli_id(p->consumer_text));
     p->stream = cli_id(cli_arg(run, "STREAM"));
     p->topic = cli_id(cli_arg(run, "TOPIC"));
+    p->partition_given = partition != NULL;
     if (partition != NULL && !cli_u32(partition, &p->partition))
         return cli_usage(run, "invalid PARTITION '%s' (a number)", partition);
+    p->output_file = cli_opt(run, "output-file");
+    p->binary = file_binary(run);
+    if (p->output_file == NULL && cli_opt(run, "file-format") != NULL)
+        return cli_usage(run, "--file-format goes with --output-file");
     p->auto_commit = cli_flag(run, "auto-commit");
     p->follow = cli_flag(run, "follow") || cli_opt(run, "follow-seconds") != NULL;
     p->show_headers = cli_flag(run, "show-headers");
@@ -353,6 +511,7 @@ static int poll_plan(cli_run_t *run, poll_plan_t *p)
     if (rc == 0)
         rc = number_opt(run, "follow-seconds", 0, &seconds);
     p->follow_ms = (uint64_t)seconds * 1000;
+    p->first_strategy = p->strategy;
     return rc;
 }
 
@@ -403,7 +562,7 @@ static void print_batch(cli_run_t *run, const poll_plan_t *p, const sl_polled_me
         message_row(&doc, t, &got->messages[i]);
     if (p->follow) {
         cli_table_print_rows(run->out, run->format, t, 0, first, widths);
-    } else if (run->format == CLI_FORMAT_TABLE) {
+    } else if (run->format != CLI_FORMAT_JSON) {
         if (got->count > 0)
             cli_table_print_rows(run->out, run->format, t, 0, true, NULL);
         else
@@ -417,44 +576,189 @@ static void print_batch(cli_run_t *run, const poll_plan_t *p, const sl_polled_me
     cli_doc_free(&doc);
 }
 
+/* --- poll: output files and consumer groups ------------------------------------------------ */
+
+typedef struct poll_sink {
+    FILE *file; /* --output-file, or NULL */
+    uint64_t messages;
+    uint64_t bytes;
+} poll_sink_t;
+
+/* Appends the messages to the output file: binary records or payload lines. */
+static int write_batch(const poll_plan_t *p, poll_sink_t *sink, const sl_polled_messages_t *got)
+{
+    for (uint32_t i = 0; i < got->count; i++) {
+        const sl_polled_message_t *m = &got->messages[i];
+        if (p->binary) {
+            uint8_t head[RECORD_HEADER_SIZE] = {0};
+            put_le(head, m->checksum, 8);
+            put_le(head + 8, m->id.lo, 8);
+            put_le(head + 16, m->id.hi, 8);
+            put_le(head + 24, m->offset, 8);
+            put_le(head + 32, m->timestamp_us, 8);
+            put_le(head + 40, m->origin_timestamp_us, 8);
+            put_le(head + 48, m->headers_len, 4);
+            put_le(head + 52, m->payload_len, 4);
+            fwrite(head, 1, sizeof(head), sink->file);
+            sink->bytes += sizeof(head) + m->headers_len;
+        }
+        fwrite(m->payload, 1, m->payload_len, sink->file);
+        if (p->binary)
+            fwrite(m->headers, 1, m->headers_len, sink->file);
+        else
+            fputc('\n', sink->file);
+        sink->bytes += m->payload_len + (p->binary ? 0 : 1);
+    }
+    sink->messages += got->count;
+    if (fflush(sink->file) != 0 || ferror(sink->file))
+        return cli_error(CLI_EXIT_LOCAL, "writing '%s': %s", p->output_file, strerror(errno));
+    return 0;
+}
+
+static int sink_close(cli_run_t *run, const poll_plan_t *p, poll_sink_t *sink, int rc)
+{
+    if (sink->file == NULL)
+        return rc;
+    if (fclose(sink->file) != 0 && rc == 0)
+        rc = cli_error(CLI_EXIT_LOCAL, "writing '%s': %s", p->output_file, strerror(errno));
+    if (rc != 0)
+        return rc;
+    static const cli_col_t cols[] = {
+        {"messages_count", "MESSAGES", 0}, {"bytes", "BYTES", 0}, {"file", "FILE", 0}};
+    cli_doc_t doc;
+    cli_doc_object(&doc, cols, COUNT(cols));
+    cli_table_row(&doc.main, (cli_val_t[]){cli_u(sink->messages), cli_u(sink->bytes),
+                                           cli_str(p->output_file)});
+    cli_created(run, &doc, "stored %llu message%s (%llu bytes) in '%s'",
+                (unsigned long long)sink->messages, sink->messages == 1 ? "" : "s",
+                (unsigned long long)sink->bytes, p->output_file);
+    cli_doc_free(&doc);
+    return 0;
+}
+
+/* The partition to poll as a group member: PARTITION when the group assigns
+ * it to this connection, else the first one assigned. An exit code. */
+static int group_partition(cli_run_t *run, poll_plan_t *p)
+{
+    const sl_assignment_t *a;
+    int rc = sl_client_sync_consumer_group(run->client, p->stream, p->topic, p->consumer.id, &a);
+    if (rc != 0)
+        return cli_fail(rc, "sync with consumer group '%s'", p->consumer_text);
+    if (a == NULL)
+        return cli_error(CLI_EXIT_SERVER, "this connection is no member of consumer group '%s'",
+                         p->consumer_text);
+    for (uint32_t i = 0; i < a->partitions_count; i++) {
+        if (!p->partition_given || a->partitions[i] == p->partition) {
+            p->partition = a->partitions[i];
+            return 0;
+        }
+    }
+    if (a->partitions_count == 0)
+        return cli_error(CLI_EXIT_SERVER,
+                         "consumer group '%s' assigns no partition to this member (it has "
+                         "more members than the topic has partitions)",
+                         p->consumer_text);
+    return cli_error(CLI_EXIT_SERVER,
+                     "partition %u is assigned to another member of consumer "
+                     "group '%s'",
+                     p->partition, p->consumer_text);
+}
+
+static int group_join(cli_run_t *run, poll_plan_t *p, bool *joined)
+{
+    int rc = sl_client_join_consumer_group(run->client, p->stream, p->topic, p->consumer.id);
+    if (rc != 0)
+        return cli_fail(rc, "join consumer group '%s'", p->consumer_text);
+    *joined = true;
+    return group_partition(run, p);
+}
+
+static int group_leave(cli_run_t *run, const poll_plan_t *p, int rc)
+{
+    int left = sl_client_leave_consumer_group(run->client, p->stream, p->topic, p->consumer.id);
+    if (left != 0 && rc == 0)
+        return cli_fail(left, "leave consumer group '%s'", p->consumer_text);
+    return rc;
+}
+
+/* --- poll: the loop ----------------------------------------------------------------------------
+ */
+
+/* Polls until done (once, or until --follow ends). An exit code. */
+static int poll_loop(cli_run_t *run, poll_plan_t *p, poll_sink_t *sink)
+{
+    uint64_t deadline = p->follow && p->follow_ms ? now_ms() + p->follow_ms : 0;
+    bool first = true;
+    size_t widths[COUNT(message_cols)] = {0};
+    uint32_t resyncs = 0;
+    for (;;) {
+        sl_polled_messages_t got;
+        int rc = sl_client_poll_messages(run->client, p->consumer, p->stream, p->topic,
+                                         p->partition, p->strategy, p->count, p->auto_commit, &got);
+        if (rc != 0)
+            return cli_fail(rc, "poll messages");
+        if (got.resync_required) {
+            /* The group moved its partitions (a member came or went). */
+            if (++resyncs > POLL_RESYNCS_MAX)
+                return cli_error(CLI_EXIT_SERVER, "consumer group '%s' keeps moving partitions",
+                                 p->consumer_text);
+            rc = group_partition(run, p);
+            if (rc != 0)
+                return rc;
+            p->strategy = p->first_strategy;
+            continue;
+        }
+        resyncs = 0;
+        if (sink->file != NULL) {
+            rc = write_batch(p, sink, &got);
+            if (rc != 0)
+                return rc;
+        } else if (got.count > 0 || !p->follow) {
+            print_batch(run, p, &got, first, widths);
+        }
+        if (got.count > 0) {
+            /* Continue after the last message, whatever the first strategy was. */
+            p->strategy = sl_poll_offset(got.messages[got.count - 1].offset + 1);
+            first = false;
+        }
+        if (p->follow && got.count < p->count)
+            pause_ms(p->interval_ms, deadline);
+        if (!p->follow || poll_stop || (deadline != 0 && now_ms() >= deadline))
+            return 0;
+    }
+}
+
 int cli_cmd_message_poll(cli_run_t *run)
 {
     poll_plan_t p;
     int rc = poll_plan(run, &p);
     if (rc != 0)
         return rc;
+    poll_sink_t sink = {0};
+    if (p.output_file != NULL) {
+        /* Appended to, as Iggy's CLI does: several polls can fill one file. */
+        sink.file = fopen(p.output_file, "ab");
+        if (sink.file == NULL)
+            return cli_error(CLI_EXIT_LOCAL, "cannot open '%s': %s", p.output_file,
+                             strerror(errno));
+    }
     /* Following ends on Ctrl-C or SIGTERM with exit code 0: that is how it is stopped. */
     struct sigaction sa = {.sa_handler = on_stop_signal}, old_int, old_term;
     if (p.follow) {
         sigaction(SIGINT, &sa, &old_int);
         sigaction(SIGTERM, &sa, &old_term);
     }
-    uint64_t deadline = p.follow && p.follow_ms ? now_ms() + p.follow_ms : 0;
-    bool first = true;
-    size_t widths[COUNT(message_cols)] = {0};
-    do {
-        sl_polled_messages_t got;
-        rc = sl_client_poll_messages(run->client, p.consumer, p.stream, p.topic, p.partition,
-                                     p.strategy, p.count, p.auto_commit, &got);
-        if (rc != 0) {
-            rc = cli_fail(rc, "poll messages");
-            break;
-        }
-        if (got.count > 0 || !p.follow)
-            print_batch(run, &p, &got, first, widths);
-        if (got.count > 0) {
-            /* Continue after the last message, whatever the first strategy was. */
-            p.strategy = sl_poll_offset(got.messages[got.count - 1].offset + 1);
-            first = false;
-        }
-        if (p.follow && got.count < p.count)
-            pause_ms(p.interval_ms, deadline);
-    } while (p.follow && !poll_stop && (deadline == 0 || now_ms() < deadline));
+    bool joined = false;
+    rc = p.group ? group_join(run, &p, &joined) : 0;
+    if (rc == 0)
+        rc = poll_loop(run, &p, &sink);
+    if (joined)
+        rc = group_leave(run, &p, rc);
     if (p.follow) {
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGTERM, &old_term, NULL);
     }
-    return rc;
+    return sink_close(run, &p, &sink, rc);
 }
 
 /* --- flush --------------------------------------------------------------------------------- */

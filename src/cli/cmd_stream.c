@@ -154,6 +154,13 @@ static int topic_options(cli_run_t *run, sl_topic_options_t *o)
         if (o->message_expiry_us != 0)
             o->set |= SL_TOPIC_OPT_MESSAGE_EXPIRY;
     }
+    /* Iggy's CLI takes a replication factor; protocol 0.11.0 has no field for
+     * it (a cluster's replication is the server's setting), so it is checked
+     * and not sent. */
+    const char *replication = cli_opt(run, "replication-factor");
+    uint32_t factor;
+    if (replication != NULL && (!cli_u32(replication, &factor) || factor == 0 || factor > 255))
+        return cli_usage(run, "invalid --replication-factor '%s' (1..255)", replication);
     const char *size = cli_opt(run, "max-topic-size");
     if (size != NULL) {
         if (!cli_size_bytes(size, &o->max_topic_size))

@@ -250,7 +250,7 @@ int cli_cmd_pat_create(cli_run_t *run)
     int rc = sl_client_create_token(run->client, name, expiry_us, &token);
     if (rc != 0)
         return cli_fail(rc, "create personal access token '%s'", name);
-    if (run->format == CLI_FORMAT_TABLE && run->quiet) {
+    if (run->format != CLI_FORMAT_JSON && run->quiet) {
         /* Quiet: the token alone, for TOKEN=$(sluice -q pat create ...). */
         fprintf(run->out, "%s\n", token);
         return 0;

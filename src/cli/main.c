@@ -9,13 +9,40 @@
 #define SLUICE_VERSION "unknown"
 #endif
 
+/* The value of the named option if it was given, without the table lookup of
+ * cli_opt (which treats an option the command lacks as a bug). */
+static const char *given(const cli_run_t *run, const char *name)
+{
+    const char *value = NULL;
+    for (uint32_t i = 0; i < run->opts_count; i++)
+        if (strcmp(run->opts[i].opt->name, name) == 0)
+            value = run->opts[i].value;
+    return value;
+}
+
+/* -o/--output, or Iggy's -l/--list-mode of list commands (the later wins). */
+static cli_format_t output_format(const cli_run_t *run)
+{
+    const char *format = NULL;
+    for (uint32_t i = 0; i < run->opts_count; i++) {
+        const char *name = run->opts[i].opt->name;
+        if (strcmp(name, "output") == 0 || strcmp(name, "list-mode") == 0)
+            format = run->opts[i].value;
+    }
+    if (format != NULL && strcmp(format, "json") == 0)
+        return CLI_FORMAT_JSON;
+    if (format != NULL && strcmp(format, "list") == 0)
+        return CLI_FORMAT_LIST;
+    return CLI_FORMAT_TABLE;
+}
+
 static int dispatch(cli_run_t *run)
 {
     if (run->help) {
         cli_print_help(stdout, run->group, run->cmd);
         return CLI_EXIT_OK;
     }
-    const char *generate = cli_opt(run, "generate");
+    const char *generate = given(run, "generate");
     if (generate != NULL) {
         if (strcmp(generate, "markdown") == 0)
             cli_reference_markdown(stdout);
@@ -31,8 +58,7 @@ static int dispatch(cli_run_t *run)
         cli_print_help(stderr, run->group, NULL);
         return CLI_EXIT_USAGE;
     }
-    const char *format = cli_opt(run, "output");
-    run->format = format && strcmp(format, "json") == 0 ? CLI_FORMAT_JSON : CLI_FORMAT_TABLE;
+    run->format = output_format(run);
     run->quiet = cli_flag(run, "quiet");
     int rc = cli_session_open(run);
     if (rc == 0)

@@ -491,10 +491,40 @@ static void table_object(FILE *f, const cli_table_t *t)
     free(texts);
 }
 
+/* List mode: one line per row, the table texts joined by '|', no heading. */
+static void list_rows(FILE *f, const cli_table_t *t, uint32_t from)
+{
+    for (uint32_t r = from; r < t->rows_count; r++) {
+        bool first = true;
+        for (uint32_t c = 0; c < t->cols_count; c++) {
+            if (t->cols[c].flags & CLI_COL_JSON_ONLY)
+                continue;
+            fputs(first ? "" : "|", f);
+            cli_val_text(f, &t->cells[(size_t)r * t->cols_count + c]);
+            first = false;
+        }
+        fputc('\n', f);
+    }
+}
+
+/* List mode of one object: a "title|value" line per field. */
+static void list_object(FILE *f, const cli_table_t *t)
+{
+    for (uint32_t c = 0; t->rows_count > 0 && c < t->cols_count; c++) {
+        if ((t->cols[c].flags & CLI_COL_JSON_ONLY) || t->cells[c].kind == CLI_VAL_ABSENT)
+            continue;
+        fprintf(f, "%s|", t->cols[c].title);
+        cli_val_text(f, &t->cells[c]);
+        fputc('\n', f);
+    }
+}
+
 void cli_table_print_rows(FILE *f, cli_format_t format, const cli_table_t *t, uint32_t from,
                           bool with_heading, size_t *widths)
 {
-    if (format == CLI_FORMAT_JSON) {
+    if (format == CLI_FORMAT_LIST) {
+        list_rows(f, t, from);
+    } else if (format == CLI_FORMAT_JSON) {
         for (uint32_t r = from; r < t->rows_count; r++) {
             json_row(f, t, r);
             fputc('\n', f);
@@ -510,6 +540,15 @@ void cli_doc_print(const cli_run_t *run, const cli_doc_t *doc)
     FILE *f = run->out;
     if (run->format == CLI_FORMAT_JSON) {
         json_doc(f, doc);
+        return;
+    }
+    if (run->format == CLI_FORMAT_LIST) {
+        if (doc->object)
+            list_object(f, &doc->main);
+        else
+            list_rows(f, &doc->main, 0);
+        for (uint32_t s = 0; s < doc->subs_count; s++)
+            list_rows(f, &doc->subs[s], 0);
         return;
     }
     if (!doc->object)

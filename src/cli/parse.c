@@ -47,6 +47,9 @@ typedef struct unit {
     uint64_t factor;
 } unit_t;
 
+#define MONTH_US 2630016000000ull
+#define YEAR_US  31557600000000ull
+
 static const unit_t duration_units[] = {
     {"us", 1},
     {"usec", 1},
@@ -74,6 +77,11 @@ static const unit_t duration_units[] = {
     {"w", 604800000000ull},
     {"week", 604800000000ull},
     {"weeks", 604800000000ull},
+    {"month", MONTH_US}, /* 30.44 days, as Iggy's (humantime) durations count them */
+    {"months", MONTH_US},
+    {"y", YEAR_US}, /* 365.25 days */
+    {"year", YEAR_US},
+    {"years", YEAR_US},
     {NULL, 0},
 };
 
@@ -120,7 +128,10 @@ static bool add_duration_word(const char *w, uint64_t *total)
         const char *u = end;
         while (isalpha((unsigned char)*end))
             end++;
-        const unit_t *unit = find_unit(duration_units, u, (size_t)(end - u));
+        /* Units ignore case, except that "M" is a month and "m" a minute. */
+        static const unit_t month = {"M", MONTH_US};
+        const unit_t *unit =
+            end - u == 1 && *u == 'M' ? &month : find_unit(duration_units, u, (size_t)(end - u));
         if (unit == NULL || n > (UINT64_MAX - 1 - *total) / unit->factor)
             return false;
         *total += n * unit->factor;
@@ -137,7 +148,8 @@ static bool is_word(const char *text, const char *a, const char *b, const char *
 
 bool cli_duration_us(const char *const *words, uint32_t count, uint64_t *out)
 {
-    if (count == 1 && is_word(words[0], "never", "unlimited", "none")) {
+    if (count == 1 && (is_word(words[0], "never", "unlimited", "none") ||
+                       is_word(words[0], "never_expire", NULL, NULL))) {
         *out = UINT64_MAX;
         return true;
     }
@@ -145,26 +157,30 @@ bool cli_duration_us(const char *const *words, uint32_t count, uint64_t *out)
         *out = 0;
         return true;
     }
-    uint64_t total = 0;
+    /* Every word and every space-separated part of a word ("1h 30m" quoted,
+     * "7 days") joins into one "1h30m" / "7days" text; two numbers in a row
+     * would merge into one, so they are refused. */
+    char joined[256];
+    size_t len = 0;
     for (uint32_t i = 0; i < count; i++) {
-        /* A quoted "1h 30m" arrives as one word with spaces. */
-        char word[64];
         const char *p = words[i];
         while (*p) {
             p += strspn(p, " \t");
             size_t n = strcspn(p, " \t");
             if (n == 0)
                 break;
-            if (n >= sizeof(word))
+            if (len + n >= sizeof(joined))
                 return false;
-            memcpy(word, p, n);
-            word[n] = '\0';
-            if (!add_duration_word(word, &total))
+            if (len > 0 && isdigit((unsigned char)joined[len - 1]) && isdigit((unsigned char)*p))
                 return false;
+            memcpy(joined + len, p, n);
+            len += n;
             p += n;
         }
     }
-    if (total == 0)
+    joined[len] = '\0';
+    uint64_t total = 0;
+    if (!add_duration_word(joined, &total) || total == 0)
         return false;
     *out = total;
     return true;
@@ -287,6 +303,19 @@ static bool parse_unsigned(const char *text, int bits, uint64_t *out)
         return false;
     *out = v;
     return true;
+}
+
+const char *cli_header_next(const char *text)
+{
+    for (const char *comma = strchr(text, ','); comma != NULL; comma = strchr(comma + 1, ',')) {
+        const char *c1 = strchr(comma + 1, ':');
+        const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (c1 != NULL && c1 > comma + 1 && c2 != NULL &&
+            memchr(comma + 1, ',', (size_t)(c2 - comma - 1)) == NULL &&
+            header_kind(c1 + 1, (size_t)(c2 - c1 - 1)) != 0)
+            return comma;
+    }
+    return NULL;
 }
 
 static bool parse_header_value(uint8_t kind, const char *text, uint8_t *storage,

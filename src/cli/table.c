@@ -55,6 +55,23 @@
         "max-topic-size", NULL, 'm', "SIZE", NULL, 0,                                              \
             "largest size of the topic, e.g. 10GiB or unlimited (default: the server's)"           \
     }
+#define O_LIST_MODE                                                                                \
+    {                                                                                              \
+        "list-mode", NULL, 'l', "MODE", "table list", 0,                                           \
+            "table (default) or list: one line per item, fields separated by '|'"                  \
+    }
+#define O_REPLICATION                                                                              \
+    {                                                                                              \
+        "replication-factor", NULL, 'r', "N", NULL, 0,                                             \
+            "accepted for Iggy compatibility (1..255) and not sent: protocol 0.11.0 has no "       \
+            "replication factor field"                                                             \
+    }
+#define O_FILE_FORMAT                                                                              \
+    {                                                                                              \
+        "file-format", NULL, 0, "FORMAT", "binary lines", 0,                                       \
+            "binary (default: Iggy's message records, headers and ids kept) or lines "             \
+            "(payloads, one per line)"                                                             \
+    }
 #define O_GLOBAL_PERMS                                                                             \
     {                                                                                              \
         "global-permissions", NULL, 'g', "LIST", NULL, 0,                                          \
@@ -78,7 +95,7 @@ static const cli_cmd_t stream_cmds[] = {
         ARGS(A_STREAM, {"NAME", 0, NULL, "new name"}), NULL, cli_cmd_stream_update),
     CMD("get", "g", "show one stream and its topics", "Example:\n  sluice stream get orders",
         ARGS(A_STREAM), NULL, cli_cmd_stream_get),
-    CMD("list", "l", "list every stream", NULL, NULL, NULL, cli_cmd_stream_list),
+    CMD("list", "l", "list every stream", NULL, NULL, OPTS(O_LIST_MODE), cli_cmd_stream_list),
     CMD("purge", "p", "delete every message of a stream, keeping its topics",
         "Example:\n  sluice stream purge orders", ARGS(A_STREAM), NULL, cli_cmd_stream_purge),
     {0},
@@ -91,7 +108,7 @@ static const cli_cmd_t topic_cmds[] = {
         ARGS(A_STREAM, {"NAME", 0, NULL, "name of the new topic"},
              {"PARTITIONS", CLI_ARG_OPTIONAL, NULL, "number of partitions (default 1)"},
              A_COMPRESSION, A_EXPIRY),
-        OPTS(O_MAX_SIZE), cli_cmd_topic_create),
+        OPTS(O_MAX_SIZE, O_REPLICATION), cli_cmd_topic_create),
     CMD("delete", "d", "delete a topic with its messages",
         "Example:\n  sluice topic delete orders events", ARGS(A_STREAM, A_TOPIC), NULL,
         cli_cmd_topic_delete),
@@ -99,12 +116,12 @@ static const cli_cmd_t topic_cmds[] = {
         "Example:\n  sluice topic update orders events events gzip 30d",
         ARGS(A_STREAM, A_TOPIC, {"NAME", 0, NULL, "new name (the current one keeps it)"},
              A_COMPRESSION, A_EXPIRY),
-        OPTS(O_MAX_SIZE), cli_cmd_topic_update),
+        OPTS(O_MAX_SIZE, O_REPLICATION), cli_cmd_topic_update),
     CMD("get", "g", "show one topic, its settings and partitions",
         "Example:\n  sluice topic get orders events", ARGS(A_STREAM, A_TOPIC), NULL,
         cli_cmd_topic_get),
     CMD("list", "l", "list the topics of a stream", "Example:\n  sluice topic list orders",
-        ARGS(A_STREAM), NULL, cli_cmd_topic_list),
+        ARGS(A_STREAM), OPTS(O_LIST_MODE), cli_cmd_topic_list),
     CMD("purge", "p", "delete every message of a topic",
         "Example:\n  sluice topic purge orders events", ARGS(A_STREAM, A_TOPIC), NULL,
         cli_cmd_topic_purge),
@@ -136,12 +153,13 @@ static const cli_cmd_t segment_cmds[] = {
 
 static const cli_cmd_t message_cmds[] = {
     CMD("send", "s", "send messages to a topic",
-        "Messages come from the arguments, or one per line from standard input\n"
-        "when none are given. Without --partition-id or --key the server\n"
-        "balances them over the partitions.\n"
+        "Messages come from the arguments, from --input-file, or one per line from\n"
+        "standard input when neither is given. Without --partition-id or --key the\n"
+        "server balances them over the partitions.\n"
         "Examples:\n  sluice message send orders events \"order 1\" \"order 2\"\n"
         "  sluice message send orders events -m customer-42 -H source:string:web hello\n"
-        "  seq 1 1000 | sluice message send orders events --partition-id 0",
+        "  seq 1 1000 | sluice message send orders events --partition-id 0\n"
+        "  sluice message send orders replay --input-file saved.bin",
         ARGS(A_STREAM, A_TOPIC,
              {"MESSAGE", CLI_ARG_OPTIONAL | CLI_ARG_REST, NULL, "payloads (default: stdin lines)"}),
         OPTS({"partition-id", NULL, 'p', "ID", NULL, 0, "send to this partition"},
@@ -152,15 +170,25 @@ static const cli_cmd_t message_cmds[] = {
               "a user header on every message (repeatable); KIND is raw (hex), string, bool, "
               "int8..int128, uint8..uint128, float32 or float64"},
              {"batch-size", NULL, 0, "N", NULL, 0,
-              "messages per request when reading stdin (default 1000)"}),
+              "messages per request when reading stdin or a file (default 1000)"},
+             {"input-file", NULL, 0, "FILE", NULL, 0,
+              "send the messages stored in FILE (as message poll --output-file writes them)"},
+             O_FILE_FORMAT),
         cli_cmd_message_send),
     CMD("poll", "p", "read messages from a partition",
         "Give one strategy (default --first). --follow keeps polling for new\n"
         "messages until interrupted (Ctrl-C) or --follow-seconds pass.\n"
+        "With --kind consumer-group, --consumer names the group: sluice joins it,\n"
+        "polls a partition the group assigns to it (PARTITION must be one; default:\n"
+        "the first assigned) and leaves at the end.\n"
         "Examples:\n  sluice message poll orders events 0 --offset 0 --count 100\n"
         "  sluice message poll orders events --next --consumer billing --auto-commit\n"
-        "  sluice message poll orders events 1 --last --count 5 --show-headers",
-        ARGS(A_STREAM, A_TOPIC, {"PARTITION", CLI_ARG_OPTIONAL, NULL, "partition id (default 0)"}),
+        "  sluice message poll orders events 1 --last --count 5 --show-headers\n"
+        "  sluice message poll orders events -k consumer-group -c billing --next -a\n"
+        "  sluice message poll orders events 0 --count 1000 --output-file saved.bin",
+        ARGS(A_STREAM, A_TOPIC,
+             {"PARTITION", CLI_ARG_OPTIONAL, NULL,
+              "partition id (default 0; with --kind consumer-group the first one assigned)"}),
         OPTS({"offset", NULL, 'o', "OFFSET", NULL, 0, "start at this offset"},
              {"first", NULL, 'f', NULL, NULL, 0, "start at the first message"},
              {"last", NULL, 'l', NULL, NULL, 0, "the last --count messages"},
@@ -168,14 +196,20 @@ static const cli_cmd_t message_cmds[] = {
              {"timestamp", NULL, 0, "MICROS", NULL, 0,
               "from this append time (microseconds since the epoch)"},
              {"count", "message-count", 'm', "N", NULL, 0, "messages per poll (default 10)"},
-             {"consumer", NULL, 'c', "ID", NULL, 0, "consumer id or name (default 1)"},
+             {"consumer", NULL, 'c', "ID", NULL, 0,
+              "consumer id or name (default 1); the group with --kind consumer-group"},
+             {"kind", "consumer-kind", 'k', "KIND", "consumer consumer-group", 0,
+              "consumer (default) or consumer-group: poll as a member of the group"},
              {"auto-commit", NULL, 'a', NULL, NULL, 0,
               "store the offset of the last message returned"},
              {"show-headers", NULL, 's', NULL, NULL, 0, "add the user headers to the table"},
              {"follow", NULL, 'F', NULL, NULL, 0, "keep polling for new messages"},
              {"follow-seconds", NULL, 0, "SECONDS", NULL, 0, "stop following after this long"},
              {"interval-ms", NULL, 0, "MS", NULL, 0,
-              "pause between polls that return nothing (default 250)"}),
+              "pause between polls that return nothing (default 250)"},
+             {"output-file", NULL, 0, "FILE", NULL, 0,
+              "append the messages to FILE instead of printing them"},
+             O_FILE_FORMAT),
         cli_cmd_message_poll),
     CMD("flush", "f", "ask the server to flush a partition's unsaved messages",
         "Servers that do not offer it answer FeatureUnavailable (5).\n"
@@ -197,8 +231,8 @@ static const cli_cmd_t group_cmds[] = {
         "Example:\n  sluice consumer-group get orders events billing",
         ARGS(A_STREAM, A_TOPIC, A_GROUP), NULL, cli_cmd_group_get),
     CMD("list", "l", "list the consumer groups of a topic",
-        "Example:\n  sluice consumer-group list orders events", ARGS(A_STREAM, A_TOPIC), NULL,
-        cli_cmd_group_list),
+        "Example:\n  sluice consumer-group list orders events", ARGS(A_STREAM, A_TOPIC),
+        OPTS(O_LIST_MODE), cli_cmd_group_list),
     {0},
 };
 
@@ -230,7 +264,7 @@ static const cli_cmd_t user_cmds[] = {
         cli_cmd_user_delete),
     CMD("get", "g", "show a user and its permissions", "Example:\n  sluice user get alice",
         ARGS(A_USER), NULL, cli_cmd_user_get),
-    CMD("list", "l", "list every user", NULL, NULL, NULL, cli_cmd_user_list),
+    CMD("list", "l", "list every user", NULL, NULL, OPTS(O_LIST_MODE), cli_cmd_user_list),
     CMD("name", "n", "change a user's username", "Example:\n  sluice user name alice alicia",
         ARGS(A_USER, {"USERNAME", 0, NULL, "the new username"}), NULL, cli_cmd_user_name),
     CMD("status", "s", "activate or deactivate a user",
@@ -260,26 +294,28 @@ static const cli_cmd_t pat_cmds[] = {
         NULL, cli_cmd_pat_create),
     CMD("delete", "d", "delete a personal access token", "Example:\n  sluice pat delete ci",
         ARGS({"NAME", 0, NULL, "name of the token"}), NULL, cli_cmd_pat_delete),
-    CMD("list", "l", "list the current user's tokens", NULL, NULL, NULL, cli_cmd_pat_list),
+    CMD("list", "l", "list the current user's tokens", NULL, NULL, OPTS(O_LIST_MODE),
+        cli_cmd_pat_list),
     {0},
 };
 
 static const cli_cmd_t client_cmds[] = {
     CMD("get", "g", "show one connected client", "Example:\n  sluice client get 42",
         ARGS({"CLIENT", 0, NULL, "client id (see client list)"}), NULL, cli_cmd_client_get),
-    CMD("list", "l", "list the connected clients", NULL, NULL, NULL, cli_cmd_client_list),
+    CMD("list", "l", "list the connected clients", NULL, NULL, OPTS(O_LIST_MODE),
+        cli_cmd_client_list),
     {0},
 };
 
 static const cli_cmd_t cluster_cmds[] = {
-    CMD("metadata", "m", "show the cluster's name and nodes", NULL, NULL, NULL,
+    CMD("metadata", "m", "show the cluster's name and nodes", NULL, NULL, OPTS(O_LIST_MODE),
         cli_cmd_cluster_metadata),
     {0},
 };
 
 static const cli_cmd_t context_cmds[] = {
-    {"list", "l", "list the contexts of ~/.sluice/contexts.toml", NULL, NULL, NULL, NULL,
-     cli_cmd_context_list, CLI_NEEDS_NOTHING},
+    {"list", "l", "list the contexts of ~/.sluice/contexts.toml", NULL, NULL, OPTS(O_LIST_MODE),
+     NULL, cli_cmd_context_list, CLI_NEEDS_NOTHING},
     {"use", "u", "make a context the active one",
      "Examples:\n  sluice context use staging\n  sluice context use default",
      ARGS({"NAME", 0, NULL, "the context's name"}), NULL, NULL, cli_cmd_context_use,
@@ -342,7 +378,8 @@ const cli_opt_t cli_global_opts[] = {
     {"token", NULL, 't', "TOKEN", NULL, 0, "personal access token (env SLUICE_TOKEN)"},
     {"context", NULL, 0, "NAME", NULL, 0,
      "context of ~/.sluice/contexts.toml to use (env SLUICE_CONTEXT)"},
-    {"output", NULL, 'o', "FORMAT", "table json", 0, "table (default) or json"},
+    {"output", NULL, 'o', "FORMAT", "table json list", 0,
+     "table (default), json, or list (one line per item, fields separated by '|')"},
     {"quiet", NULL, 'q', NULL, NULL, 0, "print no confirmations, only results"},
     {"help", NULL, 'h', NULL, NULL, 0, "show help"},
     {"version", NULL, 'V', NULL, NULL, 0, "show the version"},

@@ -1,10 +1,11 @@
 /* The sluice command-line tool end to end: the built binary (SLUICE_CLI) runs
  * as a subprocess against a real sluiced started by the harness. Covers
  * streams, topics, partitions, messages (arguments, stdin, headers, every
- * poll strategy, --follow), consumer groups and offsets, users, tokens,
- * contexts, login sessions, the password prompt on a terminal, exit codes
- * and error messages, --help on every command, JSON validity and the bash
- * completion script. */
+ * poll strategy, --follow, message files both ways, polling as a group
+ * member), consumer groups and offsets, users, tokens, contexts, login
+ * sessions, the password prompt on a terminal, exit codes and error
+ * messages, --help on every command, JSON validity, Iggy's list mode and
+ * option forms, and the bash completion script. */
 #define _GNU_SOURCE /* posix_openpt and friends */
 #include <errno.h>
 #include <fcntl.h>
@@ -1343,6 +1344,274 @@ static void test_system_commands(void **state)
     res_free(&r);
 }
 
+/* --- Iggy parity: message files, group polls, list mode, option forms ----------------------- */
+
+static uint64_t le_at(const unsigned char *p, size_t n)
+{
+    uint64_t v = 0;
+    for (size_t i = n; i > 0; i--)
+        v = v << 8 | p[i - 1];
+    return v;
+}
+
+static long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static void test_message_files(void **state)
+{
+    (void)state;
+    char bin[512], txt[512], bad[512];
+    snprintf(bin, sizeof(bin), "%s/saved.bin", home);
+    snprintf(txt, sizeof(txt), "%s/saved.txt", home);
+    ok(ROOT("stream", "create", "cli-files"));
+    ok(ROOT("topic", "create", "cli-files", "src", "1"));
+    ok(ROOT("topic", "create", "cli-files", "copy", "1"));
+    ok(ROOT("message", "send", "cli-files", "src", "one", "two,2", "-H",
+            "who:string:a,b,n:uint8:7"));
+
+    /* Binary records, Iggy's layout: 64-byte header, payload, headers. */
+    cli_res_t r =
+        ROOT("-o", "json", "message", "poll", "cli-files", "src", "-m", "10", "--output-file", bin);
+    expect_code(&r, 0);
+    expect_json(r.out, false);
+    expect_has(r.out, "\"messages_count\": 2");
+    res_free(&r);
+    char *data = read_file(bin);
+    assert_non_null(data);
+    const unsigned char *rec = (const unsigned char *)data;
+    uint32_t headers_len = (uint32_t)le_at(rec + 48, 4);
+    assert_int_equal(le_at(rec + 52, 4), 3); /* payload length */
+    assert_int_equal(le_at(rec + 24, 8), 0); /* offset */
+    assert_true(le_at(rec + 32, 8) > 0);     /* server timestamp */
+    assert_int_equal(le_at(rec + 56, 8), 0); /* reserved */
+    assert_memory_equal(rec + 64, "one", 3);
+    assert_true(headers_len > 0);
+    const unsigned char *second = rec + 64 + 3 + headers_len;
+    assert_int_equal(le_at(second + 24, 8), 1);
+    assert_memory_equal(second + 64, "two,2", 5);
+    long size = file_size(bin);
+    assert_int_equal(size, (long)(2 * (64 + headers_len) + 3 + 5));
+    char id[64];
+    snprintf(id, sizeof(id), "\"id\": \"%016llx%016llx\"", (unsigned long long)le_at(rec + 16, 8),
+             (unsigned long long)le_at(rec + 8, 8));
+    free(data);
+    /* Appended to, as Iggy's CLI does. */
+    r = ROOT("message", "poll", "cli-files", "src", "--offset", "1", "--output-file", bin);
+    expect_code(&r, 0);
+    expect_has(r.out, "stored 1 message (");
+    res_free(&r);
+    assert_int_equal(file_size(bin), size + (size - 64 - 3 - (long)headers_len));
+
+    /* Replayed: ids, headers and payloads come back, offsets are new. */
+    r = ROOT("-o", "json", "message", "send", "cli-files", "copy", "--input-file", bin);
+    expect_code(&r, 0);
+    expect_has(r.out, "\"messages_count\": 3");
+    res_free(&r);
+    r = ROOT("-o", "json", "message", "poll", "cli-files", "copy", "-m", "10");
+    expect_json(r.out, false);
+    expect_has(r.out, id);
+    expect_has(r.out, "\"payload\": \"two,2\"");
+    expect_has(r.out, "{\"key\": \"who\", \"kind\": \"string\", \"value\": \"a,b\"}");
+    expect_has(r.out, "{\"key\": \"n\", \"kind\": \"uint8\", \"value\": 7}");
+    expect_has(r.out, "\"offset\": 2,");
+    res_free(&r);
+
+    /* Lines: payloads one per line both ways; -H applies when sending. */
+    r = ROOT("message", "poll", "cli-files", "src", "-m", "10", "--output-file", txt,
+             "--file-format", "lines");
+    expect_code(&r, 0);
+    res_free(&r);
+    data = read_file(txt);
+    assert_string_equal(data, "one\ntwo,2\n");
+    free(data);
+    r = ROOT("-o", "json", "message", "send", "cli-files", "copy", "--input-file", txt,
+             "--file-format", "lines", "-H", "via:string:file");
+    expect_code(&r, 0);
+    expect_has(r.out, "\"messages_count\": 2");
+    res_free(&r);
+    r = ROOT("-o", "json", "message", "poll", "cli-files", "copy", "--last", "-m", "1");
+    expect_has(r.out, "\"payload\": \"two,2\"");
+    expect_has(r.out, "{\"key\": \"via\", \"kind\": \"string\", \"value\": \"file\"}");
+    res_free(&r);
+
+    /* Errors: a missing or damaged file is local (7), a wrong combination usage (2). */
+    r = ROOT("message", "send", "cli-files", "copy", "--input-file", "/nonexistent/file");
+    expect_code(&r, 7);
+    expect_has(r.err, "cannot open '/nonexistent/file'");
+    res_free(&r);
+    snprintf(bad, sizeof(bad), "%s/short.bin", home);
+    FILE *f = fopen(bad, "wb");
+    assert_non_null(f);
+    unsigned char head[64] = {0};
+    head[52] = 10; /* a 10-byte payload that is not there */
+    fwrite(head, 1, sizeof(head), f);
+    fwrite("abc", 1, 3, f);
+    fclose(f);
+    r = ROOT("message", "send", "cli-files", "copy", "--input-file", bad);
+    expect_code(&r, 7);
+    expect_has(r.err, "ends inside the message record at byte 0");
+    res_free(&r);
+    f = fopen(bad, "wb");
+    fclose(f);
+    r = ROOT("message", "send", "cli-files", "copy", "--input-file", bad);
+    expect_code(&r, 2);
+    expect_has(r.err, "is empty");
+    res_free(&r);
+    r = ROOT("message", "send", "cli-files", "copy", "--input-file", bin, "-H", "a:string:b");
+    expect_code(&r, 2);
+    res_free(&r);
+    r = ROOT("message", "send", "cli-files", "copy", "x", "--input-file", bin);
+    expect_code(&r, 2);
+    expect_has(r.err, "not both");
+    res_free(&r);
+    r = ROOT("message", "send", "cli-files", "copy", "x", "--file-format", "lines");
+    expect_code(&r, 2);
+    res_free(&r);
+    r = ROOT("message", "poll", "cli-files", "copy", "--file-format", "csv", "--output-file", txt);
+    expect_code(&r, 2);
+    res_free(&r);
+    r = ROOT("message", "poll", "cli-files", "copy", "--output-file", "/nonexistent/dir/out.bin");
+    expect_code(&r, 7);
+    res_free(&r);
+    unlink(bin);
+    unlink(txt);
+    unlink(bad);
+}
+
+static void test_group_poll(void **state)
+{
+    (void)state;
+    ok(ROOT("stream", "create", "cli-gp"));
+    ok(ROOT("topic", "create", "cli-gp", "t", "2"));
+    ok(ROOT("topic", "create", "cli-gp", "one", "1"));
+    ok(ROOT("consumer-group", "create", "cli-gp", "t", "workers"));
+    ok(ROOT("consumer-group", "create", "cli-gp", "one", "solo"));
+    ok(ROOT("message", "send", "cli-gp", "t", "-p", "0", "a0", "a1", "a2"));
+    ok(ROOT("message", "send", "cli-gp", "t", "-p", "1", "b0", "b1"));
+
+    /* Alone in the group: every partition is ours; without PARTITION the
+     * first assigned one; --next and --auto-commit use the group's offset. */
+    cli_res_t r = ROOT("-o", "json", "message", "poll", "cli-gp", "t", "--kind", "consumer-group",
+                       "-c", "workers", "--next", "-a", "-m", "2");
+    expect_code(&r, 0);
+    expect_json(r.out, false);
+    expect_has(r.out, "\"partition_id\": 0");
+    expect_has(r.out, "\"payload\": \"a1\"");
+    res_free(&r);
+    r = ROOT("-o", "json", "m", "p", "cli-gp", "t", "0", "-k", "consumer-group", "-c", "workers",
+             "--next", "-a");
+    expect_has(r.out, "\"payload\": \"a2\"");
+    res_free(&r);
+    r = ROOT("-o", "json", "consumer-offset", "get", "workers", "cli-gp", "t", "0", "-k",
+             "consumer-group");
+    expect_has(r.out, "\"stored_offset\": 2");
+    res_free(&r);
+    /* The CLI left the group again. */
+    r = ROOT("-o", "json", "consumer-group", "get", "cli-gp", "t", "workers");
+    expect_has(r.out, "\"members_count\": 0");
+    res_free(&r);
+
+    /* With another member, the group deals partitions: that member keeps
+     * partition 0 and hands partition 1 to the CLI. */
+    sl_client_t *c;
+    assert_int_equal(sl_client_connect("127.0.0.1", srv.port, NULL, &c), 0);
+    assert_int_equal(sl_client_login(c, "iggy", "iggy", NULL), 0);
+    assert_int_equal(sl_client_join_consumer_group(c, sl_id_name("cli-gp"), sl_id_name("t"),
+                                                   sl_id_name("workers")),
+                     0);
+    assert_int_equal(sl_client_join_consumer_group(c, sl_id_name("cli-gp"), sl_id_name("one"),
+                                                   sl_id_name("solo")),
+                     0);
+    r = ROOT("-o", "json", "m", "p", "cli-gp", "t", "-k", "consumer-group", "-c", "workers");
+    expect_code(&r, 0);
+    expect_has(r.out, "\"partition_id\": 1");
+    expect_has(r.out, "\"payload\": \"b0\"");
+    res_free(&r);
+    r = ROOT("m", "p", "cli-gp", "t", "0", "-k", "consumer-group", "-c", "workers");
+    expect_code(&r, 1);
+    expect_has(r.err, "partition 0 is assigned to another member of consumer group 'workers'");
+    res_free(&r);
+    r = ROOT("m", "p", "cli-gp", "one", "-k", "consumer-group", "-c", "solo");
+    expect_code(&r, 1);
+    expect_has(r.err, "assigns no partition to this member");
+    res_free(&r);
+    sl_client_close(c);
+
+    /* Usage and lookup errors. */
+    r = ROOT("m", "p", "cli-gp", "t", "-k", "consumer-group");
+    expect_code(&r, 2);
+    expect_has(r.err, "needs --consumer GROUP");
+    res_free(&r);
+    r = ROOT("m", "p", "cli-gp", "t", "-k", "group", "-c", "workers");
+    expect_code(&r, 2);
+    res_free(&r);
+    r = ROOT("m", "p", "cli-gp", "t", "-k", "consumer-group", "-c", "nobody");
+    expect_code(&r, 4);
+    expect_has(r.err, "join consumer group 'nobody'");
+    res_free(&r);
+}
+
+static void test_list_mode_and_forms(void **state)
+{
+    (void)state;
+    ok(ROOT("stream", "create", "cli-lm"));
+    /* Iggy's --replication-factor is accepted (1..255) and not sent. */
+    ok(ROOT("topic", "create", "cli-lm", "t", "1", "none", "7 days", "-r", "1"));
+    ok(ROOT("topic", "create", "cli-lm", "t2", "1", "gzip", "1M", "--replication-factor", "3"));
+    ok(ROOT("topic", "update", "cli-lm", "t2", "t2", "gzip", "never_expire", "-r", "2"));
+    cli_res_t r = ROOT("topic", "create", "cli-lm", "t3", "1", "-r", "0");
+    expect_code(&r, 2);
+    expect_has(r.err, "--replication-factor");
+    res_free(&r);
+    r = ROOT("topic", "create", "cli-lm", "t3", "1", "none", "1", "2h");
+    expect_code(&r, 2);
+    res_free(&r);
+    r = ROOT("-o", "json", "topic", "get", "cli-lm", "t");
+    expect_has(r.out, "\"message_expiry_us\": 604800000000");
+    res_free(&r);
+    r = ROOT("-o", "json", "topic", "list", "cli-lm");
+    expect_has(r.out, "\"message_expiry_us\": 18446744073709551615");
+    res_free(&r);
+
+    /* List mode: one line per item, '|' between fields, no heading. */
+    r = ROOT("topic", "list", "cli-lm", "--list-mode", "list");
+    expect_code(&r, 0);
+    assert_null(strstr(r.out, "NAME"));
+    expect_has(r.out, "|t|1|");
+    expect_has(r.out, "|t2|1|");
+    size_t lines = 0;
+    for (const char *c = r.out; *c; c++)
+        lines += *c == '\n';
+    assert_int_equal(lines, 2);
+    res_free(&r);
+    r = ROOT("stream", "list", "-l", "list");
+    expect_has(r.out, "|cli-lm|");
+    res_free(&r);
+    r = ROOT("-o", "list", "stats");
+    expect_code(&r, 0);
+    expect_has(r.out, "Server version|");
+    res_free(&r);
+    const char *const *const list_cmds[] = {
+        ARGS("user", "list", "-l", "list"),
+        ARGS("client", "list", "-l", "list"),
+        ARGS("pat", "list", "-l", "list"),
+        ARGS("cluster", "metadata", "-l", "list"),
+        ARGS("consumer-group", "list", "cli-lm", "t", "-l", "list"),
+    };
+    for (size_t i = 0; i < sizeof(list_cmds) / sizeof(list_cmds[0]); i++) {
+        r = run_with(&(spawn_opts_t){.stdin_fd = -1},
+                     ARGS("--server", server_arg, "-t", root_token), list_cmds[i]);
+        expect_code(&r, 0);
+        res_free(&r);
+    }
+    r = ROOT("stream", "list", "-l", "tree");
+    expect_code(&r, 2);
+    res_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1364,6 +1633,9 @@ int main(void)
         cmocka_unit_test(test_completion),
         cmocka_unit_test(test_reference_doc),
         cmocka_unit_test(test_system_commands),
+        cmocka_unit_test(test_message_files),
+        cmocka_unit_test(test_group_poll),
+        cmocka_unit_test(test_list_mode_and_forms),
     };
     return cmocka_run_group_tests(tests, start, stop);
 }
