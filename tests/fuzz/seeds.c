@@ -335,6 +335,26 @@ static void seeds_toml(void)
 
 /* --- fuzz_meta_snapshot: a small state's image without its trailer --------- */
 
+/* Applies one metadata entry of root (user 0) with the body in b (then
+ * emptied); false when apply refused it or its result is not success. */
+static bool seed_apply(sl_meta_t *m, uint64_t *op, uint8_t operation, sl_buf_t *b)
+{
+    sl_meta_entry_t e = {.op = *op,
+                         .timestamp = 1700000000000000ull + *op,
+                         .operation = operation,
+                         .body = sl_buf_span(b)};
+    (*op)++;
+    sl_buf_t reply;
+    sl_buf_init(&reply, 0);
+    uint32_t result = 1;
+    sl_span_t rest;
+    bool ok = sl_meta_apply(m, &e, &reply) == 0 &&
+              sl_result_split(sl_buf_span(&reply), &result, &rest) == 0 && result == 0;
+    sl_buf_free(&reply);
+    sl_buf_reset(b);
+    return ok;
+}
+
 static void seeds_meta_snapshot(void)
 {
     sl_meta_t *m;
@@ -347,6 +367,32 @@ static void seeds_meta_snapshot(void)
         die("meta", "encode");
     b.len -= 8; /* the target appends the trailer itself */
     emit("fuzz_meta_snapshot", "root_only", no_prefix, &b);
+    /* Streams, topics with partitions, purge generations and a group: the
+     * parts of the image the root-only seed has none of. */
+    uint64_t op = sl_meta_last_op(m) + 1;
+    sl_buf_t body;
+    sl_buf_init(&body, 0);
+    sl_create_stream_request_t cs = {.name = sl_span_str("orders")};
+    sl_create_topic_request_t ct = {
+        .stream_id = sl_ident_number(0), .partitions_count = 3, .name = sl_span_str("events")};
+    sl_purge_topic_request_t pt = {.stream_id = sl_ident_number(0), .topic_id = sl_ident_number(0)};
+    sl_create_consumer_group_request_t cg = {
+        .stream = sl_ident_number(0), .topic = sl_ident_number(0), .name = sl_span_str("g")};
+    if (sl_create_stream_request_encode(&body, &cs) != 0 ||
+        !seed_apply(m, &op, SL_OP_CREATE_STREAM, &body) ||
+        sl_create_topic_request_encode(&body, &ct) != 0 ||
+        !seed_apply(m, &op, SL_OP_CREATE_TOPIC_WITH_ASSIGNMENTS, &body) ||
+        sl_purge_topic_request_encode(&body, &pt) != 0 ||
+        !seed_apply(m, &op, SL_OP_PURGE_TOPIC, &body) ||
+        sl_create_consumer_group_request_encode(&body, &cg) != 0 ||
+        !seed_apply(m, &op, SL_OP_CREATE_CONSUMER_GROUP, &body))
+        die("meta", "state with topics");
+    sl_buf_reset(&b);
+    if (sl_meta_encode(m, &b) != 0)
+        die("meta", "encode");
+    b.len -= 8;
+    emit("fuzz_meta_snapshot", "stream_topic_group", no_prefix, &b);
+    sl_buf_free(&body);
     sl_buf_free(&b);
     sl_meta_destroy(m);
 }
