@@ -170,6 +170,8 @@ static void commit_register(sl_session_t *s, const sl_request_header_t *req,
     s->client = req->client;
     s->epoch = e.op;
     s->user_id = user_id;
+    const sl_meta_user_t *u = sl_meta_user_by_id(srv->meta, user_id);
+    s->user_created_at = u ? u->created_at : 0;
     s->protocol_version = version->protocol_version;
     copy_text(s->sdk_name, sizeof(s->sdk_name), version->sdk_name);
     copy_text(s->sdk_version, sizeof(s->sdk_version), version->sdk_version);
@@ -264,4 +266,21 @@ void sl_admit_disconnect(sl_session_t *s)
     if (commit_logout(s, UINT64_MAX, (sl_u128_t){0, 0}) != 0)
         sl_log_warn("connection %u: logout on disconnect not committed", s->id);
     s->bound = false;
+}
+
+bool sl_admit_user_current(sl_session_t *s)
+{
+    if (!s->bound)
+        return true;
+    const sl_meta_user_t *u = sl_meta_user_by_id(s->server->meta, s->user_id);
+    if (u && u->created_at == s->user_created_at)
+        return true;
+    /* The user was deleted (and its id maybe given to a new user): the
+     * session ends as if the connection had closed, so it can act neither
+     * as nobody nor as the id's next owner. */
+    sl_log_info("connection %u: user %u was deleted; its session %llu ends", s->id, s->user_id,
+                (unsigned long long)s->epoch);
+    sl_admit_disconnect(s);
+    s->bound = false;
+    return false;
 }

@@ -48,6 +48,7 @@ typedef struct sl_session {
     sl_u128_t client;
     uint64_t epoch;
     uint32_t user_id;
+    uint64_t user_created_at; /* the user's incarnation: ids are reused */
     uint32_t protocol_version;
     char sdk_name[256];
     char sdk_version[256];
@@ -159,6 +160,10 @@ void sl_admit_register(sl_session_t *s, const sl_request_header_t *req, sl_span_
 void sl_admit_logout(sl_session_t *s, const sl_request_header_t *req);
 /* A bound connection went away: commit a Logout for it (lifecycle.md 7). */
 void sl_admit_disconnect(sl_session_t *s);
+/* False (and the session ended, as on a disconnect) when the session's user
+ * no longer exists: deleted, or deleted and its id reused by a new user (the
+ * reference keeps such sessions bound; Sluice does not). True otherwise. */
+bool sl_admit_user_current(sl_session_t *s);
 
 /* Journals and applies one entry built by admission; the reply body is
  * appended to reply. Chooses op and timestamp. 0 or the commit's error. */

@@ -291,6 +291,40 @@ static void test_delete_user(void **state)
     assert_int_equal(create_user("fred-again", "fred-pass"), id);
 }
 
+/* A session of a deleted user ends at its next request (the reference
+ * keeps it bound): it can neither act as nobody nor, once the id is given to
+ * a new user, as that user. */
+static void test_deleted_user_session_ends(void **state)
+{
+    (void)state;
+    uint32_t id = create_user("dora", "dora-pass");
+    sl_client_t *dora = login("dora", "dora-pass");
+    const sl_stream_t *streams;
+    uint32_t n;
+    FAILS(sl_client_create_stream(dora, "by-dora", NULL), SL_ERR_UNAUTHORIZED);
+    OK(sl_client_delete_user(root, sl_id_num(id)));
+    /* The id goes to a user allowed to manage streams. */
+    sl_permission_set_t manager = {.manage_streams = true, .read_streams = true};
+    const sl_user_t *u = NULL;
+    OK(sl_client_create_user(root, "erin", "erin-pass", SL_USER_STATUS_ACTIVE, &manager, &u));
+    assert_int_equal(u->id, id);
+    /* Dora's old session gets no session, not Erin's permissions. */
+    int rc = sl_client_create_stream(dora, "by-dora", NULL);
+    assert_true(rc == -SL_ERR_UNAUTHENTICATED || rc == -SL_ERR_NOT_CONNECTED ||
+                rc == -SL_ERR_DISCONNECTED || rc == -SL_ERR_CONNECTION_CLOSED);
+    FAILS(sl_client_get_streams(dora, &streams, &n), SL_ERR_UNAUTHENTICATED);
+    OK(sl_client_get_streams(root, &streams, &n));
+    for (uint32_t i = 0; i < n; i++)
+        assert_string_not_equal(streams[i].name, "by-dora");
+    sl_client_close(dora);
+    /* Erin, logged in as herself, has what was given to her. */
+    sl_client_t *erin = login("erin", "erin-pass");
+    OK(sl_client_create_stream(erin, "by-erin", NULL));
+    OK(sl_client_delete_stream(erin, sl_id_name("by-erin")));
+    sl_client_close(erin);
+    OK(sl_client_delete_user(root, sl_id_num(id)));
+}
+
 static void test_change_password(void **state)
 {
     (void)state;
@@ -644,6 +678,7 @@ int main(void)
         cmocka_unit_test(test_create_errors),
         cmocka_unit_test(test_update_user),
         cmocka_unit_test(test_delete_user),
+        cmocka_unit_test(test_deleted_user_session_ends),
         cmocka_unit_test(test_change_password),
         cmocka_unit_test(test_update_permissions),
         cmocka_unit_test(test_raw_user_bodies),
