@@ -171,9 +171,39 @@ static bool resize(sl_topic_rt_t *rt, uint32_t count)
     return true;
 }
 
-/* Brings one runtime topic to the meta topic's partitions and options. */
+/* At boot: partition directories at or past the topic's count are leftovers
+ * of a DeletePartitions whose removal failed or was cut by a crash; left in
+ * place, a later CreatePartitions would find their old data. */
+static void sweep_partitions(sl_partitions_t *ps, const sl_topic_rt_t *rt, uint32_t count)
+{
+    char root[4400];
+    partition_dir(ps, rt->stream_id, rt->topic_id, 0, root, sizeof(root));
+    char *slash = strrchr(root, '/');
+    if (!slash)
+        return;
+    *slash = '\0';
+    DIR *d = opendir(root);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char *end;
+        unsigned long id = strtoul(e->d_name, &end, 10);
+        if (e->d_name[0] == '.' || *end != '\0' || id > UINT32_MAX || id < count)
+            continue;
+        char dir[4400];
+        partition_dir(ps, rt->stream_id, rt->topic_id, (uint32_t)id, dir, sizeof(dir));
+        sl_log_warn("removing %s: the topic has %u partitions", dir, count);
+        remove_dir(dir);
+    }
+    closedir(d);
+}
+
+/* Brings one runtime topic to the meta topic's partitions and options. A
+ * partition added after boot starts empty: whatever a failed delete left in
+ * its directory is removed first. */
 static void sync_topic(sl_partitions_t *ps, sl_topic_rt_t *rt, const sl_meta_topic_t *mt,
-                       bool fresh)
+                       bool fresh, bool boot)
 {
     uint32_t want = mt->partitions_count;
     for (uint32_t id = want; id < rt->partitions_count; id++)
@@ -190,8 +220,16 @@ static void sync_topic(sl_partitions_t *ps, sl_topic_rt_t *rt, const sl_meta_top
     for (uint32_t id = 0; id < had; id++)
         if (rt->partitions[id])
             sl_partition_reconfigure(rt->partitions[id], &cfg);
-    for (uint32_t id = had; id < want; id++)
+    if (boot)
+        sweep_partitions(ps, rt, want);
+    for (uint32_t id = had; id < want; id++) {
+        if (!boot && !fresh) {
+            char dir[4400];
+            partition_dir(ps, rt->stream_id, rt->topic_id, id, dir, sizeof(dir));
+            remove_dir(dir);
+        }
         open_partition(ps, rt, mt, id);
+    }
 }
 
 static void drop_topic(sl_partitions_t *ps, uint32_t index, bool remove)
@@ -303,7 +341,7 @@ void sl_partitions_sync(sl_partitions_t *ps, const sl_meta_t *meta, bool boot)
             bool found;
             uint32_t slot = find_slot(ps, ms->id, mt->id, &found);
             if (found) {
-                sync_topic(ps, ps->topics[slot], mt, false);
+                sync_topic(ps, ps->topics[slot], mt, false, boot);
                 continue;
             }
             if (!boot) {
@@ -317,7 +355,7 @@ void sl_partitions_sync(sl_partitions_t *ps, const sl_meta_t *meta, bool boot)
                 sl_log_error("out of memory for topic %u of stream %u", mt->id, ms->id);
                 continue;
             }
-            sync_topic(ps, rt, mt, true);
+            sync_topic(ps, rt, mt, true, boot);
         }
     }
 }

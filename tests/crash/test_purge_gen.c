@@ -190,6 +190,49 @@ static void test_purge_stream_unrecorded(void **state)
     sl_client_close(c);
 }
 
+/* A DeletePartitions whose directory removal fails leaves the old files;
+ * a later CreatePartitions must not serve them, and a restart sweeps them. */
+static void test_deleted_partition_leftovers(void **state)
+{
+    (void)state;
+    const char *s = "pg-parts", *t = "events";
+    sl_client_t *c = cu_connect(&srv);
+    const sl_stream_t *st;
+    assert_int_equal(sl_client_create_stream(c, s, &st), 0);
+    uint32_t sid = st->id;
+    sl_topic_options_t opt = {.set = SL_TOPIC_OPT_ENFORCE_FSYNC, .enforce_fsync = true};
+    const sl_topic_t *tp;
+    assert_int_equal(sl_client_create_topic(c, sl_id_name(s), t, 2, &opt, &tp), 0);
+    uint32_t tid = tp->id;
+    char dir[4096];
+    cu_partition_dir(&srv, sid, tid, 1, dir, sizeof(dir));
+
+    /* At run time: the leftover is cleared when the id comes back. */
+    cu_send_ok(c, sl_id_name(s), sl_id_name(t), 1, 0xE5, 0, 6, 0);
+    set_fault("eio unlink .log");
+    assert_int_equal(sl_client_delete_partitions(c, sl_id_name(s), sl_id_name(t), 1), 0);
+    set_fault("");
+    assert_int_equal(access(dir, F_OK), 0); /* the failed delete left it */
+    assert_int_equal(sl_client_create_partitions(c, sl_id_name(s), sl_id_name(t), 1), 0);
+    assert_int_equal(count_of(c, s, t, 1, 0xE5), 0);
+    cu_send_ok(c, sl_id_name(s), sl_id_name(t), 1, 0xF6, 0, 3, 0);
+
+    /* Across a restart: the boot sweeps it. */
+    set_fault("eio unlink .log");
+    assert_int_equal(sl_client_delete_partitions(c, sl_id_name(s), sl_id_name(t), 1), 0);
+    set_fault("");
+    assert_int_equal(access(dir, F_OK), 0);
+    sl_client_close(c);
+    restart_after_kill();
+    assert_int_equal(access(dir, F_OK), -1);
+    assert_non_null(strstr(th_log(&srv), "the topic has 1 partitions"));
+    c = cu_connect(&srv);
+    assert_int_equal(sl_client_create_partitions(c, sl_id_name(s), sl_id_name(t), 1), 0);
+    assert_int_equal(count_of(c, s, t, 1, 0xF6), 0);
+    cu_send_ok(c, sl_id_name(s), sl_id_name(t), 1, 0xF6, 0, 2, 0);
+    sl_client_close(c);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -222,6 +265,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_purge_topic_interrupted),
         cmocka_unit_test(test_purge_stream_unrecorded),
+        cmocka_unit_test(test_deleted_partition_leftovers),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
