@@ -59,7 +59,8 @@ typedef struct sl_config {
         uint64_t interval_us;
     } heartbeat;
     struct {
-        uint64_t max_message_size; /* bytes of a frame, header included */
+        uint64_t max_message_size;    /* bytes of a frame, header included */
+        uint64_t frame_pool_idle_max; /* idle frame buffers kept (server/frame_pool.h) */
     } message_bus;
     struct {
         uint32_t clients_table_max;

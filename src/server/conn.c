@@ -5,15 +5,17 @@
  * How a frame is read (the copy budget). The 256-byte header is received
  * into a buffer of the loop's provided-buffer ring, so an idle connection
  * pins no receive memory. As soon as the header is complete its size is
- * checked and a buffer of exactly that size is allocated; the header and
- * whatever else that receive brought (at most one provided buffer, 16 KiB by
- * default) are copied into it, and the rest of the body is received by plain
- * recv straight into the frame at its fill offset. A 1 MiB SendMessages
- * frame therefore costs one copy of at most 16 KiB (under 2% of it) and the
- * buffer is never grown or moved; the handler may take it over by ownership
- * (sl_conn_take_frame). Small frames usually arrive whole in one provided
- * buffer and are copied once. Bytes past the end of a frame (a client that
- * pipelines) are kept in a small spill buffer until the frame is answered. */
+ * checked and a buffer for that size is taken from the loop's frame pool
+ * (server/frame_pool.h); the header and whatever else that receive brought
+ * (at most one provided buffer, 16 KiB by default) are copied into it, and
+ * the rest of the body is received by plain recv straight into the frame at
+ * its fill offset. A 1 MiB SendMessages frame therefore costs one copy of at
+ * most 16 KiB (under 2% of it) and the buffer is never grown or moved; the
+ * handler may take it over by ownership (sl_conn_take_frame). Small frames
+ * usually arrive whole in one provided buffer and are copied once. Bytes
+ * past the end of a frame (a client that pipelines) are kept in a spill
+ * buffer, also from the pool, until the frame is answered. Every buffer
+ * goes back to the pool, never to free(). */
 #include "server/conn.h"
 
 #include <arpa/inet.h>
@@ -88,7 +90,7 @@ sl_conn_t *sl_conn_new(sl_loop_t *loop, int fd)
 
 static void conn_frame_release(sl_conn_t *c)
 {
-    free(c->frame);
+    sl_frame_pool_put(c->loop->pool, c->frame);
     c->frame = NULL;
     c->frame_size = c->frame_have = 0;
 }
@@ -107,7 +109,7 @@ void sl_conn_free(sl_conn_t *c)
     close(c->fd);
     conn_frame_release(c);
     conn_iov_release(c);
-    free(c->spill);
+    sl_frame_pool_put(c->loop->pool, c->spill);
     free(c);
 }
 
@@ -154,7 +156,7 @@ static int conn_start_body(sl_conn_t *c)
         sl_log_debug("conn %u (%s): frame size %u out of range", c->id, c->peer, size);
         return -EPROTO;
     }
-    c->frame = malloc(size);
+    c->frame = sl_frame_pool_get(c->loop->pool, size);
     if (!c->frame) {
         sl_log_warn("conn %u: no memory for a %u-byte frame", c->id, size);
         return -ENOMEM;
@@ -208,7 +210,7 @@ static void conn_take_bytes(sl_conn_t *c, const uint8_t *data, uint32_t n)
     if ((uint32_t)used == n)
         return;
     sl_assert(c->spill == NULL);
-    c->spill = malloc(n - (uint32_t)used);
+    c->spill = sl_frame_pool_get(c->loop->pool, n - (uint32_t)used);
     if (!c->spill) {
         sl_conn_close(c);
         return;
@@ -227,7 +229,7 @@ static void conn_feed_spill(sl_conn_t *c)
     }
     c->spill_off += (uint32_t)used;
     if (c->spill_off == c->spill_len) {
-        free(c->spill);
+        sl_frame_pool_put(c->loop->pool, c->spill);
         c->spill = NULL;
         c->spill_off = c->spill_len = 0;
     }

@@ -108,7 +108,8 @@ struct sl_conn {
     struct sl_conn *dead_next;
 
     /* Read side: the header collects here first; once its size is known the
-     * frame buffer is allocated whole and the header copied to its start. */
+     * frame buffer is taken whole from the loop's pool and the header copied
+     * to its start. */
     uint8_t hdr[SL_HEADER_SIZE];
     uint32_t hdr_have;
     uint8_t *frame;
@@ -147,6 +148,8 @@ struct sl_loop {
     size_t br_bytes;
     uint8_t *bufs; /* buf_count * buf_size */
     bool br_registered;
+    sl_frame_pool_t *pool; /* every frame buffer comes from here */
+    bool own_pool;
 
     bool ran;
     bool accept_armed;

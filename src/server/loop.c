@@ -147,6 +147,24 @@ static int loop_fds_init(sl_loop_t *loop)
     return err;
 }
 
+/* The frame pool: the caller's, or one of the loop's own. It serves frames
+ * (up to max_frame) and spills (up to one provided buffer). */
+static int loop_pool_init(sl_loop_t *loop)
+{
+    uint32_t largest =
+        loop->cfg.max_frame > loop->cfg.buf_size ? loop->cfg.max_frame : loop->cfg.buf_size;
+    loop->pool = loop->cfg.frame_pool;
+    if (loop->pool) {
+        sl_frame_pool_stats_t st;
+        sl_frame_pool_stats(loop->pool, &st);
+        return sl_frame_pool_class_capacity(loop->pool, st.classes - 1) >= largest ? 0 : -EINVAL;
+    }
+    int err = sl_frame_pool_create(loop->cfg.buf_size, largest, SL_FRAME_POOL_IDLE_MAX_DEFAULT,
+                                   &loop->pool);
+    loop->own_pool = err == 0;
+    return err;
+}
+
 int sl_loop_create(const sl_loop_config_t *cfg, sl_loop_t **out)
 {
     *out = NULL;
@@ -163,7 +181,9 @@ int sl_loop_create(const sl_loop_config_t *cfg, sl_loop_t **out)
     sl_dlist_init(&loop->starved);
     loop->tick_ts.tv_sec = cfg->tick_ms / 1000;
     loop->tick_ts.tv_nsec = (long long)(cfg->tick_ms % 1000) * 1000000;
-    int err = loop_ring_init(loop);
+    int err = loop_pool_init(loop);
+    if (!err)
+        err = loop_ring_init(loop);
     if (!err)
         err = loop_bufs_init(loop);
     if (!err)
@@ -196,6 +216,8 @@ void sl_loop_destroy(sl_loop_t *loop)
     }
     free(loop->bufs);
     free(loop->br);
+    if (loop->own_pool)
+        sl_frame_pool_destroy(loop->pool);
     if (loop->wake_fd >= 0)
         close(loop->wake_fd);
     if (loop->own_listen)
@@ -572,6 +594,11 @@ void sl_loop_stats(const sl_loop_t *loop, sl_loop_stats_t *out)
 {
     *out = loop->stats;
     out->conns = loop->nconns;
+}
+
+sl_frame_pool_t *sl_loop_frame_pool(const sl_loop_t *loop)
+{
+    return loop->pool;
 }
 
 /* --- start-up diagnosis ------------------------------------------------------- */

@@ -17,7 +17,8 @@
  * - The frame passed to on_frame is owned by the loop and stays valid until
  *   the reply has been written (on_sent), until sl_conn_done, or until
  *   on_close, whichever comes first. A reply may point into it. The handler
- *   may take the buffer over with sl_conn_take_frame (it then frees it).
+ *   may take the buffer over with sl_conn_take_frame; it then gives it back
+ *   to the loop's frame pool (sl_loop_frame_pool) when done with it.
  * - Reply bytes are borrowed: the iovec array is copied, the bytes it points
  *   at must stay valid until on_sent or on_close for that connection.
  * - sl_conn_t pointers are valid from on_open until on_close returns. on_close
@@ -33,6 +34,7 @@
 
 #include "base/assert.h"
 #include "base/limits.h"
+#include "server/frame_pool.h"
 
 typedef struct sl_loop sl_loop_t;
 typedef struct sl_conn sl_conn_t;
@@ -89,15 +91,20 @@ typedef struct sl_loop_config {
     uint16_t port;    /* 0: an ephemeral port (see sl_loop_port) */
     int listen_fd;    /* >= 0: a listening socket shared by shards, not closed */
     /* Largest frame, header included; a bigger size field closes the
-     * connection. Frame memory is bounded by max_conns * max_frame. */
+     * connection. Frame memory is bounded by max_conns * max_frame (plus a
+     * 16-byte prefix each) and the frame pool's idle cap. */
     uint32_t max_frame;
     uint32_t max_conns;       /* more are accepted and closed at once */
     uint32_t frames_per_turn; /* per connection */
     uint32_t tick_ms;
     uint32_t stop_grace_ms;
     uint32_t ring_entries;
-    uint32_t buf_count;     /* power of two, at most 32768 */
-    uint32_t buf_size;      /* at least one header */
+    uint32_t buf_count; /* power of two, at most 32768 */
+    uint32_t buf_size;  /* at least one header */
+    /* Where frame buffers come from (the loop thread's pool, shared with
+     * whoever frames are handed to). NULL: the loop makes one of its own
+     * with SL_FRAME_POOL_IDLE_MAX_DEFAULT and frees it with the loop. */
+    sl_frame_pool_t *frame_pool;
     sl_loop_callbacks_t cb; /* on_frame is required, the rest optional */
     void *ctx;              /* first argument of every callback */
     sl_loop_faults_t faults;
@@ -140,6 +147,8 @@ uint16_t sl_loop_port(const sl_loop_t *loop);
 /* Increments once per loop turn: "the same turn" for per-turn budgets. */
 uint64_t sl_loop_turn(const sl_loop_t *loop);
 void sl_loop_stats(const sl_loop_t *loop, sl_loop_stats_t *out);
+/* The pool frame buffers come from (cfg.frame_pool or the loop's own). */
+sl_frame_pool_t *sl_loop_frame_pool(const sl_loop_t *loop);
 
 /* A human explanation of an sl_loop_create error (-errno) naming the likely
  * cause: kernel.io_uring_disabled, seccomp, RLIMIT_MEMLOCK or an old kernel.
@@ -169,8 +178,9 @@ void sl_conn_done(sl_conn_t *conn);
 /* Closes now: pending reads and writes are cancelled, on_close follows
  * once the kernel has let go. Idempotent. */
 void sl_conn_close(sl_conn_t *conn);
-/* Hands the delivered frame's buffer to the caller (free() it), so a large
- * frame can be passed on by ownership instead of copied. NULL if taken or
+/* Hands the delivered frame's buffer to the caller, so a large frame can be
+ * passed on by ownership instead of copied; it goes back with
+ * sl_frame_pool_put on sl_loop_frame_pool (never free()). NULL if taken or
  * none is delivered. The handler must still answer. */
 uint8_t *sl_conn_take_frame(sl_conn_t *conn);
 

@@ -64,12 +64,12 @@ static uint64_t next_message_timestamp(sl_server_t *srv)
 }
 
 /* The reply of one send: its confirmation, or the append's error (the
- * frame is freed then: the partition did not take it). */
+ * frame goes back to the pool then: the partition did not take it). */
 static void answer_send(sl_staged_send_t *e, int rc, uint64_t base_offset)
 {
     sl_session_t *s = e->session;
     if (rc != 0) {
-        free(e->frame);
+        sl_frame_pool_put(s->server->frame_pool, e->frame);
         sl_log_error("append to partition %u of topic %u, stream %u failed: %s", e->partition_id,
                      e->topic_id, e->stream_id, sl_strerror(rc));
         return sl_reply_status(s, &e->req, (uint32_t)-rc);

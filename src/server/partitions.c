@@ -96,6 +96,10 @@ static void partition_config(const sl_partitions_t *ps, const sl_meta_topic_t *m
     sl_partition_config_from_topic(&mt->config, mt->partitions_count, cfg);
     cfg->batch_max = ps->batch_max;
     cfg->created_revision = mt->created_at;
+    if (ps->frame_pool) {
+        cfg->release = sl_frame_pool_release;
+        cfg->release_ctx = ps->frame_pool;
+    }
 }
 
 /* Brings a partition to its topic's purge generation: purged (again) when its purge.gen is

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "meta/state.h"
+#include "server/frame_pool.h"
 #include "store/partition.h"
 
 typedef struct sl_topic_rt {
@@ -34,6 +35,9 @@ typedef struct sl_topic_rt {
 typedef struct sl_partitions {
     char data_dir[4096];
     uint64_t batch_max;
+    /* Where partitions give appended frames back once on disk (the
+     * partitions' release hook); NULL: free(). Set before the first sync. */
+    sl_frame_pool_t *frame_pool;
     sl_topic_rt_t **topics; /* sorted by (stream_id, topic_id) */
     uint32_t count;
     uint32_t cap;

@@ -215,8 +215,7 @@ static void on_tick(void *ctx, sl_loop_t *loop)
             continue;
         sl_u128_t client = s->client;
         sl_admit_disconnect(s);
-        sl_log_info("connection %u (%s): stale, evicted (reason 13)", s->id,
-                    sl_conn_peer(s->conn));
+        sl_log_info("connection %u (%s): stale, evicted (reason 13)", s->id, sl_conn_peer(s->conn));
         send_stale_eviction(s, client);
     }
 }
@@ -261,6 +260,7 @@ static int open_metadata(sl_server_t *srv, char *err, size_t err_len)
     }
     /* Every partition meta knows, open; leftovers of interrupted deletes gone. */
     sl_partitions_init(&srv->partitions, srv->cfg.system.path, srv->frame_max);
+    srv->partitions.frame_pool = srv->frame_pool;
     sl_partitions_sync(&srv->partitions, srv->meta, true);
     return 0;
 }
@@ -272,7 +272,13 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
     srv->start_us = sl_clock_realtime_us();
     srv->frame_max = (uint32_t)cfg->message_bus.max_message_size;
     sl_buf_init(&srv->admitted, srv->frame_max);
-    int rc = make_dir(cfg->system.path, err, err_len);
+    int rc = sl_frame_pool_create(SL_LOOP_BUF_SIZE_DEFAULT, srv->frame_max,
+                                  cfg->message_bus.frame_pool_idle_max, &srv->frame_pool);
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot create the frame pool: %s", strerror(-rc));
+        return rc;
+    }
+    rc = make_dir(cfg->system.path, err, err_len);
     if (rc == 0)
         rc = open_metadata(srv, err, err_len);
     if (rc == 0 && sl_sysinfo_init(&srv->sysinfo, cfg->system.path, SL_SERVER_VERSION) != 0) {
@@ -290,6 +296,7 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
     lc.max_frame = srv->frame_max;
     lc.max_conns = cfg->tcp.max_connections;
     lc.frames_per_turn = cfg->server.per_connection_work_max;
+    lc.frame_pool = srv->frame_pool;
     lc.cb =
         (sl_loop_callbacks_t){.on_open = on_open,
                               .on_frame = test_faults ? on_frame_test_faults : sl_dispatch_frame,
@@ -320,11 +327,27 @@ void sl_server_stop(sl_server_t *srv)
         sl_loop_stop(srv->loop);
 }
 
+static void log_frame_pool(const sl_frame_pool_t *pool)
+{
+    sl_frame_pool_stats_t st;
+    sl_frame_pool_stats(pool, &st);
+    sl_log_info("frame pool: %llu hits, %llu misses, %llu small, %llu dropped at the cap; "
+                "%u buffers idle (%.1f of %.1f MiB), %u still out",
+                (unsigned long long)st.hits, (unsigned long long)st.misses,
+                (unsigned long long)st.small, (unsigned long long)st.dropped, st.idle_buffers,
+                (double)st.idle_bytes / 1048576.0, (double)st.idle_max / 1048576.0, st.out_buffers);
+}
+
 void sl_server_close(sl_server_t *srv)
 {
     if (srv->loop)
         sl_loop_destroy(srv->loop);
     sl_partitions_close(&srv->partitions);
+    /* Connections and partitions gave every frame back: the pool can go. */
+    if (srv->frame_pool) {
+        log_frame_pool(srv->frame_pool);
+        sl_frame_pool_destroy(srv->frame_pool);
+    }
     if (srv->store)
         sl_meta_store_close(srv->store);
     if (srv->meta)

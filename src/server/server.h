@@ -71,7 +71,7 @@ typedef struct sl_staged_send {
     sl_session_t *session;
     sl_request_header_t req; /* decoded before the frame moved */
     sl_partition_t *partition;
-    uint8_t *frame; /* owned until the partition takes it */
+    uint8_t *frame; /* owned (from frame_pool) until the partition takes it */
     uint8_t *record;
     size_t len;
     uint32_t stream_id, topic_id, partition_id;
@@ -80,6 +80,9 @@ typedef struct sl_staged_send {
 struct sl_server {
     sl_config_t cfg;
     sl_loop_t *loop;
+    /* Request-frame buffers: the loop takes them, partitions and
+     * messages.c give them back. Outlives the loop and the partitions. */
+    sl_frame_pool_t *frame_pool;
     sl_meta_t *meta;
     sl_meta_store_t *store;
     sl_sysinfo_t sysinfo;

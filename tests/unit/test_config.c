@@ -207,6 +207,7 @@ static void test_defaults(void **state)
     assert_true(cfg.heartbeat.enabled);
     assert_int_equal(cfg.heartbeat.interval_us, SL_HEARTBEAT_INTERVAL_US_DEFAULT);
     assert_int_equal(cfg.message_bus.max_message_size, SL_FRAME_MAX_DEFAULT);
+    assert_int_equal(cfg.message_bus.frame_pool_idle_max, 64u << 20);
     assert_int_equal(cfg.metadata.clients_table_max, SL_CLIENTS_TABLE_DEFAULT);
     assert_int_equal(cfg.metadata.checkpoint_interval, 1024);
     assert_int_equal(cfg.metadata.journal_slots, 1024);
@@ -955,6 +956,7 @@ static void set_every_row(sl_config_t *cfg)
     set_or_fail(cfg, "heartbeat.enabled", "false");
     set_or_fail(cfg, "heartbeat.interval", "2h 3m 4s 5ms 6us");
     set_or_fail(cfg, "message_bus.max_message_size", "1048577");
+    set_or_fail(cfg, "message_bus.frame_pool_idle_max", "0");
     set_or_fail(cfg, "metadata.clients_table_max", "2");
     set_or_fail(cfg, "metadata.checkpoint_interval", "7");
     set_or_fail(cfg, "metadata.journal_slots", "9");

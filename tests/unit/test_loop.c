@@ -44,7 +44,7 @@ typedef struct tconn {
     uint8_t hdr[SL_HEADER_SIZE]; /* the reply header being written */
     const uint8_t *frame;        /* delivered and not answered yet */
     uint32_t size;
-    uint8_t *taken; /* ACT_TAKE: ours to free */
+    uint8_t *taken; /* ACT_TAKE: ours to give back to the loop's frame pool */
     bool outstanding;
     uint64_t turn;
     uint32_t in_turn;
@@ -143,8 +143,7 @@ static void h_frame(void *ctxp, sl_conn_t *conn, const uint8_t *frame, uint32_t 
         ctx->violations++;
     tc->frame = frame;
     tc->size = size;
-    if ((ctx->mode == MODE_DEFER || ctx->mode == MODE_TURN_END) &&
-        ctx->ndeferred < MAX_DEFERRED) {
+    if ((ctx->mode == MODE_DEFER || ctx->mode == MODE_TURN_END) && ctx->ndeferred < MAX_DEFERRED) {
         ctx->deferred[ctx->ndeferred++] = conn;
         return;
     }
@@ -156,7 +155,7 @@ static void h_sent(void *ctxp, sl_conn_t *conn)
     tctx_t *ctx = ctxp;
     tconn_t *tc = sl_conn_user(conn);
     tc->outstanding = false;
-    free(tc->taken);
+    sl_frame_pool_put(sl_loop_frame_pool(sl_conn_loop(conn)), tc->taken);
     tc->taken = NULL;
     ctx->sent++;
 }
@@ -169,7 +168,7 @@ static void h_close(void *ctxp, sl_conn_t *conn)
         if (ctx->deferred[i] == conn)
             ctx->deferred[i] = ctx->deferred[--ctx->ndeferred];
     }
-    free(tc->taken);
+    sl_frame_pool_put(sl_loop_frame_pool(sl_conn_loop(conn)), tc->taken);
     free(tc);
     ctx->closes++;
 }
@@ -211,6 +210,7 @@ typedef struct server {
     int run_ret;
     uint16_t port;
     sl_loop_stats_t stats;
+    sl_frame_pool_stats_t pool;
 } server_t;
 
 static void *server_main(void *arg)
@@ -262,6 +262,9 @@ static void server_stop(server_t *s)
     assert_int_equal(s->stats.closed, s->stats.accepted);
     assert_int_equal(s->ctx.violations, 0);
     assert_int_equal(s->ctx.bad_peer, 0);
+    /* Every frame and spill buffer went back to the pool. */
+    sl_frame_pool_stats(sl_loop_frame_pool(s->loop), &s->pool);
+    assert_int_equal(s->pool.out_buffers, 0);
     sl_loop_destroy(s->loop);
     s->loop = NULL;
 }
@@ -512,8 +515,13 @@ static void test_16mib_frame(void **state)
     int fd = cl_connect(s->port);
     cl_roundtrip(fd, 16u * 1024u * 1024u - SL_HEADER_SIZE, 7);
     cl_roundtrip(fd, 10, 8); /* the connection is in a clean state after */
+    /* The second large frame reuses the first one's buffer. */
+    cl_roundtrip(fd, 16u * 1024u * 1024u - SL_HEADER_SIZE, 9);
     close(fd);
     server_stop(s);
+    assert_int_equal(s->pool.misses, 1);
+    assert_int_equal(s->pool.hits, 1);
+    assert_int_equal(s->pool.idle_bytes, 32u << 20); /* 16 MiB + prefix: the 32 MiB class */
     free(s);
 }
 
@@ -843,7 +851,7 @@ static void test_step_budget(void **state)
     sl_dlist_push(&loop->conns, &c->all_link); /* what loop_admit does */
     loop->nconns++;
     h_open(&s.ctx, c);
-    c->spill = malloc(5 * SL_HEADER_SIZE + 3);
+    c->spill = sl_frame_pool_get(sl_loop_frame_pool(loop), 5 * SL_HEADER_SIZE + 3);
     assert_non_null(c->spill);
     for (uint32_t i = 0; i < 5; i++) {
         uint32_t size;
