@@ -169,7 +169,7 @@ static void append_token(sl_buf_t *reply, size_t start, const char *token)
  * dummy when the user is missing: apply answers 20 then). */
 static sl_hash_job_t *hash_job(const sl_server_t *srv, uint8_t operation, const any_request_t *q)
 {
-    sl_span_t password = q->create_user.password;
+    sl_span_t password;
     sl_hash_job_t *job;
     if (operation == SL_OP_CHANGE_PASSWORD) {
         const sl_change_password_request_t *c = &q->change_password;
@@ -177,6 +177,7 @@ static sl_hash_job_t *hash_job(const sl_server_t *srv, uint8_t operation, const 
         password = c->new_password;
     } else {
         job = sl_hash_job_new();
+        password = q->create_user.password;
     }
     if (!job)
         return NULL;
