@@ -31,6 +31,7 @@ typedef struct sb_options {
     double message_seconds;           /* per message figure and round */
     int group_producers;              /* producers of the group-commit figure */
     bool run_rss, run_ping, run_durable, run_messages, run_group;
+    bool run_logins;
 } sb_options_t;
 
 /* --- process plumbing (sluice_bench_proc.c) ------------------------------------- */
@@ -191,5 +192,11 @@ void sb_messages_run(const sb_options_t *o, const char *host, uint16_t port, con
 /* Small batches to one enforce_fsync partition from one producer and from
  * o->group_producers at once, beside the fsync sink; sink files go to dir. */
 void sb_group_run(const sb_options_t *o, const char *host, uint16_t port, const char *dir);
+
+/* --- logins (sluice_bench_logins.c) ------------------------------------------------- */
+
+/* Ping latency on one connection alone and beside another connection's
+ * repeated wrong-password logins, rounds alternating. */
+void sb_logins_run(const sb_options_t *o, const char *host, uint16_t port);
 
 #endif

@@ -121,7 +121,7 @@ static void usage(FILE *f)
             "  --dir DIR          where temporary data goes (default $TMPDIR or /tmp)\n"
             "  --message-seconds S  per message figure and round (default 0.5)\n"
             "  --producers N      producers of the group-commit figure (default 8, max 64)\n"
-            "  --only LIST        any of rss,ping,durable,messages,group (default all)\n",
+            "  --only LIST        any of rss,ping,durable,messages,group,logins (default all)\n",
             SLUICE_BENCH_SLUICED);
 }
 
@@ -143,8 +143,10 @@ static void parse_only(sb_options_t *o, const char *list)
     o->run_durable = strstr(list, "durable") != NULL;
     o->run_messages = strstr(list, "messages") != NULL;
     o->run_group = strstr(list, "group") != NULL;
-    if (!o->run_rss && !o->run_ping && !o->run_durable && !o->run_messages && !o->run_group)
-        sb_die("--only takes rss, ping, durable, messages and/or group");
+    o->run_logins = strstr(list, "logins") != NULL;
+    if (!o->run_rss && !o->run_ping && !o->run_durable && !o->run_messages && !o->run_group &&
+        !o->run_logins)
+        sb_die("--only takes rss, ping, durable, messages, group and/or logins");
 }
 
 static void check_options(const sb_options_t *o)
@@ -233,7 +235,8 @@ static void parse_options(int argc, char **argv, sb_options_t *o)
                         .run_durable = true,
                         .group_producers = 8,
                         .run_messages = true,
-                        .run_group = true};
+                        .run_group = true,
+                        .run_logins = true};
     static const struct option longs[] = {
         {"sluiced", 1, 0, 's'},   {"host", 1, 0, 'h'},        {"port", 1, 0, 'p'},
         {"user", 1, 0, 'u'},      {"password", 1, 0, 'w'},    {"rounds", 1, 0, 'r'},
@@ -280,6 +283,8 @@ int main(int argc, char **argv)
         sb_messages_run(&o, host, port, port == own.port ? own.dir : o.dir, own.pid);
     if (o.run_group)
         sb_group_run(&o, host, port, port == own.port ? own.dir : o.dir);
+    if (o.run_logins)
+        sb_logins_run(&o, host, port);
     if (own.pid > 0) {
         sb_memory_t end;
         if (sb_memory_read(own.pid, &end))

@@ -40,7 +40,10 @@ int sl_random_bytes(void *buf, size_t n)
  * glibc raises its mmap threshold when the first such block is freed, so
  * later blocks come from the heap and would stay resident; a login is rare
  * enough for a trim each time. (A global low mmap threshold would instead
- * make every large request frame a fresh mmap: cold pages on the hot path.) */
+ * make every large request frame a fresh mmap: cold pages on the hot path.)
+ * The trim shrinks only the main arena's top: a caller on another thread
+ * must keep that thread on the main arena (sluiced's hash pool sets
+ * M_ARENA_MAX to 1), or the block stays in the thread's own arena. */
 static void give_back_memory(void)
 {
     malloc_trim(0);

@@ -1,7 +1,8 @@
 /* Admission of replicated operations: login (Register), logout and the
  * metadata operations. Everything non-deterministic happens here (hashing,
  * token generation, the timestamp), before the entry is journaled, so that
- * sl_meta_apply stays a pure function of the journal (DESIGN.md). */
+ * sl_meta_apply stays a pure function of the journal (DESIGN.md). A login's
+ * password check runs on the hash pool; the login resumes after it. */
 #include <sluice/error.h>
 #include <string.h>
 
@@ -38,25 +39,21 @@ typedef enum {
     LOGIN_UNPARSABLE, /* not this shape */
 } login_verdict_t;
 
-static login_verdict_t login_password(sl_server_t *srv, sl_span_t rest, uint32_t *user_id)
+/* The password shape up to the hash check: OK means "verify it". */
+static login_verdict_t login_password_parse(sl_span_t rest, sl_login_password_t *p)
 {
-    sl_login_password_t p;
-    if (!sl_login_password_decode(rest, &p))
+    if (!sl_login_password_decode(rest, p))
         return LOGIN_UNPARSABLE;
-    if (p.username.len < SL_USERNAME_LEN_MIN || p.username.len > SL_USERNAME_LEN_MAX ||
-        p.password.len < SL_PASSWORD_LEN_MIN || p.password.len > SL_PASSWORD_LEN_MAX)
+    if (p->username.len < SL_USERNAME_LEN_MIN || p->username.len > SL_USERNAME_LEN_MAX ||
+        p->password.len < SL_PASSWORD_LEN_MIN || p->password.len > SL_PASSWORD_LEN_MAX)
         return LOGIN_REJECTED;
-    sl_ident_t name = {.kind = SL_IDENT_STRING, .name = p.username};
-    const sl_meta_user_t *u = sl_meta_user_find(srv->meta, &name);
-    /* The PHC string is stored with its length; verify wants a C string. */
-    char phc[SL_PASSWORD_HASH_MAX] = {0};
-    if (u && u->password_hash.len < sizeof(phc))
-        memcpy(phc, u->password_hash.ptr, u->password_hash.len);
-    bool ok = sl_password_verify(u ? phc : NULL, p.password); /* same cost when absent */
-    if (!ok || !u || u->status != SL_USER_ACTIVE)
-        return LOGIN_REJECTED;
-    *user_id = u->id;
     return LOGIN_OK;
+}
+
+static const sl_meta_user_t *login_user(const sl_server_t *srv, const sl_login_password_t *p)
+{
+    sl_ident_t name = {.kind = SL_IDENT_STRING, .name = p->username};
+    return sl_meta_user_find(srv->meta, &name);
 }
 
 /* Token verdicts map to evictions 10 (unknown, expired, user gone) and 11
@@ -182,21 +179,11 @@ static void commit_register(sl_session_t *s, const sl_request_header_t *req,
     login_reply(s, req, e.op);
 }
 
-void sl_admit_register(sl_session_t *s, const sl_request_header_t *req, sl_span_t body)
+/* Steps 4 to 6 once the password shape has its verdict pw. */
+static void login_continue(sl_session_t *s, const sl_request_header_t *req,
+                           const sl_client_version_t *version, sl_span_t rest, login_verdict_t pw,
+                           uint32_t user_id)
 {
-    sl_client_version_t version;
-    sl_span_t rest;
-    if (!sl_login_version_decode(body, &version, &rest)) {
-        sl_reply_evict(s, req->client, SL_EVICT_MALFORMED_LOGIN, false);
-        return;
-    }
-    if (!sl_version_compatible(version.protocol_version, SL_PROTOCOL_VERSION,
-                               SL_PROTOCOL_VERSION_MIN)) {
-        sl_reply_evict(s, req->client, SL_EVICT_INCOMPATIBLE_PROTOCOL, false);
-        return;
-    }
-    uint32_t user_id = 0;
-    login_verdict_t pw = login_password(s->server, rest, &user_id);
     if (pw != LOGIN_OK) {
         uint8_t reason = SL_EVICT_INVALID_CREDENTIALS;
         login_verdict_t tk = login_token(s->server, rest, &user_id, &reason);
@@ -216,7 +203,70 @@ void sl_admit_register(sl_session_t *s, const sl_request_header_t *req, sl_span_
         login_again(s, req);
         return;
     }
-    commit_register(s, req, &version, user_id);
+    commit_register(s, req, version, user_id);
+}
+
+/* The password check goes to the hash pool; unknown users are checked
+ * against the dummy hash, so the cost is the same (lifecycle.md 3.3). A
+ * full queue is the transient refusal of step 6: result 58, re-issue. */
+static void login_submit(sl_session_t *s, const sl_request_header_t *req, sl_span_t body,
+                         const sl_login_password_t *p)
+{
+    const sl_meta_user_t *u = login_user(s->server, p);
+    if (sl_hashing_submit(s, req, body, sl_hashing_verify_job(u, p->password)) != 0)
+        sl_reply_result(s, req, SL_OP_REGISTER, SL_ERR_TRANSIENT_NOT_ACCEPTED);
+}
+
+/* Steps 1 and 2; false when answered. */
+static bool login_version(sl_session_t *s, const sl_request_header_t *req, sl_span_t body,
+                          sl_client_version_t *version, sl_span_t *rest)
+{
+    if (!sl_login_version_decode(body, version, rest)) {
+        sl_reply_evict(s, req->client, SL_EVICT_MALFORMED_LOGIN, false);
+        return false;
+    }
+    if (!sl_version_compatible(version->protocol_version, SL_PROTOCOL_VERSION,
+                               SL_PROTOCOL_VERSION_MIN)) {
+        sl_reply_evict(s, req->client, SL_EVICT_INCOMPATIBLE_PROTOCOL, false);
+        return false;
+    }
+    return true;
+}
+
+void sl_admit_register(sl_session_t *s, const sl_request_header_t *req, sl_span_t body)
+{
+    sl_client_version_t version;
+    sl_span_t rest;
+    if (!login_version(s, req, body, &version, &rest))
+        return;
+    sl_login_password_t p;
+    login_verdict_t pw = login_password_parse(rest, &p);
+    if (pw == LOGIN_OK) {
+        login_submit(s, req, body, &p);
+        return;
+    }
+    login_continue(s, req, &version, rest, pw, 0);
+}
+
+void sl_admit_register_resume(sl_session_t *s, const sl_hash_job_t *job)
+{
+    const sl_request_header_t *req = &s->hash_req;
+    sl_client_version_t version;
+    sl_span_t rest;
+    sl_login_password_t p;
+    /* The same bytes passed these steps before the job was submitted. */
+    bool parsed = sl_login_version_decode(s->hash_body, &version, &rest) &&
+                  login_password_parse(rest, &p) == LOGIN_OK;
+    sl_assert(parsed);
+    const sl_meta_user_t *u = login_user(s->server, &p);
+    if (!sl_hashing_same_hash(job, u)) {
+        /* The user's password changed (or the user came or went) while the
+         * old hash was checked: check against what is stored now. */
+        login_submit(s, req, s->hash_body, &p);
+        return;
+    }
+    bool ok = job->verified && u && u->status == SL_USER_ACTIVE;
+    login_continue(s, req, &version, rest, ok ? LOGIN_OK : LOGIN_REJECTED, ok ? u->id : 0);
 }
 
 /* --- logout (lifecycle.md 7) --------------------------------------------------- */

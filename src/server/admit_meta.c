@@ -1,7 +1,9 @@
 /* Admission of metadata operations (128..149, DeleteSegments): decode and
  * validate the body with the reference's status codes, check the session
  * against the client table, turn secrets into hashes, then journal, apply
- * and reply (framing.md 6.1, commands.md 12). */
+ * and reply (framing.md 6.1, commands.md 12). CreateUser and ChangePassword
+ * hash on the hash pool and resume here: decoded and checked again, since
+ * the client table may have moved meanwhile. */
 #include <sluice/error.h>
 #include <string.h>
 
@@ -49,32 +51,33 @@ static int check_token_cap(sl_session_t *s)
     return 0;
 }
 
+/* CreateUser and ChangePassword need Argon2id: the hash pool's job. */
+static bool needs_hashing(uint8_t operation)
+{
+    return operation == SL_OP_CREATE_USER || operation == SL_OP_CHANGE_PASSWORD;
+}
+
 /* Builds the admitted body in srv->admitted. For CreatePersonalAccessToken
- * the raw token goes to token_out (returned only in the reply). */
+ * the raw token goes to token_out (returned only in the reply). job holds
+ * the hashes of the operations that need them. */
 static int admit_body(sl_session_t *s, uint8_t operation, const any_request_t *q, sl_span_t body,
-                      char token_out[SL_TOKEN_TEXT_MAX])
+                      const sl_hash_job_t *job, char token_out[SL_TOKEN_TEXT_MAX])
 {
     sl_server_t *srv = s->server;
     sl_buf_t *b = &srv->admitted;
-    char hash[SL_PASSWORD_HASH_MAX];
     switch (operation) {
     case SL_OP_CREATE_USER:
-        if (sl_password_hash(q->create_user.password, hash) != 0)
+        if (job->hash_rc != 0)
             return -SL_ERR_ERROR;
-        return sl_meta_admit_create_user_encode(b, &q->create_user, sl_span_str(hash));
+        return sl_meta_admit_create_user_encode(b, &q->create_user, sl_span_str(job->hash_out));
     case SL_OP_CHANGE_PASSWORD: {
-        const sl_change_password_request_t *c = &q->change_password;
-        const sl_meta_user_t *u = sl_meta_user_find(srv->meta, &c->user_id);
-        char phc[SL_PASSWORD_HASH_MAX] = {0};
-        if (u && u->password_hash.len < sizeof(phc))
-            memcpy(phc, u->password_hash.ptr, u->password_hash.len);
-        sl_meta_admit_change_password_t a = {
-            .user_id = c->user_id,
-            .verified = sl_password_verify(u ? phc : NULL, c->current_password),
-        };
-        if (sl_password_hash(c->new_password, hash) != 0)
+        if (job->hash_rc != 0)
             return -SL_ERR_ERROR;
-        a.new_hash = sl_span_str(hash);
+        sl_meta_admit_change_password_t a = {
+            .user_id = q->change_password.user_id,
+            .verified = job->verified,
+            .new_hash = sl_span_str(job->hash_out),
+        };
         return sl_meta_admit_change_password_encode(b, &a);
     }
     case SL_OP_CREATE_PERSONAL_ACCESS_TOKEN: {
@@ -161,28 +164,62 @@ static void append_token(sl_buf_t *reply, size_t start, const char *token)
     }
 }
 
-void sl_admit_metadata(sl_session_t *s, const sl_request_header_t *req, sl_span_t body)
+/* The job for a CreateUser or ChangePassword; NULL when out of memory. A
+ * ChangePassword checks the current password against the stored hash (the
+ * dummy when the user is missing: apply answers 20 then). */
+static sl_hash_job_t *hash_job(const sl_server_t *srv, uint8_t operation, const any_request_t *q)
 {
-    sl_server_t *srv = s->server;
-    const sl_command_t *cmd = sl_command_by_operation(req->operation);
-    if (!cmd || (cmd->plane != SL_PLANE_METADATA && cmd->plane != SL_PLANE_SEGMENTS)) {
-        sl_reply_evict(s, req->client, SL_EVICT_INVALID_REQUEST_OPERATION, false);
-        return;
+    sl_span_t password;
+    sl_hash_job_t *job;
+    if (operation == SL_OP_CHANGE_PASSWORD) {
+        const sl_change_password_request_t *c = &q->change_password;
+        job = sl_hashing_verify_job(sl_meta_user_find(srv->meta, &c->user_id), c->current_password);
+        password = c->new_password;
+    } else {
+        job = sl_hash_job_new();
+        password = q->create_user.password;
     }
-    any_request_t q;
-    memset(&q, 0, sizeof(q));
-    int rc = pre_check(s, cmd, body, &q);
+    if (!job)
+        return NULL;
+    sl_assert(password.len <= SL_HASH_PASSWORD_MAX);
+    job->hash = true;
+    memcpy(job->new_password, password.ptr, password.len);
+    job->new_password_len = (uint8_t)password.len;
+    return job;
+}
+
+/* A full queue is refused like a failed admission: result 58, nothing
+ * applied, the client may re-issue. */
+static void hash_submit(sl_session_t *s, const sl_request_header_t *req, sl_span_t body,
+                        const sl_command_t *cmd, const any_request_t *q)
+{
+    if (sl_hashing_submit(s, req, body, hash_job(s->server, cmd->operation, q)) != 0)
+        sl_reply_result(s, req, committed_operation(cmd), SL_ERR_TRANSIENT_NOT_ACCEPTED);
+}
+
+/* Decode, the pre-consensus checks and the client table; false when the
+ * request is answered. */
+static bool admit_gate(sl_session_t *s, const sl_request_header_t *req, const sl_command_t *cmd,
+                       sl_span_t body, any_request_t *q)
+{
+    memset(q, 0, sizeof(*q));
+    int rc = pre_check(s, cmd, body, q);
     if (rc != 0) {
         sl_reply_status(s, req, (uint32_t)-rc);
-        return;
+        return false;
     }
-    uint8_t operation = committed_operation(cmd);
-    if (!preflight(s, req, operation))
-        return;
+    return preflight(s, req, committed_operation(cmd));
+}
 
+/* Journal, apply, reply. */
+static void admit_commit(sl_session_t *s, const sl_request_header_t *req, const sl_command_t *cmd,
+                         const any_request_t *q, sl_span_t body, const sl_hash_job_t *job)
+{
+    sl_server_t *srv = s->server;
+    uint8_t operation = committed_operation(cmd);
     char token[SL_TOKEN_TEXT_MAX] = {0};
     sl_buf_reset(&srv->admitted);
-    rc = admit_body(s, cmd->operation, &q, body, token);
+    int rc = admit_body(s, cmd->operation, q, body, job, token);
     if (rc != 0) {
         sl_log_error("admission of %s failed: %s", cmd->name, sl_strerror(rc));
         sl_reply_result(s, req, operation, SL_ERR_TRANSIENT_NOT_ACCEPTED);
@@ -206,6 +243,47 @@ void sl_admit_metadata(sl_session_t *s, const sl_request_header_t *req, sl_span_
         append_token(&s->reply_body, 0, token);
     sl_reply_committed(s, req, operation, e.op, e.timestamp, sl_buf_span(&s->reply_body));
     memset(token, 0, sizeof(token));
+}
+
+void sl_admit_metadata(sl_session_t *s, const sl_request_header_t *req, sl_span_t body)
+{
+    const sl_command_t *cmd = sl_command_by_operation(req->operation);
+    if (!cmd || (cmd->plane != SL_PLANE_METADATA && cmd->plane != SL_PLANE_SEGMENTS)) {
+        sl_reply_evict(s, req->client, SL_EVICT_INVALID_REQUEST_OPERATION, false);
+        return;
+    }
+    any_request_t q;
+    if (!admit_gate(s, req, cmd, body, &q))
+        return;
+    if (needs_hashing(cmd->operation)) {
+        hash_submit(s, req, body, cmd, &q);
+        return;
+    }
+    admit_commit(s, req, cmd, &q, body, NULL);
+}
+
+void sl_admit_metadata_resume(sl_session_t *s, const sl_hash_job_t *job)
+{
+    const sl_request_header_t *req = &s->hash_req;
+    const sl_command_t *cmd = sl_command_by_operation(req->operation);
+    sl_assert(cmd && needs_hashing(cmd->operation));
+    /* What dispatch.c checks before admission may no longer hold: another
+     * connection's login with this client id unbinds this one. */
+    if (!s->bound) {
+        sl_reply_evict(s, req->client, SL_EVICT_NO_SESSION, false);
+        return;
+    }
+    any_request_t q;
+    if (!admit_gate(s, req, cmd, s->hash_body, &q))
+        return;
+    if (cmd->operation == SL_OP_CHANGE_PASSWORD &&
+        !sl_hashing_same_hash(job,
+                              sl_meta_user_find(s->server->meta, &q.change_password.user_id))) {
+        /* The password changed while the old hash was checked. */
+        hash_submit(s, req, s->hash_body, cmd, &q);
+        return;
+    }
+    admit_commit(s, req, cmd, &q, s->hash_body, job);
 }
 
 /* --- effects on the partitions ---------------------------------------------------- */

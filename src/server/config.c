@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/bytes.h"
+#include "server/hash_pool.h"
 #include "server/toml.h"
 
 #ifndef SLUICE_VERSION
@@ -86,6 +87,12 @@ static const sl_setting_t settings[] = {
     {"server.per_connection_work_max", SL_SETTING_U32, FIELD(server.per_connection_work_max), "16",
      1, 1024, "IGGY_SERVER_PER_CONNECTION_WORK_MAX", 0,
      "Requests served for one connection per event-loop turn, so no client starves the rest."},
+    {"server.password_hash_threads", SL_SETTING_U32, FIELD(server.password_hash_threads), "1", 1,
+     SL_HASH_POOL_THREADS_MAX, "IGGY_SERVER_PASSWORD_HASH_THREADS", 0,
+     "Threads that run Argon2id for logins, CreateUser and ChangePassword (19 MiB each)."},
+    {"server.password_hash_queue_max", SL_SETTING_U32, FIELD(server.password_hash_queue_max),
+     "32", 1, 4096, "IGGY_SERVER_PASSWORD_HASH_QUEUE_MAX", 0,
+     "Password checks waiting or running at once; beyond it result 58 (retry) is answered."},
     {"system.path", SL_SETTING_STRING, FIELD(system.path), "local_data", 1,
      SL_CONFIG_PATH_CAPACITY - 1, "IGGY_SYSTEM_PATH", 0,
      "Data directory (streams, metadata); relative paths start at the working directory."},

@@ -72,6 +72,8 @@ typedef struct sl_config {
     } personal_access_token;
     struct {
         uint32_t per_connection_work_max; /* requests per connection per loop turn */
+        uint32_t password_hash_threads;   /* Argon2id worker threads */
+        uint32_t password_hash_queue_max; /* hash jobs in flight; 58 beyond */
     } server;
     struct {
         char path[SL_CONFIG_PATH_CAPACITY];

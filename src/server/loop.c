@@ -33,6 +33,7 @@ void sl_loop_config_init(sl_loop_config_t *cfg)
         .host = "127.0.0.1",
         .port = 0,
         .listen_fd = -1,
+        .event_fd = -1,
         .max_frame = SL_FRAME_MAX_DEFAULT,
         .max_conns = SL_LOOP_MAX_CONNS_DEFAULT,
         .frames_per_turn = SL_LOOP_FRAMES_PER_TURN_DEFAULT,
@@ -50,7 +51,8 @@ static bool loop_config_ok(const sl_loop_config_t *cfg)
     return cfg->cb.on_frame && pow2 && cfg->buf_count <= SL_LOOP_BUF_COUNT_MAX &&
            cfg->buf_size >= SL_HEADER_SIZE && cfg->max_frame >= SL_HEADER_SIZE &&
            cfg->max_conns > 0 && cfg->frames_per_turn > 0 && cfg->tick_ms > 0 &&
-           cfg->ring_entries >= 8 && (cfg->listen_fd >= 0 || cfg->host);
+           cfg->ring_entries >= 8 && (cfg->listen_fd >= 0 || cfg->host) &&
+           (cfg->event_fd < 0 || cfg->on_event);
 }
 
 /* --- set-up ---------------------------------------------------------------- */
@@ -313,6 +315,14 @@ static void loop_arm_wake(sl_loop_t *loop)
     loop->wake_armed = true;
 }
 
+static void loop_arm_event(sl_loop_t *loop)
+{
+    struct io_uring_sqe *sqe = sl_loop_sqe(loop);
+    io_uring_prep_read(sqe, loop->cfg.event_fd, &loop->event_val, sizeof(loop->event_val), 0);
+    io_uring_sqe_set_data64(sqe, SL_UD_EVENT);
+    loop->event_armed = true;
+}
+
 static void loop_cancel(sl_loop_t *loop, uint64_t target)
 {
     struct io_uring_sqe *sqe = sl_loop_sqe(loop);
@@ -420,6 +430,20 @@ static void loop_on_wake(sl_loop_t *loop, int res)
         loop_arm_wake(loop);
 }
 
+/* Kept armed while stopping: a handler may be waiting for this event to
+ * answer. Only loop_check_done cancels it. */
+static void loop_on_event(sl_loop_t *loop, int res)
+{
+    loop->event_armed = false;
+    if (res == (int)sizeof(loop->event_val))
+        loop->cfg.on_event(loop->cfg.ctx, loop);
+    else if (res != -ECANCELED && res != -EINTR && res != -EAGAIN)
+        sl_log_error("event read: %s", strerror(-res)); /* not re-armed: it would spin */
+    bool retry = res == (int)sizeof(loop->event_val) || res == -EINTR || res == -EAGAIN;
+    if (retry && !loop->finishing)
+        loop_arm_event(loop);
+}
+
 static void loop_complete(sl_loop_t *loop, uint64_t ud, int res, uint32_t flags)
 {
     sl_conn_t *c = (sl_conn_t *)(uintptr_t)(ud & ~(uint64_t)SL_UD_TAG_MASK);
@@ -432,6 +456,9 @@ static void loop_complete(sl_loop_t *loop, uint64_t ud, int res, uint32_t flags)
         break;
     case SL_UD_TICK:
         loop_on_tick(loop, res);
+        break;
+    case SL_UD_EVENT:
+        loop_on_event(loop, res);
         break;
     case SL_UD_RECV:
         sl_conn_on_recv(c, res, flags);
@@ -530,8 +557,11 @@ static void loop_check_done(sl_loop_t *loop)
             loop_cancel(loop, SL_UD_TICK);
         if (loop->wake_armed)
             loop_cancel(loop, SL_UD_WAKE);
+        if (loop->event_armed)
+            loop_cancel(loop, SL_UD_EVENT);
     }
-    loop->done = !loop->accept_armed && !loop->tick_armed && !loop->wake_armed;
+    loop->done =
+        !loop->accept_armed && !loop->tick_armed && !loop->wake_armed && !loop->event_armed;
 }
 
 int sl_loop_run(sl_loop_t *loop)
@@ -542,6 +572,8 @@ int sl_loop_run(sl_loop_t *loop)
     loop_arm_wake(loop);
     loop_arm_tick(loop);
     loop_arm_accept(loop);
+    if (loop->cfg.event_fd >= 0)
+        loop_arm_event(loop);
     int err = 0;
     /* One pass per turn until stop has run its course; the wait inside
      * blocks whenever nothing is runnable, so this never spins. */

@@ -90,6 +90,13 @@ typedef struct sl_loop_config {
     const char *host; /* numeric address to bind when listen_fd < 0 */
     uint16_t port;    /* 0: an ephemeral port (see sl_loop_port) */
     int listen_fd;    /* >= 0: a listening socket shared by shards, not closed */
+    /* >= 0: an eventfd the loop keeps a read on until it finishes (also
+     * while stopping, so handlers waiting for it can answer). Each read
+     * calls on_event(ctx, loop) while completions are drained: another
+     * thread has results for this one, and it may answer delivered frames.
+     * The fd is the caller's, not closed. */
+    int event_fd;
+    void (*on_event)(void *ctx, sl_loop_t *loop);
     /* Largest frame, header included; a bigger size field closes the
      * connection. Frame memory is bounded by max_conns * max_frame (plus a
      * 16-byte prefix each) and the frame pool's idle cap. */
@@ -111,7 +118,7 @@ typedef struct sl_loop_config {
 } sl_loop_config_t;
 
 /* Fills every field with its default: 127.0.0.1, ephemeral port, no shared
- * socket, 64 MiB frames. Callbacks and ctx are left NULL. */
+ * socket, no event_fd, 64 MiB frames. Callbacks and ctx are left NULL. */
 void sl_loop_config_init(sl_loop_config_t *cfg);
 
 /* Counters for logs and tests; read on the loop thread or after run. */

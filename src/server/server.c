@@ -155,6 +155,7 @@ static void on_close(void *ctx, sl_conn_t *conn)
     sl_session_t *s = sl_conn_user(conn);
     if (!s)
         return;
+    sl_hashing_cancel(s);
     sl_admit_disconnect(s);
     /* Swap-remove from the registry. */
     sl_session_t *last = srv->sessions[--srv->sessions_count];
@@ -287,6 +288,12 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
     }
     if (rc != 0)
         return rc;
+    rc = sl_hash_pool_create(cfg->server.password_hash_threads, cfg->server.password_hash_queue_max,
+                             &srv->hash_pool);
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot start the password hashing threads: %s", strerror(-rc));
+        return rc;
+    }
 
     bool test_faults = sl_test_faults_init();
     sl_loop_config_t lc;
@@ -304,6 +311,8 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
                               .on_close = on_close,
                               .on_tick = on_tick,
                               .on_turn_end = on_turn_end};
+    lc.event_fd = sl_hash_pool_event_fd(srv->hash_pool);
+    lc.on_event = sl_hashing_on_event;
     lc.ctx = srv;
     rc = sl_loop_create(&lc, &srv->loop);
     if (rc != 0) {
@@ -342,6 +351,8 @@ void sl_server_close(sl_server_t *srv)
 {
     if (srv->loop)
         sl_loop_destroy(srv->loop);
+    /* After the loop: its ring no longer reads the pool's eventfd. */
+    sl_hash_pool_destroy(srv->hash_pool);
     sl_partitions_close(&srv->partitions);
     /* Connections and partitions gave every frame back: the pool can go. */
     if (srv->frame_pool) {

@@ -8,7 +8,10 @@
  *   hash, preflight) -> sl_meta_store_commit (journal + fdatasync + apply)
  *   -> reply.c.
  *
- * Threads: everything here runs on the loop thread. */
+ * Threads: everything here runs on the loop thread, except the Argon2id
+ * work of logins, CreateUser and ChangePassword, which admission hands to
+ * the hash pool (hash_pool.h) and resumes when the result is back
+ * (admit_hash.c): the journal commit and apply stay on the loop thread. */
 #ifndef SL_SERVER_SERVER_H
 #define SL_SERVER_SERVER_H
 
@@ -20,6 +23,7 @@
 #include "meta/state.h"
 #include "meta/store.h"
 #include "server/config.h"
+#include "server/hash_pool.h"
 #include "server/loop.h"
 #include "server/partitions.h"
 #include "server/sysinfo.h"
@@ -61,6 +65,13 @@ typedef struct sl_session {
     sl_buf_t reply_body;
     /* Scratch for one request (list replies); reset per request. */
     sl_arena_t arena;
+    /* The request waiting for the hash pool, NULL when none: its job (whose
+     * owner is this session until on_close cancels it), a copy of its
+     * header, and its body, which lies in the delivered frame the loop
+     * keeps until the request is answered or the connection closes. */
+    sl_hash_job_t *hash_job;
+    sl_request_header_t hash_req;
+    sl_span_t hash_body;
 } sl_session_t;
 
 /* A SendMessages to an enforce_fsync partition, journaled at the end of the
@@ -106,6 +117,8 @@ struct sl_server {
     uint32_t staged_cap;
     /* Admission scratch: the body being journaled. */
     sl_buf_t admitted;
+    /* Argon2id off the loop thread. */
+    sl_hash_pool_t *hash_pool;
     volatile int stop_signal; /* the signal that asked us to stop, for the log */
 };
 
@@ -167,6 +180,26 @@ void sl_admit_disconnect(sl_session_t *s);
  * no longer exists: deleted, or deleted and its id reused by a new user (the
  * reference keeps such sessions bound; Sluice does not). True otherwise. */
 bool sl_admit_user_current(sl_session_t *s);
+/* The hash pool finished the job of s's waiting login or metadata request:
+ * take it up where admission left it (the frame is still delivered). */
+void sl_admit_register_resume(sl_session_t *s, const sl_hash_job_t *job);
+void sl_admit_metadata_resume(sl_session_t *s, const sl_hash_job_t *job);
+
+/* admit_hash.c: requests waiting for the hash pool. */
+/* Hands job (inputs filled) to the pool for the request being admitted on
+ * s; the request is answered when it comes back. 0, or -EAGAIN when the
+ * pool's queue is full (the job is freed; the caller answers 58). */
+int sl_hashing_submit(sl_session_t *s, const sl_request_header_t *req, sl_span_t body,
+                      sl_hash_job_t *job) SL_WUR;
+/* A job that checks password against u's stored hash (u NULL: the dummy). */
+sl_hash_job_t *sl_hashing_verify_job(const sl_meta_user_t *u, sl_span_t password);
+/* True when u's stored hash is still the one job verified against (both
+ * absent counts): else the verdict is stale and must be computed again. */
+bool sl_hashing_same_hash(const sl_hash_job_t *job, const sl_meta_user_t *u);
+/* The loop's on_event: resumes the requests whose jobs are done. */
+void sl_hashing_on_event(void *ctx, sl_loop_t *loop);
+/* on_close: the connection's waiting request, if any, will get no reply. */
+void sl_hashing_cancel(sl_session_t *s);
 
 /* Journals and applies one entry built by admission; the reply body is
  * appended to reply. Chooses op and timestamp. 0 or the commit's error. */

@@ -962,6 +962,8 @@ static void set_every_row(sl_config_t *cfg)
     set_or_fail(cfg, "metadata.journal_slots", "9");
     set_or_fail(cfg, "personal_access_token.max_tokens_per_user", "5");
     set_or_fail(cfg, "server.per_connection_work_max", "1024");
+    set_or_fail(cfg, "server.password_hash_threads", "2");
+    set_or_fail(cfg, "server.password_hash_queue_max", "4096");
     set_or_fail(cfg, "system.path", "dir \"q\" \\ back\ttab\nnl\x01 \xC3\xA9 '#");
     set_or_fail(cfg, "system.logging.level", "warn");
     set_or_fail(cfg, "system.partition.validate_checksum", "false");
