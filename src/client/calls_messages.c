@@ -473,6 +473,21 @@ static sl_opt_partition_t opt_partition(uint32_t partition)
     return (sl_opt_partition_t){.present = true, .id = partition};
 }
 
+/* A stricter client than the SDKs (messages.md 4.2): every frame checksum
+ * (2.1), then the record's batch checksum (2.2), of a record whose layout
+ * the reply decoder checked. */
+static int verify_record(sl_span_t record)
+{
+    sl_frame_iter_t it = sl_frame_iter(record);
+    sl_message_t m;
+    while (sl_frame_next(&it, &m))
+        if (sl_frame_checksum(m.frame) != m.checksum)
+            return -SL_ERR_INVALID_MESSAGE_CHECKSUM;
+    if (sl_batch_checksum(record) != sl_load_u64(record.ptr + SL_BATCH_OFF_CHECKSUM))
+        return -SL_ERR_INVALID_BATCH_CHECKSUM;
+    return 0;
+}
+
 static void polled_from(const sl_message_t *m, sl_polled_message_t *out)
 {
     *out = (sl_polled_message_t){
@@ -486,25 +501,6 @@ static void polled_from(const sl_message_t *m, sl_polled_message_t *out)
         .headers = m->user_headers.ptr,
         .headers_len = m->user_headers.len,
     };
-}
-
-/* A stricter client than the SDKs (messages.md 4.2): every frame checksum
- * (2.1), then the record's batch checksum (2.2), of a record whose layout
- * the reply decoder checked. The frames are listed in the same walk (at
- * most room of them, counted in *n), while each is still in the cache. */
-static int verify_and_list(sl_span_t record, sl_polled_message_t *list, uint32_t room, uint32_t *n)
-{
-    sl_frame_iter_t it = sl_frame_iter(record);
-    sl_message_t m;
-    while (sl_frame_next(&it, &m)) {
-        if (sl_frame_checksum(m.frame) != m.checksum)
-            return -SL_ERR_INVALID_MESSAGE_CHECKSUM;
-        if (*n < room)
-            polled_from(&m, &list[(*n)++]);
-    }
-    if (sl_batch_checksum(record) != sl_load_u64(record.ptr + SL_BATCH_OFF_CHECKSUM))
-        return -SL_ERR_INVALID_BATCH_CHECKSUM;
-    return 0;
 }
 
 /* Verifies every record and lists its messages in the arena. */
@@ -522,9 +518,13 @@ static int polled_convert(sl_client_t *c, const sl_poll_messages_reply_t *w,
     sl_record_iter_t records = sl_record_iter(w->records);
     sl_span_t record;
     while (sl_record_next(&records, &record)) {
-        int rc = verify_and_list(record, list, w->messages_count, &n);
+        int rc = verify_record(record);
         if (rc != 0)
             return rc;
+        sl_frame_iter_t it = sl_frame_iter(record);
+        sl_message_t m;
+        while (n < w->messages_count && sl_frame_next(&it, &m))
+            polled_from(&m, &list[n++]);
     }
     if (n != w->messages_count)
         return -SL_ERR_INVALID_FORMAT;
