@@ -43,7 +43,7 @@
 #define SL_CLIENT_KEEP_BYTES (4u << 20)
 /* The kernel copies received bytes with `rep movsb`, which on some AMD cores
  * runs about ten times slower (1.7 against 22-31 GB/s measured here) when the
- * destination's offset within a page lies 1..32 bytes above the source's.
+ * destination's offset within a page lies 1..31 bytes above the source's.
  * The source is the sender's layout, unknown in general (sluiced's reply
  * bodies arrive at page offset 256, which put libsluice's, at 16 + 256,
  * right in that window); a body placed mid-page keeps clear of the offsets
