@@ -259,18 +259,13 @@ bool sl_header_next(sl_header_iter_t *it, sl_header_t *out)
 /* --- sending ---------------------------------------------------------------------- */
 
 /* A random UUIDv4 as a 128-bit number (version nibble 4 in bits 76..79,
- * variant 0b10 in bits 62..63), from the client's pool of kernel bytes. */
+ * variant 0b10 in bits 62..63), from the client's keystream. */
 static int random_id(sl_client_t *c, sl_u128_t *out)
 {
-    if (c->random_left < 16) {
-        if (sl_client_random(c->random, sizeof(c->random)) != 0)
-            return -SL_ERR_ERROR;
-        c->random_left = sizeof(c->random);
-    }
-    c->random_left -= 16;
-    uint8_t *p = c->random + c->random_left;
-    sl_u128_t id = sl_load_u128(p);
-    memset(p, 0, 16); /* an id is handed out once */
+    uint8_t bytes[16];
+    if (sl_client_rng_bytes(&c->rng, bytes, sizeof(bytes)) != 0)
+        return -SL_ERR_ERROR;
+    sl_u128_t id = sl_load_u128(bytes);
     id.hi = (id.hi & ~0xF000ull) | 0x4000ull;
     id.lo = (id.lo & ~(3ull << 62)) | (2ull << 62);
     *out = id;
@@ -346,7 +341,9 @@ static int add_precheck(const sl_client_t *c, const sl_send_message_t *m, uint64
     return 0;
 }
 
-int sl_client_send_add(sl_client_t *c, const sl_send_message_t *m)
+/* sl_client_send_add with the time that stands for "now" (0: read the
+ * clock when a message needs it). */
+static int add_message(sl_client_t *c, const sl_send_message_t *m, uint64_t now_us)
 {
     if (!c->batch.open || m == NULL || (m->payload == NULL && m->payload_len > 0))
         return -SL_ERR_INVALID_COMMAND;
@@ -358,7 +355,9 @@ int sl_client_send_add(sl_client_t *c, const sl_send_message_t *m)
     int rc = message_headers(c, m, &headers);
     if (rc != 0)
         return rc;
-    uint64_t ts = m->origin_timestamp_us ? m->origin_timestamp_us : sl_clock_realtime_us();
+    uint64_t ts = m->origin_timestamp_us ? m->origin_timestamp_us
+                  : now_us != 0          ? now_us
+                                         : sl_clock_realtime_us();
     rc = add_precheck(c, m, ts, headers.len);
     if (rc != 0)
         return rc;
@@ -370,6 +369,11 @@ int sl_client_send_add(sl_client_t *c, const sl_send_message_t *m)
     if (rc == -SL_ERR_COMMAND_LENGTH_ERROR)
         rc = c->batch.bb.error = -SL_ERR_ERROR;
     return rc;
+}
+
+int sl_client_send_add(sl_client_t *c, const sl_send_message_t *m)
+{
+    return add_message(c, m, 0);
 }
 
 void sl_client_send_pending(const sl_client_t *c, uint32_t *count, size_t *bytes)
@@ -433,8 +437,12 @@ int sl_client_send_messages(sl_client_t *c, sl_id_t stream, sl_id_t topic,
     rc = sl_client_send_reserve(c, total);
     if (rc == -SL_ERR_COMMAND_LENGTH_ERROR)
         rc = 0;
+    /* The messages of one call are created together: those without an
+     * origin timestamp share one reading of the clock (a reading per
+     * message cost ~70 us per 1000 here). */
+    uint64_t now_us = sl_clock_realtime_us();
     for (uint32_t i = 0; rc == 0 && i < count; i++)
-        rc = sl_client_send_add(c, &messages[i]);
+        rc = add_message(c, &messages[i], now_us);
     if (rc != 0) {
         sl_client_send_abandon(c);
         return rc;

@@ -75,7 +75,7 @@ static void apply_options(sl_client_t *c, const sl_client_options_t *o)
 static void init_buffers(sl_client_t *c)
 {
     sl_buf_init(&c->tx, c->frame_max);
-    sl_buf_init(&c->rx, c->frame_max);
+    sl_buf_init(&c->rx, (size_t)c->frame_max + SL_CLIENT_PAGE);
     sl_buf_init(&c->scratch, SL_USER_HEADERS_MAX);
     sl_arena_init(&c->arena, SL_CLIENT_ARENA_CHUNK, (size_t)c->frame_max * SL_CLIENT_ARENA_FACTOR);
 }
@@ -170,7 +170,7 @@ void sl_client_results_release(sl_client_t *c)
     }
     if (c->rx.cap > SL_CLIENT_KEEP_BYTES) {
         sl_buf_free(&c->rx);
-        sl_buf_init(&c->rx, c->frame_max);
+        sl_buf_init(&c->rx, (size_t)c->frame_max + SL_CLIENT_PAGE);
     }
     sl_buf_reset(&c->rx);
 }

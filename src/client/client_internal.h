@@ -36,8 +36,23 @@
  * arena by the frame it was filled from. */
 #define SL_CLIENT_ARENA_FACTOR 8u
 /* Buffers and arena chunks above this are released at the start of the next
- * call, so one large reply does not pin memory for the client's lifetime. */
-#define SL_CLIENT_KEEP_BYTES (1u << 20)
+ * call, so one large reply does not pin memory for the client's lifetime. It
+ * is well above the ~1 MiB batches producers and consumers move (requests a
+ * little over 1 MiB grow tx to 2 MiB): a buffer released and allocated again
+ * on every call costs a fresh mmap, page faults and zeroing each time. */
+#define SL_CLIENT_KEEP_BYTES (4u << 20)
+/* The kernel copies received bytes with `rep movsb`, which on some AMD cores
+ * runs about ten times slower (1.7 against 22-31 GB/s measured here) when the
+ * destination's offset within a page lies 1..31 bytes above the source's.
+ * The source is the sender's layout, unknown in general (sluiced's reply
+ * bodies arrive at page offset 256, which put libsluice's, at 16 + 256,
+ * right in that window); a body placed mid-page keeps clear of the offsets
+ * that page- or malloc-aligned buffers with a 256-byte header give (0, 16,
+ * 256, 272). Only bodies of at least SL_CLIENT_BODY_SHIFT_MIN bytes are
+ * placed; c->rx holds SL_CLIENT_PAGE bytes more than a frame for the shift. */
+#define SL_CLIENT_PAGE             4096u
+#define SL_CLIENT_BODY_PAGE_OFFSET 2048u
+#define SL_CLIENT_BODY_SHIFT_MIN   16384u
 /* First arena chunk. */
 #define SL_CLIENT_ARENA_CHUNK 16384u
 /* Connection care defaults (client.h, "Connection care"). */
@@ -120,9 +135,26 @@ typedef struct sl_client_batch {
     sl_batch_builder_t bb;
 } sl_client_batch_t;
 
-/* Random bytes drawn from the kernel in blocks (message ids need 16 each;
- * one getrandom per message would dominate small sends). */
-#define SL_CLIENT_RANDOM_POOL 512u
+/* Random bytes for message ids (random.c): a ChaCha20 keystream in user
+ * space, keyed from getrandom (the kernel's generator cost ~0.1 ms per 1000
+ * ids). The pool is refilled 512 bytes at a time, 32 of which key the next
+ * refill; the key is drawn from the kernel again after RESEED_BYTES of
+ * output and after a fork. */
+#define SL_CLIENT_RNG_POOL         512u
+#define SL_CLIENT_RNG_RESEED_BYTES (1u << 20)
+
+typedef struct sl_client_rng {
+    uint32_t key[8];
+    uint8_t pool[SL_CLIENT_RNG_POOL];
+    size_t left; /* unserved bytes at the end of pool[] */
+    size_t reseed_left;
+    uint64_t generation; /* the fork generation the key was drawn in */
+    bool seeded;
+} sl_client_rng_t;
+
+/* n bytes of the client's keystream: 0, or -SL_ERR_ERROR when the kernel
+ * gives no key. */
+int sl_client_rng_bytes(sl_client_rng_t *r, void *out, size_t n) SL_WUR;
 
 /* Dials a new connection for a reconnect: 0 with *fd, or the negated error.
  * The default dials host:port; tests substitute socketpairs. */
@@ -170,8 +202,7 @@ struct sl_client {
     sl_arena_t arena;
     sl_client_batch_t batch; /* closed by every other call */
     sl_buf_t scratch;        /* the encoded user headers of the message being added */
-    uint8_t random[SL_CLIENT_RANDOM_POOL];
-    size_t random_left; /* unused bytes at the end of random[] */
+    sl_client_rng_t rng;     /* message ids */
     sl_client_care_t care;
 };
 

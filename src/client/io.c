@@ -15,6 +15,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -104,12 +105,24 @@ int sl_client_recv_exact(int fd, uint8_t *p, size_t n, uint64_t deadline_us, siz
     return rc;
 }
 
+/* Where the frame goes in c->rx: shifted so that its body starts at
+ * SL_CLIENT_BODY_PAGE_OFFSET within a page, when rx has the room. */
+static uint8_t *frame_slot(sl_client_t *c, uint32_t size)
+{
+    size_t shift = 0;
+    if (size - SL_HEADER_SIZE >= SL_CLIENT_BODY_SHIFT_MIN &&
+        sl_buf_reserve(&c->rx, (size_t)size + SL_CLIENT_PAGE)) {
+        uintptr_t body = (uintptr_t)c->rx.data + SL_HEADER_SIZE;
+        shift = (SL_CLIENT_BODY_PAGE_OFFSET - body) & (SL_CLIENT_PAGE - 1);
+    }
+    uint8_t *slot = sl_buf_extend(&c->rx, shift + size);
+    return slot == NULL ? NULL : slot + shift;
+}
+
 int sl_client_read_frame(sl_client_t *c, uint64_t deadline_us, sl_span_t *frame)
 {
     sl_buf_reset(&c->rx);
-    uint8_t *hdr = sl_buf_extend(&c->rx, SL_HEADER_SIZE);
-    if (hdr == NULL)
-        return -SL_ERR_ERROR;
+    uint8_t hdr[SL_HEADER_SIZE];
     size_t got;
     int rc = sl_client_recv_exact(c->fd, hdr, SL_HEADER_SIZE, deadline_us, &got);
     if (rc == -SL_ERR_CONNECTION_CLOSED && got > 0)
@@ -120,14 +133,15 @@ int sl_client_read_frame(sl_client_t *c, uint64_t deadline_us, sl_span_t *frame)
     rc = sl_client_frame_size(hdr, c->frame_max, &size);
     if (rc != 0)
         return rc;
-    size_t body_len = size - SL_HEADER_SIZE;
-    uint8_t *body = sl_buf_extend(&c->rx, body_len);
-    if (body == NULL)
+    uint8_t *slot = frame_slot(c, size);
+    if (slot == NULL)
         return -SL_ERR_ERROR;
-    rc = sl_client_recv_exact(c->fd, body, body_len, deadline_us, &got);
+    memcpy(slot, hdr, SL_HEADER_SIZE);
+    rc = sl_client_recv_exact(c->fd, slot + SL_HEADER_SIZE, size - SL_HEADER_SIZE, deadline_us,
+                              &got);
     if (rc != 0)
         return rc;
-    *frame = sl_buf_span(&c->rx);
+    *frame = sl_span(slot, size);
     return 0;
 }
 

@@ -1244,6 +1244,85 @@ static void test_large_batch_growth(void **state)
     free(payloads);
 }
 
+/* The one-shot call reads the clock once: messages without an origin
+ * timestamp share it. */
+static void test_send_one_shot_shares_now(void **state)
+{
+    tf_conn_t *t = *state;
+    sl_send_message_t m[3] = {{.payload = "a", .payload_len = 1},
+                              {.payload = "b", .payload_len = 1, .origin_timestamp_us = ts0},
+                              {.payload = "c", .payload_len = 1}};
+    /* ts0 is long past, so "now" lies far from it; keep the span a u32. */
+    m[1].origin_timestamp_us = sl_clock_realtime_us() - 1000000u;
+    tf_queue(t, confirmation_reply(0, 0));
+    uint64_t before = sl_clock_realtime_us();
+    assert_int_equal(sl_client_send_messages(t->client, sl_id_num(1), sl_id_num(1),
+                                             sl_partitioning_balanced(), m, 3, NULL),
+                     0);
+    uint64_t after = sl_clock_realtime_us();
+    tf_request_t q = tf_take(t);
+    sl_send_messages_request_t req = decode_send(&q);
+    sl_frame_iter_t it = sl_frame_iter(req.batch);
+    sl_message_t msg[3];
+    for (int i = 0; i < 3; i++)
+        assert_true(sl_frame_next(&it, &msg[i]));
+    assert_in_range(msg[0].origin_timestamp, before, after);
+    assert_int_equal(msg[2].origin_timestamp, msg[0].origin_timestamp);
+    assert_int_equal(msg[1].origin_timestamp, m[1].origin_timestamp_us);
+    assert_false(sl_u128_eq(msg[0].id, msg[2].id));
+    tf_request_free(&q);
+}
+
+/* A stamped record of n messages of BIG_SIZE bytes from offset 0. */
+static void big_record(sl_buf_t *out, const uint8_t *payloads, uint32_t n)
+{
+    sl_batch_builder_t bb;
+    sl_batch_begin(&bb, out);
+    for (uint32_t i = 0; i < n; i++) {
+        sl_send_message_t m = big_message(payloads, i);
+        assert_int_equal(sl_batch_add(&bb, (sl_u128_t){m.id.lo, m.id.hi}, m.origin_timestamp_us,
+                                      sl_span(m.payload, m.payload_len), sl_span(NULL, 0)),
+                         0);
+    }
+    sl_span_t rec;
+    assert_int_equal(sl_batch_finish(&bb, &rec), 0);
+    sl_batch_stamp((uint8_t *)rec.ptr, rec.len, 1, 0, ts0);
+}
+
+/* A large reply body lands mid-page (SL_CLIENT_BODY_PAGE_OFFSET, see
+ * client_internal.h), every message verified, and the 1 MB receive buffer
+ * survives into the next call instead of being allocated again. */
+static void test_large_poll_placed_and_kept(void **state)
+{
+    tf_conn_t *t = *state;
+    uint8_t *payloads = big_payloads();
+    sl_buf_t p = poll_payload(1, BIG_N - 1, BIG_N, "", 0);
+    big_record(&p, payloads, BIG_N);
+    serve_job_t job = {.t = t, .reply = tf_reply(SL_OP_NON_REPLICATED, 0, p.data, p.len)};
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, serve_one, &job), 0);
+    sl_polled_messages_t out;
+    int rc = sl_client_poll_messages(t->client, sl_consumer_single(sl_id_num(1)), sl_id_name("s"),
+                                     sl_id_name("t"), 1, sl_poll_offset(0), BIG_N, false, &out);
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    assert_int_equal(rc, 0);
+    assert_int_equal(out.count, BIG_N);
+    for (uint32_t i = 0; i < BIG_N; i += 99)
+        assert_bytes_equal(out.messages[i].payload, out.messages[i].payload_len,
+                           payloads + (size_t)i * BIG_SIZE, BIG_SIZE);
+    /* The body: 16-byte prefix, 256-byte batch header, 48-byte frame header,
+     * then the first payload. */
+    uintptr_t body = (uintptr_t)out.messages[0].payload - 16 - 256 - 48;
+    assert_int_equal(body % SL_CLIENT_PAGE, SL_CLIENT_BODY_PAGE_OFFSET);
+    size_t cap = t->client->rx.cap;
+    assert_true(cap > (size_t)1 << 20);
+    sl_client_results_release(t->client);
+    assert_int_equal(t->client->rx.cap, cap);
+    tf_request_free(&job.request);
+    sl_buf_free(&p);
+    free(payloads);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1252,12 +1331,14 @@ int main(void)
         T(test_send_one_shot_and_raw_headers),
         T(test_send_partitionings),
         T(test_send_defaults_id_and_timestamp),
+        T(test_send_one_shot_shares_now),
         T(test_send_header_refusals),
         T(test_send_message_refusals),
         cmocka_unit_test(test_send_frame_limit),
         cmocka_unit_test(test_send_needs_session),
         T(test_send_replies),
         T(test_poll_vector_e),
+        T(test_large_poll_placed_and_kept),
         T(test_poll_request_forms),
         T(test_poll_checksum_mismatch),
         T(test_poll_resync_sentinel),
