@@ -56,14 +56,8 @@ int sl_partition_ensure_active(sl_partition_t *p)
     int rc = sl_segment_create(&s, p->dir, start, preallocate_bytes(p));
     if (rc < 0)
         return rc;
-    /* Once per partition life: the first segment's name is made durable whatever the topic's
-     * fsync setting, so a fresh partition never comes back without its segment. */
-    rc = sl_io_fsync_dir(p->dir);
-    if (rc < 0) {
-        sl_log_error("partition %s: cannot fsync the directory: %s", p->dir, strerror(-rc));
-        sl_segment_close(&s);
-        return -SL_ERR_CANNOT_SYNC_FILE;
-    }
+    /* The first segment's name is made durable with the rest of the tree,
+     * before the first write that must be durable (write_chunk). */
     p->segments[p->segment_count++] = s;
     return 0;
 }
@@ -135,6 +129,12 @@ static int write_chunk(sl_partition_t *p, size_t from, size_t to)
         p->iov[i - from] = (struct iovec){e->record, e->len};
         c.bytes += e->len;
         c.messages += e->count;
+    }
+    /* Acknowledged as durable: the names that lead to the bytes must be too. */
+    if (p->cfg.enforce_fsync) {
+        int rc = sl_partition_tree_durable(p);
+        if (rc < 0)
+            return rc;
     }
     return sl_segment_append(active_segment(p), &c, p->cfg.enforce_fsync);
 }

@@ -174,10 +174,13 @@ static int load_kind(sl_partition_t *p, sl_offsets_kind_t kind, char *err, size_
     if (!sl_offsets_dir_path(dir, p->dir, kind_dir(kind)))
         return -ENAMETOOLONG;
     DIR *d = opendir(dir);
+    if (!d && errno == ENOENT)
+        return 0; /* made with the first stored offset (ensure_dirs) */
     if (!d) {
         snprintf(err, err_len, "partition %s: cannot list %s: %s", p->dir, dir, strerror(errno));
         return -SL_ERR_CANNOT_READ_CONSUMER_OFFSETS;
     }
+    p->offsets_dirs = true;
     sl_buf_t scratch;
     sl_buf_init(&scratch, 0);
     int rc = 0;
@@ -249,6 +252,30 @@ static int write_record(const char *path, uint64_t offset, bool known, bool fsyn
     return 0;
 }
 
+/* offsets/, offsets/consumers and offsets/groups, made with the first offset
+ * stored rather than with the partition (a topic's many partitions open
+ * faster); their names join the tree made durable next. */
+static int ensure_dirs(sl_partition_t *p)
+{
+    if (p->offsets_dirs)
+        return 0;
+    char dir[PATH_MAX];
+    int rc = sl_offsets_dir_path(dir, p->dir, NULL) ? sl_io_mkdir(dir, 0755) : -ENAMETOOLONG;
+    for (int k = 0; k < 2 && (rc == 0 || rc == -EEXIST); k++) {
+        sl_offsets_kind_t kind = k == 0 ? SL_OFFSETS_CONSUMER : SL_OFFSETS_GROUP;
+        rc = sl_offsets_dir_path(dir, p->dir, kind_dir(kind)) ? sl_io_mkdir(dir, 0755)
+                                                              : -ENAMETOOLONG;
+    }
+    if (rc < 0 && rc != -EEXIST) {
+        sl_log_error("partition %s: cannot create its offsets directories: %s", p->dir,
+                     strerror(-rc));
+        return -SL_ERR_CANNOT_OPEN_CONSUMER_OFFSETS_FILE;
+    }
+    p->offsets_dirs = true;
+    p->tree_durable = false; /* two new names */
+    return 0;
+}
+
 int sl_offsets_store(sl_partition_t *p, sl_offsets_kind_t kind, uint32_t id, uint64_t offset,
                      bool fsync, bool never_backwards)
 {
@@ -262,7 +289,11 @@ int sl_offsets_store(sl_partition_t *p, sl_offsets_kind_t kind, uint32_t id, uin
     char path[PATH_MAX];
     if (!file_path(path, p, kind, id) || !table_reserve(&p->offsets))
         return -SL_ERR_CANNOT_OPEN_CONSUMER_OFFSETS_FILE;
-    int rc = write_record(path, offset, found, fsync);
+    int rc = ensure_dirs(p);
+    if (rc == 0 && fsync)
+        rc = sl_partition_tree_durable(p);
+    if (rc == 0)
+        rc = write_record(path, offset, found, fsync);
     if (rc == 0 && fsync && !found) {
         char dir[PATH_MAX];
         /* A new file's name must be as durable as its bytes. */

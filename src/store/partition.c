@@ -86,7 +86,8 @@ static int fsync_parent(char *path)
     return rc;
 }
 
-/* Creates path and its missing parents, making each new entry durable in its parent. */
+/* Creates path and its missing parents. Their names are made durable later,
+ * when something durable is written (sl_partition_tree_durable). */
 static int make_dirs(const char *path)
 {
     char buf[PATH_MAX];
@@ -100,8 +101,6 @@ static int make_dirs(const char *path)
         char saved = buf[i];
         buf[i] = '\0';
         int rc = sl_io_mkdir(buf, 0755);
-        if (rc == 0)
-            rc = fsync_parent(buf);
         buf[i] = saved;
         if (rc < 0 && rc != -EEXIST)
             return rc;
@@ -109,24 +108,45 @@ static int make_dirs(const char *path)
     return 0;
 }
 
-static int make_tree(sl_partition_t *p, char *err, size_t err_len)
+int sl_partition_tree_durable(sl_partition_t *p)
 {
-    char consumers[PATH_MAX], groups[PATH_MAX];
-    const char *failed = p->dir;
-    int rc = make_dirs(p->dir);
-    if (rc == 0) {
-        failed = consumers;
-        rc = sl_offsets_dir_path(consumers, p->dir, SL_OFFSETS_CONSUMERS) &&
-                     sl_offsets_dir_path(groups, p->dir, SL_OFFSETS_GROUPS)
-                 ? make_dirs(consumers)
-                 : -ENAMETOOLONG;
-    }
-    if (rc == 0) {
-        failed = groups;
-        rc = make_dirs(groups);
+    if (p->tree_durable)
+        return 0;
+    char path[PATH_MAX];
+    int rc = sl_offsets_dir_path(path, p->dir, SL_OFFSETS_CONSUMERS) ? 0 : -ENAMETOOLONG;
+    /* offsets/ (names consumers and groups) when it exists, then the
+     * partition directory (its files and offsets/), then each ancestor's
+     * parent up to the one holding streams/: 6 levels below the data root. */
+    if (rc == 0 && p->offsets_dirs)
+        rc = fsync_parent(path);
+    if (rc == 0)
+        rc = sl_io_fsync_dir(p->dir);
+    size_t len = strlen(p->dir);
+    if (len >= sizeof(path))
+        rc = -ENAMETOOLONG;
+    else
+        memcpy(path, p->dir, len + 1);
+    for (int level = 0; rc == 0 && level < 6; level++) {
+        rc = fsync_parent(path);
+        char *slash = strrchr(path, '/');
+        if (!slash || slash == path)
+            break;
+        *slash = '\0';
     }
     if (rc < 0) {
-        snprintf(err, err_len, "partition %s: cannot create %s: %s", p->dir, failed, strerror(-rc));
+        sl_log_error("partition %s: cannot make its directories durable: %s", p->dir,
+                     strerror(-rc));
+        return -SL_ERR_CANNOT_SYNC_FILE;
+    }
+    p->tree_durable = true;
+    return 0;
+}
+
+static int make_tree(sl_partition_t *p, char *err, size_t err_len)
+{
+    int rc = make_dirs(p->dir);
+    if (rc < 0) {
+        snprintf(err, err_len, "partition %s: cannot create it: %s", p->dir, strerror(-rc));
         return -SL_ERR_CANNOT_CREATE_PARTITION_DIRECTORY;
     }
     return 0;
@@ -305,12 +325,11 @@ static int recover_segments(sl_partition_t *p, const u64_list_t *logs, char *err
 /* Makes the last segment the active one (or creates segment 0) and derives the offsets. */
 static int activate(sl_partition_t *p, char *err, size_t err_len)
 {
-    if (p->segment_count == 0) {
-        int rc = sl_partition_ensure_active(p);
-        if (rc < 0)
-            snprintf(err, err_len, "partition %s: cannot create its first segment", p->dir);
-        return rc;
-    }
+    /* A partition without segments gets its first one with its first flush
+     * (sl_partition_ensure_active): opening the many partitions of a new
+     * topic creates no files. */
+    if (p->segment_count == 0)
+        return 0;
     sl_segment_t *active = &p->segments[p->segment_count - 1];
     int rc = sl_segment_open_active(active, p->dir);
     if (rc < 0) {

@@ -57,9 +57,22 @@ struct sl_partition {
     sl_buf_t read_buf;       /* chunks of .log files read by polls and recovery */
     offset_table_t offsets;
     uint64_t purge_generation; /* what purge.gen holds for cfg.created_revision */
+    /* Whether the names of the partition's directories (up to streams/)
+     * and of its first segment are known durable: made so once, the first
+     * time something durable is written (sl_partition_tree_durable). */
+    bool tree_durable;
+    bool offsets_dirs; /* offsets/consumers and offsets/groups exist */
 };
 
 /* partition.c and append.c, for each other and poll.c. */
+/* Makes the names of the partition's directory tree durable: its offsets
+ * directories, its files, the partition directory and its ancestors up to
+ * the data root's `streams` (8 directory fsyncs, once per partition per
+ * process). Creating a partition syncs nothing, so a topic with many
+ * partitions is created quickly; a crash before anything durable was
+ * written loses only directories boot creates again. 0 or
+ * -SL_ERR_CANNOT_SYNC_FILE. */
+int sl_partition_tree_durable(sl_partition_t *p);
 /* Room for n more segments. */
 bool sl_partition_segments_reserve(sl_partition_t *p, size_t n);
 /* Creates the active segment at the next offset when there is none (a fresh partition, or a

@@ -127,6 +127,8 @@ int sl_partition_purge_to(sl_partition_t *p, uint64_t generation)
 {
     int rc = sl_partition_purge(p);
     if (rc == 0)
+        rc = sl_partition_tree_durable(p); /* purge.gen is always synced, so its path too */
+    if (rc == 0)
         rc = sl_purge_gen_write(p->dir, generation, p->cfg.created_revision);
     if (rc == 0)
         p->purge_generation = generation;

@@ -252,10 +252,15 @@ static void test_empty_partition(void **state)
     assert_int_equal(sl_partition_segments(t->p), 1);
     assert_int_equal(sl_partition_messages(t->p), 0);
     assert_int_equal(sl_partition_size(t->p), 0);
+    /* No file yet: the first segment comes with the first flush, so a new
+     * topic's many partitions are opened without creating files. */
     char path[PATH_MAX];
     tu_seg_path(t, 0, ".log", path);
-    assert_true(tu_exists(path));
+    assert_false(tu_exists(path));
     tu_append(t, 1, 1);
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    assert_true(tu_exists(path));
+    assert_int_equal(sl_partition_segments(t->p), 1);
     assert_false(sl_partition_empty(t->p));
     assert_int_equal(tu_poll(t, SL_PARTITION_POLL_OFFSET, 0, 10, &out, &res), 1);
     assert_int_equal(res.current_offset, 0);
@@ -557,11 +562,23 @@ static void test_group_commit(void **state)
     assert_int_equal(accepted, 5);
     for (uint32_t i = 0; i < 5; i++)
         assert_int_equal(bases[i], i * 2);
-    assert_int_equal(syncs, 1); /* one fdatasync, of the .log, for all five */
-    t->next_id = 10;
+    /* One fdatasync, of the .log, for all five, after the partition's tree
+     * was made durable (the first time only: the partition directory and its
+     * 6 ancestors' parents; no offsets directories yet). */
+    assert_int_equal(syncs, 7 + 1);
+    for (uint32_t i = 0; i < 2; i++) {
+        uint8_t *frame = tu_batch_make(10 + i * 2, 2, 30, &len);
+        batches[i] = (sl_partition_batch_t){frame, frame + TU_FRAME_PREFIX, len};
+    }
+    syncs = 0;
+    sl_io_fault_arm(&plan);
+    assert_int_equal(sl_partition_append_many(t->p, batches, 2, 100, bases, &accepted), 0);
+    sl_io_fault_arm(NULL);
+    assert_int_equal(syncs, 1); /* the tree is durable now: only the .log */
+    t->next_id = 14;
     char path[PATH_MAX];
     tu_seg_path(t, 0, ".index", path);
-    assert_int_equal(tu_file_size(path), SL_INDEX_ENTRY_SIZE);
+    assert_int_equal(tu_file_size(path), 2 * SL_INDEX_ENTRY_SIZE);
     tu_reopen(t);
     tu_poll_all(t, 3);
 }
