@@ -175,6 +175,41 @@ static bool resize(sl_topic_rt_t *rt, uint32_t count)
     return true;
 }
 
+/* Calls fn for every entry of dir named by a decimal id (the layout's
+ * stream, topic and partition directories). */
+static void for_each_id(const char *dir, void (*fn)(void *ctx, uint32_t id), void *ctx)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char *end;
+        unsigned long id = strtoul(e->d_name, &end, 10);
+        if (e->d_name[0] != '.' && *end == '\0' && id <= UINT32_MAX)
+            fn(ctx, (uint32_t)id);
+    }
+    closedir(d);
+}
+
+typedef struct sweep {
+    sl_partitions_t *ps;
+    const sl_topic_rt_t *rt;
+    uint32_t count;
+    const sl_meta_t *meta;
+} sweep_t;
+
+static void sweep_partition(void *ctx, uint32_t id)
+{
+    const sweep_t *w = ctx;
+    if (id < w->count)
+        return;
+    char dir[4400];
+    partition_dir(w->ps, w->rt->stream_id, w->rt->topic_id, id, dir, sizeof(dir));
+    sl_log_warn("removing %s: the topic has %u partitions", dir, w->count);
+    remove_dir(dir);
+}
+
 /* At boot: partition directories at or past the topic's count are leftovers
  * of a DeletePartitions whose removal failed or was cut by a crash; left in
  * place, a later CreatePartitions would find their old data. */
@@ -186,21 +221,8 @@ static void sweep_partitions(sl_partitions_t *ps, const sl_topic_rt_t *rt, uint3
     if (!slash)
         return;
     *slash = '\0';
-    DIR *d = opendir(root);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        char *end;
-        unsigned long id = strtoul(e->d_name, &end, 10);
-        if (e->d_name[0] == '.' || *end != '\0' || id > UINT32_MAX || id < count)
-            continue;
-        char dir[4400];
-        partition_dir(ps, rt->stream_id, rt->topic_id, (uint32_t)id, dir, sizeof(dir));
-        sl_log_warn("removing %s: the topic has %u partitions", dir, count);
-        remove_dir(dir);
-    }
-    closedir(d);
+    sweep_t w = {.ps = ps, .rt = rt, .count = count};
+    for_each_id(root, sweep_partition, &w);
 }
 
 /* Brings one runtime topic to the meta topic's partitions and options. A
@@ -308,29 +330,25 @@ static void drop_gone(sl_partitions_t *ps, const sl_meta_t *meta)
     }
 }
 
+static void sweep_stream(void *ctx, uint32_t id)
+{
+    const sweep_t *w = ctx;
+    if (sl_meta_stream_by_id(w->meta, id))
+        return;
+    char dir[4400];
+    stream_dir(w->ps, id, dir, sizeof(dir));
+    sl_log_warn("removing %s: no such stream in the metadata", dir);
+    remove_dir(dir);
+}
+
 /* At boot: stream directories meta does not know are leftovers of a delete
  * that a crash interrupted. */
 static void sweep_streams(sl_partitions_t *ps, const sl_meta_t *meta)
 {
     char root[4200];
     snprintf(root, sizeof(root), "%s/streams", ps->data_dir);
-    DIR *d = opendir(root);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        char *end;
-        unsigned long id = strtoul(e->d_name, &end, 10);
-        if (e->d_name[0] == '.' || *end != '\0' || id > UINT32_MAX)
-            continue;
-        if (!sl_meta_stream_by_id(meta, (uint32_t)id)) {
-            char dir[4400];
-            stream_dir(ps, (uint32_t)id, dir, sizeof(dir));
-            sl_log_warn("removing %s: no such stream in the metadata", dir);
-            remove_dir(dir);
-        }
-    }
-    closedir(d);
+    sweep_t w = {.ps = ps, .meta = meta};
+    for_each_id(root, sweep_stream, &w);
 }
 
 void sl_partitions_sync(sl_partitions_t *ps, const sl_meta_t *meta, bool boot)

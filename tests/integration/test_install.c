@@ -16,21 +16,6 @@
 
 #include "harness.h"
 
-/* th_start, tried again while sluiced exits 77: io_uring setup can be
- * refused for a moment when many test servers run at once. */
-static bool start_server(th_server_t *server, const th_options_t *options)
-{
-    for (int attempt = 0; attempt < 50; attempt++) {
-        if (th_start(server, options))
-            return true;
-        if (options == NULL || options->data_dir == NULL)
-            th_cleanup(server); /* a fresh start made a directory; keep a reused one */
-        struct timespec ts = {0, 100 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    return false;
-}
-
 static const char *env(const char *name)
 {
     const char *value = getenv(name);
@@ -45,7 +30,7 @@ static void test_installed_library(void **state)
 {
     (void)state;
     th_server_t srv;
-    if (!start_server(&srv, NULL))
+    if (!th_start(&srv, NULL))
         exit(77);
     char cmd[4096];
     snprintf(cmd, sizeof(cmd), "sh '%s' '%s' %u '%s' '%s' '%s'", env("SLUICE_INSTALL_SCRIPT"),

@@ -25,25 +25,10 @@
 
 static th_server_t srv;
 
-/* th_start, tried again while sluiced exits 77: io_uring setup can be
- * refused for a moment when many test servers run at once. */
-static bool start_server(th_server_t *server, const th_options_t *options)
-{
-    for (int attempt = 0; attempt < 50; attempt++) {
-        if (th_start(server, options))
-            return true;
-        if (options == NULL || options->data_dir == NULL)
-            th_cleanup(server); /* a fresh start made a directory; keep a reused one */
-        struct timespec ts = {0, 100 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    return false;
-}
-
 static int start(void **state)
 {
     (void)state;
-    return start_server(&srv, NULL) ? 0 : -1;
+    return th_start(&srv, NULL) ? 0 : -1;
 }
 
 static int stop(void **state)

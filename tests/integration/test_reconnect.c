@@ -24,21 +24,6 @@
 
 static th_server_t srv;
 
-/* th_start, tried again while sluiced exits 77: io_uring setup can be
- * refused for a moment when many test servers run at once. */
-static bool start_server(th_server_t *server, const th_options_t *options)
-{
-    for (int attempt = 0; attempt < 50; attempt++) {
-        if (th_start(server, options))
-            return true;
-        if (options == NULL || options->data_dir == NULL)
-            th_cleanup(server); /* a fresh start made a directory; keep a reused one */
-        struct timespec ts = {0, 100 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    return false;
-}
-
 static const sl_client_options_t care = {
     .reconnect_attempts = 60,
     .reconnect_delay_ms = 20,
@@ -49,7 +34,7 @@ static const sl_client_options_t care = {
 static int start(void **state)
 {
     (void)state;
-    return start_server(&srv, NULL) ? 0 : -1;
+    return th_start(&srv, NULL) ? 0 : -1;
 }
 
 static int stop(void **state)
@@ -74,7 +59,7 @@ static bool start_again(uint16_t port)
     snprintf(address, sizeof(address), "127.0.0.1:%u", port);
     setenv("IGGY_TCP_ADDRESS", address, 1); /* overrides the file's port 0 */
     th_options_t o = {.data_dir = srv.data_dir};
-    bool started = start_server(&srv, &o);
+    bool started = th_start(&srv, &o);
     unsetenv("IGGY_TCP_ADDRESS");
     return started;
 }
@@ -225,7 +210,7 @@ static void test_heartbeat_keeps_a_member(void **state)
     th_stop(&srv, SIGKILL);
     th_cleanup(&srv);
     th_options_t o = {.extra_config = "[heartbeat]\nenabled = true\ninterval = \"1 s\""};
-    assert_true(start_server(&srv, &o));
+    assert_true(th_start(&srv, &o));
     sl_client_t *root = connect_as(NULL, "iggy", "iggy");
     assert_int_equal(sl_client_create_stream(root, "hb", NULL), 0);
     assert_int_equal(sl_client_create_topic(root, sl_id_name("hb"), "t", 2, NULL, NULL), 0);
