@@ -90,6 +90,14 @@ double sb_median(double *v, int n);
 /* The value below which a fraction q of the n samples lie (sorts v). */
 uint64_t sb_percentile(uint64_t *v, size_t n, double q);
 
+/* Per-trip latencies in ns, growing as trips are added; free ns. */
+typedef struct sb_lat {
+    uint64_t *ns;
+    size_t n, cap;
+} sb_lat_t;
+/* Appends one latency (dies when memory runs out). */
+void sb_lat_push(sb_lat_t *l, uint64_t ns);
+
 /* --- ping (sluice_bench_ping.c) -------------------------------------------------- */
 
 /* One lockstep connection: its request frame and the reply being assembled. */

@@ -27,18 +27,13 @@ static const char *const group_labels[GROUP_FIGS] = {
     "sluiced enforce_fsync, N producers (libsluice)",
 };
 
-typedef struct group_lat {
-    uint64_t *ns;
-    size_t n, cap;
-} group_lat_t;
-
 typedef struct group_producer {
     sl_client_t *client;
     const char *stream;
     const sl_send_message_t *messages;
     uint64_t deadline_ns;
     uint64_t trips;
-    group_lat_t lat;
+    sb_lat_t lat;
     int error;
 } group_producer_t;
 
@@ -53,26 +48,13 @@ typedef struct group_ctx {
     uint8_t *payloads;
     sl_send_message_t messages[GROUP_MESSAGES];
     double rate[GROUP_FIGS][GROUP_ROUNDS_MAX]; /* batches per second */
-    group_lat_t lat[GROUP_FIGS];
+    sb_lat_t lat[GROUP_FIGS];
 } group_ctx_t;
 
-static void lat_add(group_lat_t *l, uint64_t ns)
-{
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 4096;
-        uint64_t *p = realloc(l->ns, cap * sizeof(*p));
-        if (!p)
-            sb_die("out of memory");
-        l->ns = p;
-        l->cap = cap;
-    }
-    l->ns[l->n++] = ns;
-}
-
-static void lat_merge(group_lat_t *into, const group_lat_t *from)
+static void lat_merge(sb_lat_t *into, const sb_lat_t *from)
 {
     for (size_t i = 0; i < from->n; i++)
-        lat_add(into, from->ns[i]);
+        sb_lat_push(into, from->ns[i]);
 }
 
 static void *producer_main(void *arg)
@@ -88,14 +70,14 @@ static void *producer_main(void *arg)
             sl_client_send_messages(p->client, sl_id_name(p->stream), sl_id_name("gc"),
                                     sl_partitioning_partition(0), p->messages, GROUP_MESSAGES, &r);
         now = sl_clock_monotonic_ns();
-        lat_add(&p->lat, now - t0);
+        sb_lat_push(&p->lat, now - t0);
         p->trips++;
     }
     return NULL;
 }
 
 /* n producers at once for seconds; returns batches per second. */
-static double run_producers(group_ctx_t *g, int n, double seconds, group_lat_t *lat)
+static double run_producers(group_ctx_t *g, int n, double seconds, sb_lat_t *lat)
 {
     pthread_t threads[64];
     uint64_t start = sl_clock_monotonic_ns();
@@ -117,7 +99,7 @@ static double run_producers(group_ctx_t *g, int n, double seconds, group_lat_t *
     return elapsed ? (double)trips * 1e9 / (double)elapsed : 0.0;
 }
 
-static double run_sink(group_ctx_t *g, double seconds, group_lat_t *lat)
+static double run_sink(group_ctx_t *g, double seconds, sb_lat_t *lat)
 {
     uint64_t start = sl_clock_monotonic_ns(), now = start, trips = 0;
     uint64_t deadline = start + (uint64_t)(seconds * 1e9);
@@ -126,13 +108,13 @@ static double run_sink(group_ctx_t *g, double seconds, group_lat_t *lat)
         sb_frame_trip(&g->sink, g->sink_frame, g->sink_len);
         now = sl_clock_monotonic_ns();
         if (lat)
-            lat_add(lat, now - t0);
+            sb_lat_push(lat, now - t0);
         trips++;
     }
     return (double)trips * 1e9 / (double)(now - start);
 }
 
-static double run_group_figure(group_ctx_t *g, int fig, double seconds, group_lat_t *lat)
+static double run_group_figure(group_ctx_t *g, int fig, double seconds, sb_lat_t *lat)
 {
     if (fig == 0)
         return run_sink(g, seconds, lat);
@@ -191,7 +173,7 @@ static void print_group(group_ctx_t *g, int rounds)
         double v[GROUP_ROUNDS_MAX];
         memcpy(v, g->rate[fig], sizeof(double) * (size_t)rounds);
         double rate = sb_median(v, rounds);
-        group_lat_t *l = &g->lat[fig];
+        sb_lat_t *l = &g->lat[fig];
         printf("  %-58s %9.0f %8.1f %8.1f%% %8.3f %8.3f\n", group_labels[fig], rate,
                rate * GROUP_MESSAGES * GROUP_BYTES / 1e6, 100.0 * sb_median(ratio, rounds),
                (double)sb_percentile(l->ns, l->n, 0.50) / 1e6,

@@ -58,12 +58,6 @@ static const struct {
     {"sluiced SendMessages fsync topic, libsluice", FIG_SINK_SYNC, TOPIC_FSYNC},
 };
 
-/* Per-trip latencies of one figure over all rounds (grows). */
-typedef struct lat_list {
-    uint64_t *ns;
-    size_t n, cap;
-} lat_list_t;
-
 typedef struct msg_ctx {
     const sb_options_t *o;
     char stream[64];
@@ -85,7 +79,7 @@ typedef struct msg_ctx {
     double cpu_us[FIGS][ROUNDS_MAX];    /* the serving process's, per trip */
     double client_us[FIGS][ROUNDS_MAX]; /* the bench's own, per trip */
     double copy_rate[ROUNDS_MAX];
-    lat_list_t lat[FIGS];
+    sb_lat_t lat[FIGS];
 } msg_ctx_t;
 
 /* CPU time of a whole process (all threads, io_uring workers included) from
@@ -114,19 +108,6 @@ static uint64_t thread_cpu_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void lat_push(lat_list_t *l, uint64_t ns)
-{
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 4096;
-        uint64_t *p = realloc(l->ns, cap * sizeof(*p));
-        if (!p)
-            sb_die("out of memory");
-        l->ns = p;
-        l->cap = cap;
-    }
-    l->ns[l->n++] = ns;
 }
 
 /* --- frames ------------------------------------------------------------------------- */
@@ -281,7 +262,7 @@ static size_t trip(msg_ctx_t *m, int fig)
 
 /* Trips of fig for seconds (and at most SLICE_TRIPS_MAX); bytes moved go
  * to *bytes, each trip's latency to lat (when given). */
-static sb_rate_t run_figure(msg_ctx_t *m, int fig, double seconds, uint64_t *bytes, lat_list_t *lat)
+static sb_rate_t run_figure(msg_ctx_t *m, int fig, double seconds, uint64_t *bytes, sb_lat_t *lat)
 {
     uint64_t start = sl_clock_monotonic_ns(), now = start;
     uint64_t deadline = start + (uint64_t)(seconds * 1e9);
@@ -291,7 +272,7 @@ static sb_rate_t run_figure(msg_ctx_t *m, int fig, double seconds, uint64_t *byt
         *bytes += trip(m, fig);
         now = sl_clock_monotonic_ns();
         if (lat)
-            lat_push(lat, now - t0);
+            sb_lat_push(lat, now - t0);
         trips++;
     }
     return (sb_rate_t){trips, now - start};
@@ -429,7 +410,7 @@ static void print_row(msg_ctx_t *m, int fig, int rounds)
     double ratio = sb_median(v, rounds) * 100.0;
     double rlo = min_of(v, rounds) * 100.0, rhi = max_of(v, rounds) * 100.0;
     double cpu = median_of(m->cpu_us[fig], rounds), client = median_of(m->client_us[fig], rounds);
-    lat_list_t *l = &m->lat[fig];
+    sb_lat_t *l = &m->lat[fig];
     uint64_t p50 = sb_percentile(l->ns, l->n, 0.50), p99 = sb_percentile(l->ns, l->n, 0.99);
     printf("  %-50s %6.0f %5.2f %5.0f-%-5.0f %6.1f%% %4.0f-%-4.0f %6.3f %6.3f %6.0f %6.0f %6zu\n",
            figures[fig].label, rate, rate / 1e3, lo, hi, ratio, rlo, rhi, (double)p50 / 1e6,
@@ -444,7 +425,7 @@ static const char *met(bool ok)
 static void print_aims(msg_ctx_t *m, int rounds)
 {
     for (int fig = FIG_RAW_SEND; fig <= FIG_LIB_SEND; fig++) {
-        lat_list_t *l = &m->lat[fig];
+        sb_lat_t *l = &m->lat[fig];
         double p99 = (double)sb_percentile(l->ns, l->n, 0.99) / 1e6;
         double ratio = median_of(m->ratio[fig], rounds);
         printf(

@@ -33,3 +33,16 @@ uint64_t sb_percentile(uint64_t *v, size_t n, double q)
     size_t i = (size_t)(q * (double)n);
     return v[i < n ? i : n - 1];
 }
+
+void sb_lat_push(sb_lat_t *l, uint64_t ns)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 4096;
+        uint64_t *p = realloc(l->ns, cap * sizeof(*p));
+        if (!p)
+            sb_die("out of memory");
+        l->ns = p;
+        l->cap = cap;
+    }
+    l->ns[l->n++] = ns;
+}

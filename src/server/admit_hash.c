@@ -64,9 +64,10 @@ static void resume(sl_server_t *srv, sl_hash_job_t *job)
     s->hash_job = NULL;
     if (sl_conn_closing(s->conn))
         return;
-    /* Like any request that is not a send (dispatch.c): staged sends are
-     * durable before this one runs. */
-    sl_messages_commit_staged(srv);
+    /* Jobs come back on the eventfd completion, before the turn delivers
+     * frames; sends are staged only between delivery and the turn's end
+     * (on_turn_end commits them), so none can be pending here. */
+    sl_assert(srv->staged_count == 0);
     if (s->hash_req.operation == SL_OP_REGISTER)
         sl_admit_register_resume(s, job);
     else

@@ -216,11 +216,8 @@ static void sweep_partition(void *ctx, uint32_t id)
 static void sweep_partitions(sl_partitions_t *ps, const sl_topic_rt_t *rt, uint32_t count)
 {
     char root[4400];
-    partition_dir(ps, rt->stream_id, rt->topic_id, 0, root, sizeof(root));
-    char *slash = strrchr(root, '/');
-    if (!slash)
-        return;
-    *slash = '\0';
+    snprintf(root, sizeof(root), "%s/streams/%u/topics/%u/partitions", ps->data_dir, rt->stream_id,
+             rt->topic_id);
     sweep_t w = {.ps = ps, .rt = rt, .count = count};
     for_each_id(root, sweep_partition, &w);
 }
