@@ -2,6 +2,8 @@
  * most recent lines for diagnostic snapshots. */
 #include "base/log.h"
 
+#include "base/clock.h"
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -91,33 +93,170 @@ int sl_log_parse_level(const char *text)
     return -1;
 }
 
-void sl_log_write(sl_log_level_t level, const char *file, int line, const char *fmt, ...)
+/* Formats one line ("<time> <level> <message>[ (file:line)]\n") into text
+ * (cap >= 3) and returns its length, newline included. */
+static size_t format_line(char *text, size_t cap, sl_log_level_t level, const char *file, int line,
+                          const char *fmt, va_list ap)
 {
-    char text[1024];
     struct timespec ts;
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
-    int n = snprintf(text, sizeof(text), "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ %-5s ",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+    int n = snprintf(text, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ %-5s ", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                      ts.tv_nsec / 1000, level_names[level]);
-    va_list ap;
-    va_start(ap, fmt);
-    if (n > 0 && (size_t)n < sizeof(text))
-        n += vsnprintf(text + n, sizeof(text) - (size_t)n, fmt, ap);
-    va_end(ap);
+    if (n > 0 && (size_t)n < cap)
+        n += vsnprintf(text + n, cap - (size_t)n, fmt, ap);
     if (level <= SL_LOG_WARN || level >= SL_LOG_DEBUG) {
         const char *base = strrchr(file, '/');
-        if (n > 0 && (size_t)n < sizeof(text))
-            snprintf(text + n, sizeof(text) - (size_t)n, " (%s:%d)", base ? base + 1 : file, line);
-    } else {
-        (void)file;
-        (void)line;
+        if (n > 0 && (size_t)n < cap)
+            snprintf(text + n, cap - (size_t)n, " (%s:%d)", base ? base + 1 : file, line);
     }
-    /* One fputs per line keeps lines whole across threads. */
-    size_t len = strnlen(text, sizeof(text) - 2);
+    size_t len = strnlen(text, cap - 2);
     text[len] = '\n';
     text[len + 1] = '\0';
+    return len + 1;
+}
+
+static void emit(const char *text, size_t len)
+{
+    /* One fputs per line keeps lines whole across threads. */
     fputs(text, stderr);
-    ring_append(text, len + 1);
+    ring_append(text, len);
+}
+
+void sl_log_write(sl_log_level_t level, const char *file, int line, const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    size_t len = format_line(text, sizeof(text), level, file, line, fmt, ap);
+    va_end(ap);
+    emit(text, len);
+}
+
+/* --- the per-site limit ------------------------------------------------------ */
+
+static _Atomic bool limit_on;
+static uint64_t (*_Atomic limit_clock)(void);
+/* Guards every site's fields and the pending list; never held while a line
+ * is written (emit takes ring_lock). */
+static pthread_mutex_t site_lock = PTHREAD_MUTEX_INITIALIZER;
+static sl_log_site_t *pending_head;
+
+void sl_log_limit_enable(bool on)
+{
+    atomic_store(&limit_on, on);
+}
+
+void sl_log_set_clock(uint64_t (*now_us)(void))
+{
+    atomic_store(&limit_clock, now_us);
+}
+
+static uint64_t limit_now_us(void)
+{
+    uint64_t (*clock)(void) = atomic_load(&limit_clock);
+    return clock ? clock() : sl_clock_monotonic_us();
+}
+
+/* What a site owes the log: the count of its window, taken and cleared. */
+typedef struct {
+    uint64_t count;
+    sl_log_level_t level;
+    const char *fmt, *file;
+    int line;
+} owed_t;
+
+static owed_t site_take_owed_locked(sl_log_site_t *site)
+{
+    owed_t o = {site->suppressed, site->level, site->fmt, site->file, site->line};
+    site->suppressed = 0;
+    return o;
+}
+
+static void write_owed(const owed_t *o)
+{
+    if (o->count == 0)
+        return;
+    sl_log_write(o->level, o->file, o->line, "%llu more lines like \"%.200s\" suppressed in %u s",
+                 (unsigned long long)o->count, o->fmt, SL_LOG_SITE_WINDOW_US / 1000000u);
+}
+
+/* Decides under the lock whether this line is written; a window that ended
+ * with lines suppressed hands its count back to be written first. */
+static bool site_admit(sl_log_site_t *site, sl_log_level_t level, const char *file, int line,
+                       const char *fmt, owed_t *owed)
+{
+    uint64_t now = limit_now_us();
+    pthread_mutex_lock(&site_lock);
+    if (site->written == 0 && site->suppressed == 0)
+        site->window_start_us = now;
+    if (now - site->window_start_us >= SL_LOG_SITE_WINDOW_US) {
+        *owed = site_take_owed_locked(site);
+        site->window_start_us = now;
+        site->written = 0;
+    }
+    bool write = site->written < SL_LOG_SITE_BURST;
+    if (write) {
+        site->written++;
+    } else {
+        site->suppressed++;
+        site->level = level;
+        site->fmt = fmt;
+        site->file = file;
+        site->line = line;
+        if (!site->pending) {
+            site->pending = true;
+            site->next_pending = pending_head;
+            pending_head = site;
+        }
+    }
+    pthread_mutex_unlock(&site_lock);
+    return write;
+}
+
+void sl_log_write_site(sl_log_site_t *site, sl_log_level_t level, const char *file, int line,
+                       const char *fmt, ...)
+{
+    owed_t owed = {0};
+    if (atomic_load_explicit(&limit_on, memory_order_relaxed) &&
+        !site_admit(site, level, file, line, fmt, &owed))
+        return;
+    write_owed(&owed);
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    size_t len = format_line(text, sizeof(text), level, file, line, fmt, ap);
+    va_end(ap);
+    emit(text, len);
+}
+
+/* Sites whose window is over: their counts, written after the lock is let go.
+ * Bounded by the number of call sites in the program. */
+#define TICK_OWED_MAX 64
+
+void sl_log_tick(void)
+{
+    owed_t owed[TICK_OWED_MAX];
+    size_t n = 0;
+    uint64_t now = limit_now_us();
+    pthread_mutex_lock(&site_lock);
+    sl_log_site_t **link = &pending_head;
+    while (*link && n < TICK_OWED_MAX) {
+        sl_log_site_t *site = *link;
+        if (now - site->window_start_us < SL_LOG_SITE_WINDOW_US) {
+            link = &site->next_pending;
+            continue;
+        }
+        owed[n++] = site_take_owed_locked(site);
+        site->written = 0;
+        site->window_start_us = now;
+        site->pending = false;
+        *link = site->next_pending;
+        site->next_pending = NULL;
+    }
+    pthread_mutex_unlock(&site_lock);
+    for (size_t i = 0; i < n; i++)
+        write_owed(&owed[i]);
 }

@@ -5,7 +5,9 @@
 #ifndef SL_BASE_LOG_H
 #define SL_BASE_LOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum sl_log_level {
     SL_LOG_ERROR = 0,
@@ -28,13 +30,52 @@ int sl_log_parse_level(const char *text);
  * most SL_LOG_RING_SIZE. Safe from any thread. */
 size_t sl_log_recent(char *buf, size_t len);
 
+/* Writes one line, always (no rate limit): for tests and start-up. */
 void sl_log_write(sl_log_level_t level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Rate limit per call site. A client that can make the server log a line
+ * (a refused login, a full queue, an eviction) must not be able to fill the
+ * log disk, so once sl_log_limit_enable(true) has run (the server does it
+ * when it starts serving, so boot diagnostics are never cut) every sl_log_*
+ * call site writes at most SL_LOG_SITE_BURST lines per SL_LOG_SITE_WINDOW_US
+ * and counts the rest; the count is written as one line per site and
+ * window ("N more lines like ... suppressed"), by the site's next line or by
+ * sl_log_tick, whichever comes first. The total rate is therefore bounded
+ * by the number of call sites, not by what clients send. */
+#define SL_LOG_SITE_BURST     10u
+#define SL_LOG_SITE_WINDOW_US (10u * 1000000u)
+
+/* One per call site (a static the sl_log macro declares); zero-initialised.
+ * Fields are touched under the log's site lock only. */
+typedef struct sl_log_site {
+    uint64_t window_start_us;
+    uint32_t written;    /* lines written in the current window */
+    uint64_t suppressed; /* lines dropped in the current window */
+    const char *fmt;     /* for the summary line */
+    const char *file;
+    int line;
+    sl_log_level_t level;
+    bool pending; /* on the list sl_log_tick walks */
+    struct sl_log_site *next_pending;
+} sl_log_site_t;
+
+void sl_log_write_site(sl_log_site_t *site, sl_log_level_t level, const char *file, int line,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Turns the per-site limit on or off (off at start). */
+void sl_log_limit_enable(bool on);
+/* Writes the summary line of every site whose window has ended with lines
+ * suppressed. Call it periodically (the server's tick). */
+void sl_log_tick(void);
+/* Tests: the clock the limit reads (NULL: the monotonic clock). */
+void sl_log_set_clock(uint64_t (*now_us)(void));
+
 #define sl_log(level, ...)                                                                         \
     do {                                                                                           \
-        if ((level) <= sl_log_get_level())                                                         \
-            sl_log_write((level), __FILE__, __LINE__, __VA_ARGS__);                                \
+        if ((level) <= sl_log_get_level()) {                                                       \
+            static sl_log_site_t sl_log_site_;                                                     \
+            sl_log_write_site(&sl_log_site_, (level), __FILE__, __LINE__, __VA_ARGS__);            \
+        }                                                                                          \
     } while (0)
 
 #define sl_log_error(...) sl_log(SL_LOG_ERROR, __VA_ARGS__)

@@ -57,6 +57,8 @@ int main(int argc, char **argv)
         return no_uring ? EXIT_NO_IO_URING : 1;
     }
     sl_log_info("sluiced %s ready, data in %s", SL_SERVER_VERSION, cfg.system.path);
+    /* From here on clients can make lines be written: limit each call site. */
+    sl_log_limit_enable(true);
     rc = sl_server_run(&server);
     int sig = server.stop_signal;
     sl_server_close(&server);

@@ -202,6 +202,7 @@ static void on_tick(void *ctx, sl_loop_t *loop)
     (void)loop;
     sl_server_t *srv = ctx;
     sl_test_faults_poll();
+    sl_log_tick();
     retention_tick(srv);
     if (!srv->cfg.heartbeat.enabled)
         return;

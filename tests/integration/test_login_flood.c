@@ -16,6 +16,8 @@
 #include <cmocka.h>
 // clang-format on
 
+#include "base/clock.h"
+#include "base/log.h"
 #include "harness.h"
 #include "raw.h"
 #include "wire/cmd_users.h"
@@ -344,6 +346,61 @@ static void test_full_queue_answers_58(void **state)
     stop(state);
 }
 
+/* Occurrences of needle in the server's log so far. */
+static int log_count(const char *needle)
+{
+    const char *log = th_log(&srv);
+    int n = 0;
+    for (const char *p = strstr(log, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* issue 10.6: a client that makes the server log (here: a full hash queue,
+ * retried at once, as the SDKs do) cannot make it log without bound. Bursts
+ * of wrong-password logins on many connections draw far more refusals than
+ * a call site may write in a window; the log holds at most a burst per
+ * window of them, then one line with the count of the rest. */
+static void test_refusals_do_not_flood_the_log(void **state)
+{
+    (void)state;
+    th_options_t opt = {.extra_config = "[server]\npassword_hash_queue_max = 1\n"};
+    if (!th_start(&srv, &opt))
+        skip();
+    enum { CONNS = 16, ROUNDS = 12 };
+    const char *line = "password hashing queue full";
+    uint64_t t0 = sl_clock_monotonic_us();
+    int refused = 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        raw_session_t *r[CONNS];
+        for (int i = 0; i < CONNS; i++) {
+            r[i] = session_new();
+            send_login(r[i], "iggy", "wrong-password");
+        }
+        for (int i = 0; i < CONNS; i++) {
+            answer_t a = recv_answer(r[i]);
+            if (!a.evicted && a.result == SL_ERR_TRANSIENT_NOT_ACCEPTED)
+                refused++;
+            session_free(r[i]);
+        }
+    }
+    uint64_t windows = (sl_clock_monotonic_us() - t0) / SL_LOG_SITE_WINDOW_US + 2;
+    /* Enough refusals that writing each would break the bound below. */
+    assert_true((uint64_t)refused > windows * SL_LOG_SITE_BURST);
+    int written = log_count(line);
+    assert_true(written >= 1);
+    assert_true((uint64_t)written <= windows * SL_LOG_SITE_BURST);
+    /* The rest are counted, in one line once the window is over (the tick
+     * writes it; a generous deadline, never a timing assertion). */
+    for (int i = 0; i < 600 && log_count("more lines like \"connection %u: password hashing "
+                                         "queue full\" suppressed") == 0;
+         i++)
+        usleep(100 * 1000);
+    assert_true(log_count("more lines like \"connection %u: password hashing queue full\" "
+                          "suppressed") >= 1);
+    stop(state);
+}
+
 /* SIGTERM with passwords still queued: the loop waits for them, the
  * process exits 0 (and under ASan, without leaks). */
 static void test_stop_while_hashing(void **state)
@@ -371,6 +428,7 @@ int main(void)
     };
     const struct CMUnitTest own[] = {
         cmocka_unit_test(test_full_queue_answers_58),
+        cmocka_unit_test(test_refusals_do_not_flood_the_log),
         cmocka_unit_test(test_stop_while_hashing),
     };
     int failed = cmocka_run_group_tests_name("shared server", shared, start_default, stop);
