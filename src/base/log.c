@@ -103,8 +103,8 @@ static size_t format_line(char *text, size_t cap, sl_log_level_t level, const ch
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
     int n = snprintf(text, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ %-5s ", tm.tm_year + 1900,
-                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     ts.tv_nsec / 1000, level_names[level]);
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000,
+                     level_names[level]);
     if (n > 0 && (size_t)n < cap)
         n += vsnprintf(text + n, cap - (size_t)n, fmt, ap);
     if (level <= SL_LOG_WARN || level >= SL_LOG_DEBUG) {

@@ -79,8 +79,8 @@ void sl_log_set_clock(uint64_t (*now_us)(void));
     } while (0)
 
 #define sl_log_error(...) sl_log(SL_LOG_ERROR, __VA_ARGS__)
-#define sl_log_warn(...) sl_log(SL_LOG_WARN, __VA_ARGS__)
-#define sl_log_info(...) sl_log(SL_LOG_INFO, __VA_ARGS__)
+#define sl_log_warn(...)  sl_log(SL_LOG_WARN, __VA_ARGS__)
+#define sl_log_info(...)  sl_log(SL_LOG_INFO, __VA_ARGS__)
 #define sl_log_debug(...) sl_log(SL_LOG_DEBUG, __VA_ARGS__)
 #define sl_log_trace(...) sl_log(SL_LOG_TRACE, __VA_ARGS__)
 
