@@ -414,9 +414,13 @@ void sl_partitions_topic_stats(sl_partitions_t *ps, uint32_t stream_id, uint32_t
 void sl_partitions_stream_stats(sl_partitions_t *ps, uint32_t stream_id, sl_partitions_stats_t *out)
 {
     *out = (sl_partitions_stats_t){0};
-    for (uint32_t i = 0; i < ps->count; i++)
-        if (ps->topics[i]->stream_id == stream_id)
-            add_topic_stats(ps->topics[i], out);
+    /* The registry is sorted by (stream, topic): the stream's topics are one
+     * run starting where (stream_id, 0) would go, so GetStreams costs the
+     * number of topics, not streams x topics. */
+    bool found;
+    for (uint32_t i = find_slot(ps, stream_id, 0, &found);
+         i < ps->count && ps->topics[i]->stream_id == stream_id; i++)
+        add_topic_stats(ps->topics[i], out);
 }
 
 void sl_partitions_all_stats(sl_partitions_t *ps, sl_partitions_stats_t *out)
