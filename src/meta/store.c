@@ -255,9 +255,12 @@ static int recover_journal(sl_meta_store_t *s, char *err, size_t err_len)
     }
     if (info.entries && info.first_op <= base &&
         (rc = sl_meta_journal_rewrite(s->journal, base)) < 0) {
-        snprintf(err, err_len, "metadata: cannot drop checkpointed ops from %s/%s", s->dir,
-                 SL_META_JOURNAL_FILE);
-        return rc;
+        /* The journal is whole either way, and replay skips what the checkpoint covers; on a
+         * full disk refusing to boot would leave no way to free space. */
+        sl_log_warn("metadata: cannot drop checkpointed ops from %s/%s yet (%d); retried after "
+                    "the next commit",
+                    s->dir, SL_META_JOURNAL_FILE, rc);
+        s->rewrite_pending = true;
     }
     rc = sl_meta_journal_replay(s->journal, base, replay_one, s);
     if (rc < 0)

@@ -71,7 +71,9 @@ void sl_meta_store_close(sl_meta_store_t *s);
  * journaled and counted: the caller must treat it as a bug). */
 SL_WUR int sl_meta_store_commit(sl_meta_store_t *s, const sl_meta_entry_t *e, sl_buf_t *reply);
 
-/* Checkpoints now (or resumes an interrupted checkpoint). 0 or a negative SL_ERR. */
+/* Checkpoints now (or resumes an interrupted checkpoint). 0 or a negative SL_ERR. A failure
+ * leaves the files as they were, or as a later attempt resumes them, and removes what it wrote
+ * that nothing names (a full disk gets its space back). */
 SL_WUR int sl_meta_store_checkpoint(sl_meta_store_t *s);
 
 /* The last committed op and its timestamp: the server continues with op + 1 and a strictly

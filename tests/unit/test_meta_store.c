@@ -579,6 +579,69 @@ static void test_store_append_fault_applies_nothing_and_leaves_no_trace(void **s
     }
 }
 
+/* --- a full disk ------------------------------------------------------------------------- */
+
+/* A checkpoint on a full disk fails without failing its commit, leaves no partial snapshot
+ * taking space, and is done by a later commit once there is room. */
+static void test_store_checkpoint_on_a_full_disk(void **state)
+{
+    fixture_t *f = *state;
+    sl_meta_store_t *s = store_open(f, 1);
+    commit_range(s, &f->machine, 1, 2);
+    sl_io_fault_t full = {.calls = SL_IO_MASK_WRITES,
+                          .path_contains = SL_META_SNAPSHOT_TMP_FILE,
+                          .short_len = 10,
+                          .error = ENOSPC};
+    sl_io_fault_arm(&full);
+    quiet(f, true);
+    assert_int_equal(commit(s, &f->machine, 3, 0), 0);
+    assert_int_equal(commit(s, &f->machine, 4, 0), 0);
+    quiet(f, false);
+    sl_io_fault_arm(NULL);
+    assert_true(full.fired >= 2);
+    assert_int_equal(sl_meta_store_info(s)->checkpoint_failures, 2);
+    assert_int_equal(sl_meta_store_info(s)->checkpoint_op, 2);
+    assert_false(exists(meta_path(f, SL_META_SNAPSHOT_TMP_FILE)));
+    commit_range(s, &f->machine, 5, 5);
+    assert_int_equal(sl_meta_store_info(s)->checkpoint_op, 5);
+    sl_meta_store_close(s);
+    s = reopen_holds(f, 1, 5);
+    assert_int_equal(sl_meta_store_info(s)->replayed, 0);
+    sl_meta_store_close(s);
+}
+
+/* A checkpoint whose journal rewrite met a full disk, then a crash: the boot, on the still-full
+ * disk, cannot drop the checkpointed ops from the journal either. It boots all the same (replay
+ * skips them) and the rewrite is done after a later commit. */
+static void test_store_boots_when_the_journal_cannot_be_rewritten(void **state)
+{
+    fixture_t *f = *state;
+    sl_meta_store_t *s = store_open(f, 4);
+    commit_range(s, &f->machine, 1, 3);
+    sl_io_fault_t full = {
+        .calls = SL_IO_BIT(SL_IO_OPEN), .path_contains = SL_META_JOURNAL_TMP_FILE, .error = ENOSPC};
+    sl_io_fault_arm(&full);
+    quiet(f, true);
+    assert_int_equal(commit(s, &f->machine, 4, 0), 0); /* snapshot and superblock, no rewrite */
+    sl_meta_store_close(s);                            /* "crash" */
+    s = reopen_holds(f, 4, 4);
+    quiet(f, false);
+    sl_io_fault_arm(NULL);
+    assert_true(full.fired >= 2);
+    assert_int_equal(sl_meta_store_info(s)->checkpoint_op, 4);
+    assert_int_equal(sl_meta_store_info(s)->replayed, 0);
+    commit_range(s, &f->machine, 5, 5); /* a checkpoint at 5, then the rewrite */
+    assert_int_equal(sl_meta_store_info(s)->checkpoint_op, 5);
+    sl_meta_store_close(s);
+    sl_meta_journal_t *j;
+    sl_meta_journal_info_t info;
+    char err[512];
+    assert_int_equal(sl_meta_journal_open(&j, f->meta, &info, err, sizeof(err)), 0);
+    assert_int_equal(info.entries, 0); /* everything checkpointed is dropped */
+    sl_meta_journal_close(j);
+    sl_meta_store_close(reopen_holds(f, 4, 5));
+}
+
 /* --- checkpoints interrupted ------------------------------------------------------------ */
 
 static void test_store_roll_forward_of_an_interrupted_snapshot_rename(void **state)
@@ -852,6 +915,8 @@ int main(void)
         T(test_store_crash_at_every_io_call_of_a_later_checkpoint),
         T(test_store_torn_write_crash_at_every_io_call),
         T(test_store_transient_fault_at_every_io_call),
+        T(test_store_checkpoint_on_a_full_disk),
+        T(test_store_boots_when_the_journal_cannot_be_rewritten),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
