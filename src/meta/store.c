@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "meta/checkpoint.h"
 #include "meta/journal.h"
+#include "wire/header.h"
 
 /* The snapshot's state bytes start with the store's own prefix, then the machine's bytes. */
 #define STORE_SNAPSHOT_MAGIC       0x534D4C53u /* "SLMS" */
@@ -399,11 +400,31 @@ int sl_meta_store_checkpoint(sl_meta_store_t *s)
 
 /* --- commit ------------------------------------------------------------------------- */
 
+sl_meta_reserve_t sl_meta_reserve_for(uint8_t operation)
+{
+    switch (operation) {
+    case SL_OP_DELETE_STREAM:
+    case SL_OP_PURGE_STREAM:
+    case SL_OP_DELETE_TOPIC:
+    case SL_OP_PURGE_TOPIC:
+    case SL_OP_DELETE_PARTITIONS:
+    case SL_OP_DELETE_SEGMENTS:
+    case SL_OP_TRUNCATE_PARTITION: /* what DeleteSegments commits as */
+    case SL_OP_DELETE_CONSUMER_GROUP:
+        return SL_META_RESERVE_ALL;
+    case SL_OP_REGISTER:
+    case SL_OP_LOGOUT:
+        return SL_META_RESERVE_HALF;
+    default:
+        return SL_META_RESERVE_KEEP;
+    }
+}
+
 int sl_meta_store_commit(sl_meta_store_t *s, const sl_meta_entry_t *e, sl_buf_t *reply)
 {
     sl_assert(e->op == s->last_op + 1);
     sl_assert(e->timestamp > s->last_timestamp);
-    int rc = sl_meta_journal_append(s->journal, e);
+    int rc = sl_meta_journal_append(s->journal, e, sl_meta_reserve_for(e->operation));
     if (rc < 0)
         return rc;
     s->last_op = e->op;

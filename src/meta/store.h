@@ -20,6 +20,7 @@
 #include "base/assert.h"
 #include "base/bytes.h"
 #include "meta/entry.h"
+#include "meta/journal.h"
 
 #define SL_META_DIR "metadata"
 
@@ -62,7 +63,16 @@ SL_WUR int sl_meta_store_open(sl_meta_store_t **out, const char *data_dir,
                               char *err, size_t err_len);
 void sl_meta_store_close(sl_meta_store_t *s);
 
+/* How much of the journal's reserve (meta/journal.h) an entry of this operation may use: all
+ * of it for the operations that free space on disk (DeleteStream, DeleteTopic,
+ * DeletePartitions, DeleteSegments, PurgeStream, PurgeTopic, DeleteConsumerGroup), half for
+ * logins and logouts (so an operator can get in, while a crowd of reconnecting clients cannot
+ * take what the deletes need), none for the rest. */
+sl_meta_reserve_t sl_meta_reserve_for(uint8_t operation);
+
 /* Journals e (append + fdatasync), then applies it, appending the reply body to reply.
+ * The journal append uses the reserve as sl_meta_reserve_for(e->operation) allows: on a full
+ * disk an ordinary operation fails with -SL_ERR_CANNOT_WRITE_TO_FILE and nothing applied.
  * e->op must be last op + 1 and e->timestamp above the last timestamp (asserted).
  * On an I/O error nothing is applied, the error (-SL_ERR_CANNOT_WRITE_TO_FILE or
  * -SL_ERR_CANNOT_SYNC_FILE) is returned and the same op may be committed again later.
