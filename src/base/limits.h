@@ -100,7 +100,7 @@
 
 /* Bytes metadata/journal.wal keeps preallocated past its last entry: only operations that free
  * space may use all of it, logins and logouts half, so an operator can get in and delete on a
- * full disk (about 3000 entries of ~300 bytes). */
+ * full disk (about 3500 entries of ~300 bytes). */
 #define SL_META_JOURNAL_RESERVE (1024u * 1024u)
 /* The preallocation grows by this much beyond the reserve at a time: one fallocate per ~800
  * small entries rather than one per entry. */
