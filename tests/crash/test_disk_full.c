@@ -37,11 +37,12 @@
 #include "harness.h"
 
 /* The disk: small enough to fill in seconds, large enough for the metadata journal's reserve
- * (1 MiB) and a few segments. */
-#define DISK_OPTIONS "size=16m"
+ * (1 MiB) and a few segments. SLUICE_DISK_FULL_SIZE (tmpfs sizes: "128m") picks another for a
+ * longer run; up to about 128m fits SENDS_MAX. */
+#define DISK_SIZE_DEFAULT "16m"
 /* Messages per send: about 5 KiB per batch. */
 #define BATCH 16u
-/* Sends per topic before the disk must have refused one: 16 MiB is ~3300 batches. */
+/* Sends per topic before the disk must have refused one: 16 MiB is ~1750 batches per topic. */
 #define SENDS_MAX    20000u
 #define MESSAGES_MAX (SENDS_MAX * BATCH)
 /* Ordinary operations on the full disk before one must be refused: the journal preallocates
@@ -307,6 +308,9 @@ static void test_full_disk_kill_boot_purge(void **state)
  * process may not mount. */
 static bool mount_disk(const char *dir)
 {
+    const char *size = getenv("SLUICE_DISK_FULL_SIZE");
+    char options[64];
+    snprintf(options, sizeof(options), "size=%s", size && size[0] ? size : DISK_SIZE_DEFAULT);
     if (unshare(CLONE_NEWNS) != 0) {
         fprintf(stderr, "test_disk_full: unshare(CLONE_NEWNS): %s: skipped\n", strerror(errno));
         return false;
@@ -316,8 +320,8 @@ static bool mount_disk(const char *dir)
         fprintf(stderr, "test_disk_full: making / private: %s: skipped\n", strerror(errno));
         return false;
     }
-    if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, DISK_OPTIONS) != 0) {
-        fprintf(stderr, "test_disk_full: mount -t tmpfs -o %s %s: %s: skipped\n", DISK_OPTIONS, dir,
+    if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, options) != 0) {
+        fprintf(stderr, "test_disk_full: mount -t tmpfs -o %s %s: %s: skipped\n", options, dir,
                 strerror(errno));
         return false;
     }
