@@ -336,6 +336,11 @@ static int checkpoint_begin(sl_meta_store_t *s)
     if (renamed) {
         s->pending_op = vsr.checkpoint_op;
         s->phase = rc == 0 ? PHASE_SUPERBLOCK_DURABLE : PHASE_SUPERBLOCK_RENAMED;
+    } else {
+        /* No superblock names the new snapshot: its blocks go back (a full disk needs them). */
+        char path[PATH_MAX];
+        if (path_in(path, s->dir, SL_META_SNAPSHOT_TMP_FILE))
+            sl_io_unlink(path);
     }
     return rc;
 }

@@ -720,10 +720,21 @@ static void test_store_checkpoint_on_a_full_disk(void **state)
     assert_int_equal(sl_meta_store_info(s)->checkpoint_failures, 2);
     assert_int_equal(sl_meta_store_info(s)->checkpoint_op, 2);
     assert_false(exists(meta_path(f, SL_META_SNAPSHOT_TMP_FILE)));
-    commit_range(s, &f->machine, 5, 5);
-    assert_int_equal(sl_meta_store_info(s)->checkpoint_op, 5);
+    /* The snapshot fits, the superblock after it does not: the snapshot goes too. */
+    sl_io_fault_t sb_full = {
+        .calls = SL_IO_MASK_WRITES, .path_contains = "superblock", .error = ENOSPC};
+    sl_io_fault_arm(&sb_full);
+    quiet(f, true);
+    assert_int_equal(commit(s, &f->machine, 5, 0), 0);
+    quiet(f, false);
+    sl_io_fault_arm(NULL);
+    assert_true(sb_full.fired >= 1);
+    assert_int_equal(sl_meta_store_info(s)->checkpoint_op, 2);
+    assert_false(exists(meta_path(f, SL_META_SNAPSHOT_TMP_FILE)));
+    commit_range(s, &f->machine, 6, 6);
+    assert_int_equal(sl_meta_store_info(s)->checkpoint_op, 6);
     sl_meta_store_close(s);
-    s = reopen_holds(f, 1, 5);
+    s = reopen_holds(f, 1, 6);
     assert_int_equal(sl_meta_store_info(s)->replayed, 0);
     sl_meta_store_close(s);
 }
