@@ -1,6 +1,7 @@
 /* File I/O wrappers over libc with a test hook (base/io.h).
  * Each wrapper asks the hook first (when one is installed), then makes the system call,
  * retrying EINTR, and turns failures into -errno. */
+#define _GNU_SOURCE /* fallocate */
 #include "base/io.h"
 
 #include <errno.h>
@@ -20,7 +21,7 @@ static const char *const io_call_names[SL_IO_CALL_COUNT] = {
     [SL_IO_WRITEV] = "writev",       [SL_IO_PWRITEV] = "pwritev", [SL_IO_PREAD] = "pread",
     [SL_IO_FDATASYNC] = "fdatasync", [SL_IO_FSYNC] = "fsync",     [SL_IO_FSYNC_DIR] = "fsync_dir",
     [SL_IO_RENAME] = "rename",       [SL_IO_UNLINK] = "unlink",   [SL_IO_FTRUNCATE] = "ftruncate",
-    [SL_IO_MKDIR] = "mkdir",         [SL_IO_SIZE] = "size",
+    [SL_IO_MKDIR] = "mkdir",         [SL_IO_SIZE] = "size",       [SL_IO_FALLOCATE] = "fallocate",
 };
 
 const char *sl_io_call_name(sl_io_call_t call)
@@ -244,6 +245,16 @@ int sl_io_size(int fd, uint64_t *out)
         return -errno;
     *out = (uint64_t)st.st_size;
     return 0;
+}
+
+int sl_io_fallocate(int fd, int mode, off_t off, off_t len)
+{
+    IO_ASK(SL_IO_FALLOCATE, fd, NULL, NULL, NULL);
+    int rc;
+    do
+        rc = fallocate(fd, mode, off, len);
+    while (rc < 0 && errno == EINTR);
+    return rc < 0 ? -errno : 0;
 }
 
 /* --- loops ------------------------------------------------------------------------------ */

@@ -33,6 +33,7 @@ typedef enum sl_io_call {
     SL_IO_FTRUNCATE,
     SL_IO_MKDIR,
     SL_IO_SIZE,
+    SL_IO_FALLOCATE,
     SL_IO_CALL_COUNT,
 } sl_io_call_t;
 
@@ -83,6 +84,9 @@ SL_WUR int sl_io_ftruncate(int fd, off_t len);
 SL_WUR int sl_io_mkdir(const char *path, mode_t mode);
 /* The file's size in bytes (fstat). */
 SL_WUR int sl_io_size(int fd, uint64_t *out);
+/* fallocate(2): allocates [off, off + len) (mode FALLOC_FL_KEEP_SIZE leaves the size alone).
+ * -EOPNOTSUPP where the filesystem cannot. */
+SL_WUR int sl_io_fallocate(int fd, int mode, off_t off, off_t len);
 
 /* --- loops over the wrappers ------------------------------------------------------------- */
 

@@ -96,6 +96,16 @@
 /* Heartbeat interval; a silent group member is stale after 6/5 of it. */
 #define SL_HEARTBEAT_INTERVAL_US_DEFAULT (30u * 1000000u)
 
+/* --- metadata journal (docs/architecture.md, "A full disk") ------------- */
+
+/* Bytes metadata/journal.wal keeps preallocated past its last entry: only operations that free
+ * space may use all of it, logins and logouts half, so an operator can get in and delete on a
+ * full disk (about 3500 entries of ~300 bytes). */
+#define SL_META_JOURNAL_RESERVE (1024u * 1024u)
+/* The preallocation grows by this much beyond the reserve at a time: one fallocate per ~800
+ * small entries rather than one per entry. */
+#define SL_META_JOURNAL_RESERVE_STEP (256u * 1024u)
+
 /* --- relations between limits ------------------------------------------- */
 
 _Static_assert(SL_FRAME_MAX_DEFAULT > SL_HEADER_SIZE + SL_BATCH_HEADER_SIZE + SL_FRAME_HEADER_SIZE,

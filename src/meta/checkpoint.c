@@ -40,6 +40,9 @@ int sl_meta_snapshot_write_tmp(const char *dir, sl_span_t state, sl_u128_t *chec
     sl_buf_free(&file);
     if (rc < 0) {
         sl_log_error("metadata snapshot %s: cannot write: %s", path, strerror(-rc));
+        /* Nothing names it yet (the superblock comes after), and on a full disk its blocks are
+         * what the next commit needs. */
+        sl_io_unlink(path);
         return -SL_ERR_CANNOT_WRITE_TO_FILE;
     }
     return 0;

@@ -26,7 +26,7 @@
 #define SL_META_SNAPSHOT_MAX (1024u * 1024u * 1024u)
 
 /* Writes state + trailer to <dir>/snapshot.bin.tmp and fsyncs it; *checksum = the trailer's.
- * 0 or -SL_ERR_CANNOT_WRITE_TO_FILE. */
+ * 0 or -SL_ERR_CANNOT_WRITE_TO_FILE (the partial file removed). */
 SL_WUR int sl_meta_snapshot_write_tmp(const char *dir, sl_span_t state, sl_u128_t *checksum);
 /* Renames snapshot.bin.tmp over snapshot.bin, then fsyncs dir. *renamed says whether the
  * rename happened (a failed directory fsync leaves it done but maybe not durable).

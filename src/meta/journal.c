@@ -1,6 +1,9 @@
 /* metadata/journal.wal: append with fdatasync, scan and repair at open, replay, and the
  * checkpoint rewrite (meta/journal.h). Entries are [256-byte Prepare header][body]; the
- * in-memory index holds one (op, offset, size) slot per entry, and ops are consecutive. */
+ * in-memory index holds one (op, offset, size) slot per entry, and ops are consecutive. The
+ * blocks past the last entry are preallocated (the reserve) so that some appends need no free
+ * space on the disk. */
+#define _GNU_SOURCE /* FALLOC_FL_KEEP_SIZE */
 #include "meta/journal.h"
 
 #include <errno.h>
@@ -34,7 +37,11 @@ struct sl_meta_journal {
     uint64_t last_timestamp;
     bool tail_dirty;       /* bytes of a failed append may lie past end */
     bool dir_sync_pending; /* a rename into dir is not known durable yet */
-    sl_buf_t scratch;      /* one entry read from the file */
+    /* Blocks are known allocated from 0 up to here (a fallocate that succeeded). A truncate
+     * may drop the blocks past the end (ext4 does), so it lowers this to end. */
+    uint64_t allocated;
+    bool cannot_preallocate; /* the filesystem refused fallocate: no reserve */
+    sl_buf_t scratch;        /* one entry read from the file */
 };
 
 uint64_t sl_meta_journal_first_op(const sl_meta_journal_t *j)
@@ -55,6 +62,81 @@ uint64_t sl_meta_journal_entries(const sl_meta_journal_t *j)
 uint64_t sl_meta_journal_size(const sl_meta_journal_t *j)
 {
     return j->end;
+}
+
+uint64_t sl_meta_journal_reserved(const sl_meta_journal_t *j)
+{
+    return j->allocated > j->end ? j->allocated - j->end : 0;
+}
+
+/* --- the reserve ------------------------------------------------------------------------ */
+
+/* What must stay preallocated behind an entry of each class. */
+static uint64_t reserve_kept(sl_meta_reserve_t reserve)
+{
+    switch (reserve) {
+    case SL_META_RESERVE_KEEP:
+        return SL_META_JOURNAL_RESERVE;
+    case SL_META_RESERVE_HALF:
+        return SL_META_JOURNAL_RESERVE / 2;
+    case SL_META_RESERVE_ALL:
+        return 0;
+    }
+    sl_assert(!"unknown reserve class");
+    return SL_META_JOURNAL_RESERVE;
+}
+
+/* Preallocates the file up to `to` bytes, its size unchanged. Blocks already allocated cost
+ * nothing, so asking again after a truncate needs no free space. 0 or -errno. */
+static int preallocate(sl_meta_journal_t *j, uint64_t to)
+{
+    if (j->cannot_preallocate || to <= j->allocated)
+        return 0;
+    int rc = sl_io_fallocate(j->fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)to);
+    if (rc == 0) {
+        j->allocated = to;
+        return 0;
+    }
+    if (rc == -EOPNOTSUPP || rc == -ENOSYS) {
+        j->cannot_preallocate = true;
+        sl_log_warn("metadata journal %s: the filesystem cannot preallocate (%s): no space is "
+                    "kept for the operations that free space on a full disk",
+                    j->path, strerror(-rc));
+        return 0;
+    }
+    return rc;
+}
+
+/* Preallocates a whole reserve past `end`, plus a step so that the next appends need no call;
+ * when the disk cannot give the step, the reserve alone. 0 or -errno. */
+static int top_up(sl_meta_journal_t *j, uint64_t end)
+{
+    uint64_t want = end + SL_META_JOURNAL_RESERVE;
+    if (j->allocated >= want)
+        return 0;
+    int rc = preallocate(j, want + SL_META_JOURNAL_RESERVE_STEP);
+    if (rc < 0)
+        rc = preallocate(j, want);
+    return rc;
+}
+
+/* Room for e (size bytes) under its class's rule: 0, or -SL_ERR_CANNOT_WRITE_TO_FILE when the
+ * entry would use the part of the reserve its class must leave. */
+static int reserve_room(sl_meta_journal_t *j, const sl_meta_entry_t *e, uint64_t size,
+                        sl_meta_reserve_t reserve)
+{
+    uint64_t end = j->end + size;
+    int rc = top_up(j, end);
+    if (rc == 0 || j->allocated >= end + reserve_kept(reserve))
+        return 0;
+    /* Past the reserve an operation that frees space still tries: the write itself may find
+     * a free block, and refusing it could leave no way to make room. */
+    if (reserve == SL_META_RESERVE_ALL)
+        return 0;
+    sl_log_warn("metadata journal %s: no room for op %" PRIu64 " (operation %u) outside the "
+                "%" PRIu64 " bytes kept for operations that free space (%s); refused",
+                j->path, e->op, e->operation, sl_meta_journal_reserved(j), strerror(-rc));
+    return -SL_ERR_CANNOT_WRITE_TO_FILE;
 }
 
 static bool slots_reserve(sl_meta_journal_t *j, size_t more)
@@ -227,6 +309,11 @@ int sl_meta_journal_open(sl_meta_journal_t **out, const char *dir, sl_meta_journ
         sl_meta_journal_close(j);
         return rc;
     }
+    int reserve = top_up(j, j->end);
+    if (reserve < 0) /* not fatal: ordinary operations wait for room, the others can go on */
+        sl_log_warn("metadata journal %s: cannot preallocate its reserve (%s): ordinary "
+                    "metadata operations are refused until there is room",
+                    j->path, strerror(-reserve));
     info->entries = j->count;
     info->first_op = sl_meta_journal_first_op(j);
     info->last_op = sl_meta_journal_last_op(j);
@@ -252,8 +339,10 @@ void sl_meta_journal_close(sl_meta_journal_t *j)
 static void cut_tail(sl_meta_journal_t *j)
 {
     int rc = sl_io_ftruncate(j->fd, (off_t)j->end);
-    if (rc == 0)
+    if (rc == 0) {
+        j->allocated = j->end;
         rc = sl_io_fdatasync(j->fd);
+    }
     j->tail_dirty = rc < 0;
 }
 
@@ -276,14 +365,18 @@ static int append_prepare(sl_meta_journal_t *j)
             return -SL_ERR_CANNOT_WRITE_TO_FILE;
         }
         j->tail_dirty = false;
+        j->allocated = j->end;
     }
     return slots_reserve(j, 1) ? 0 : -SL_ERR_CANNOT_WRITE_TO_FILE;
 }
 
-int sl_meta_journal_append(sl_meta_journal_t *j, const sl_meta_entry_t *e)
+int sl_meta_journal_append(sl_meta_journal_t *j, const sl_meta_entry_t *e,
+                           sl_meta_reserve_t reserve)
 {
     sl_assert(j->count == 0 || e->op == j->slots[j->count - 1].op + 1);
     int rc = append_prepare(j);
+    if (rc == 0)
+        rc = reserve_room(j, e, SL_META_HEADER_SIZE + e->body.len, reserve);
     if (rc < 0)
         return rc;
     uint8_t head[SL_META_HEADER_SIZE];
@@ -392,6 +485,7 @@ static void switch_to(sl_meta_journal_t *j, size_t from, int fd)
         j->slots[i].offset -= base;
     j->end -= base;
     j->tail_dirty = false;
+    j->allocated = 0;
 }
 
 int sl_meta_journal_rewrite(sl_meta_journal_t *j, uint64_t checkpoint_op)
@@ -416,6 +510,13 @@ int sl_meta_journal_rewrite(sl_meta_journal_t *j, uint64_t checkpoint_op)
         return rc;
     }
     switch_to(j, from, fd);
+    /* After the rename, so the old file's blocks are free again: rewriting must not need room
+     * for two reserves. */
+    int reserve = top_up(j, j->end);
+    if (reserve < 0)
+        sl_log_warn("metadata journal %s: cannot preallocate its reserve after the rewrite (%s); "
+                    "retried by the next append",
+                    j->path, strerror(-reserve));
     rc = sl_io_fsync_dir(j->dir);
     if (rc < 0) {
         sl_log_error("metadata journal: cannot fsync directory %s: %s", j->dir, strerror(-rc));

@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "meta/checkpoint.h"
 #include "meta/journal.h"
+#include "wire/header.h"
 
 /* The snapshot's state bytes start with the store's own prefix, then the machine's bytes. */
 #define STORE_SNAPSHOT_MAGIC       0x534D4C53u /* "SLMS" */
@@ -255,9 +256,12 @@ static int recover_journal(sl_meta_store_t *s, char *err, size_t err_len)
     }
     if (info.entries && info.first_op <= base &&
         (rc = sl_meta_journal_rewrite(s->journal, base)) < 0) {
-        snprintf(err, err_len, "metadata: cannot drop checkpointed ops from %s/%s", s->dir,
-                 SL_META_JOURNAL_FILE);
-        return rc;
+        /* The journal is whole either way, and replay skips what the checkpoint covers; on a
+         * full disk refusing to boot would leave no way to free space. */
+        sl_log_warn("metadata: cannot drop checkpointed ops from %s/%s yet (%d); retried after "
+                    "the next commit",
+                    s->dir, SL_META_JOURNAL_FILE, rc);
+        s->rewrite_pending = true;
     }
     rc = sl_meta_journal_replay(s->journal, base, replay_one, s);
     if (rc < 0)
@@ -332,6 +336,11 @@ static int checkpoint_begin(sl_meta_store_t *s)
     if (renamed) {
         s->pending_op = vsr.checkpoint_op;
         s->phase = rc == 0 ? PHASE_SUPERBLOCK_DURABLE : PHASE_SUPERBLOCK_RENAMED;
+    } else {
+        /* No superblock names the new snapshot: its blocks go back (a full disk needs them). */
+        char path[PATH_MAX];
+        if (path_in(path, s->dir, SL_META_SNAPSHOT_TMP_FILE))
+            sl_io_unlink(path);
     }
     return rc;
 }
@@ -396,11 +405,31 @@ int sl_meta_store_checkpoint(sl_meta_store_t *s)
 
 /* --- commit ------------------------------------------------------------------------- */
 
+sl_meta_reserve_t sl_meta_reserve_for(uint8_t operation)
+{
+    switch (operation) {
+    case SL_OP_DELETE_STREAM:
+    case SL_OP_PURGE_STREAM:
+    case SL_OP_DELETE_TOPIC:
+    case SL_OP_PURGE_TOPIC:
+    case SL_OP_DELETE_PARTITIONS:
+    case SL_OP_DELETE_SEGMENTS:
+    case SL_OP_TRUNCATE_PARTITION: /* what DeleteSegments commits as */
+    case SL_OP_DELETE_CONSUMER_GROUP:
+        return SL_META_RESERVE_ALL;
+    case SL_OP_REGISTER:
+    case SL_OP_LOGOUT:
+        return SL_META_RESERVE_HALF;
+    default:
+        return SL_META_RESERVE_KEEP;
+    }
+}
+
 int sl_meta_store_commit(sl_meta_store_t *s, const sl_meta_entry_t *e, sl_buf_t *reply)
 {
     sl_assert(e->op == s->last_op + 1);
     sl_assert(e->timestamp > s->last_timestamp);
-    int rc = sl_meta_journal_append(s->journal, e);
+    int rc = sl_meta_journal_append(s->journal, e, sl_meta_reserve_for(e->operation));
     if (rc < 0)
         return rc;
     s->last_op = e->op;

@@ -20,6 +20,7 @@
 #include "base/assert.h"
 #include "base/bytes.h"
 #include "meta/entry.h"
+#include "meta/journal.h"
 
 #define SL_META_DIR "metadata"
 
@@ -62,7 +63,16 @@ SL_WUR int sl_meta_store_open(sl_meta_store_t **out, const char *data_dir,
                               char *err, size_t err_len);
 void sl_meta_store_close(sl_meta_store_t *s);
 
+/* How much of the journal's reserve (meta/journal.h) an entry of this operation may use: all
+ * of it for the operations that free space on disk (DeleteStream, DeleteTopic,
+ * DeletePartitions, DeleteSegments, PurgeStream, PurgeTopic, DeleteConsumerGroup), half for
+ * logins and logouts (so an operator can get in, while a crowd of reconnecting clients cannot
+ * take what the deletes need), none for the rest. */
+sl_meta_reserve_t sl_meta_reserve_for(uint8_t operation);
+
 /* Journals e (append + fdatasync), then applies it, appending the reply body to reply.
+ * The journal append uses the reserve as sl_meta_reserve_for(e->operation) allows: on a full
+ * disk an ordinary operation fails with -SL_ERR_CANNOT_WRITE_TO_FILE and nothing applied.
  * e->op must be last op + 1 and e->timestamp above the last timestamp (asserted).
  * On an I/O error nothing is applied, the error (-SL_ERR_CANNOT_WRITE_TO_FILE or
  * -SL_ERR_CANNOT_SYNC_FILE) is returned and the same op may be committed again later.
@@ -71,7 +81,9 @@ void sl_meta_store_close(sl_meta_store_t *s);
  * journaled and counted: the caller must treat it as a bug). */
 SL_WUR int sl_meta_store_commit(sl_meta_store_t *s, const sl_meta_entry_t *e, sl_buf_t *reply);
 
-/* Checkpoints now (or resumes an interrupted checkpoint). 0 or a negative SL_ERR. */
+/* Checkpoints now (or resumes an interrupted checkpoint). 0 or a negative SL_ERR. A failure
+ * leaves the files as they were, or as a later attempt resumes them, and removes what it wrote
+ * that nothing names (a full disk gets its space back). */
 SL_WUR int sl_meta_store_checkpoint(sl_meta_store_t *s);
 
 /* The last committed op and its timestamp: the server continues with op + 1 and a strictly

@@ -130,6 +130,9 @@ static int write_chunk(sl_partition_t *p, size_t from, size_t to)
         c.bytes += e->len;
         c.messages += e->count;
     }
+    /* A purge's record before any byte that it must not purge at the next boot. */
+    if (sl_partition_purge_record(p) < 0)
+        return -SL_ERR_CANNOT_SAVE_MESSAGES_TO_SEGMENT;
     /* Acknowledged as durable: the names that lead to the bytes must be too. */
     if (p->cfg.enforce_fsync) {
         int rc = sl_partition_tree_durable(p);

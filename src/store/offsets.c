@@ -289,7 +289,9 @@ int sl_offsets_store(sl_partition_t *p, sl_offsets_kind_t kind, uint32_t id, uin
     char path[PATH_MAX];
     if (!file_path(path, p, kind, id) || !table_reserve(&p->offsets))
         return -SL_ERR_CANNOT_OPEN_CONSUMER_OFFSETS_FILE;
-    int rc = ensure_dirs(p);
+    int rc = sl_partition_purge_record(p) < 0 ? -SL_ERR_CANNOT_WRITE_TO_FILE : 0;
+    if (rc == 0)
+        rc = ensure_dirs(p);
     if (rc == 0 && fsync)
         rc = sl_partition_tree_durable(p);
     if (rc == 0)

@@ -221,13 +221,16 @@ SL_WUR int sl_partition_purge(sl_partition_t *p);
 
 /* The purge generation recorded in purge.gen (store/purge_gen.h) for cfg.created_revision:
  * read at open (0 when missing, torn or of another incarnation), raised by
- * sl_partition_purge_to. The server compares it with its topic's generation. */
+ * sl_partition_purge_to (also while its record is still owed). The server compares it with its
+ * topic's generation. */
 uint64_t sl_partition_purge_generation(const sl_partition_t *p);
 
 /* sl_partition_purge, then purge.gen set to generation (written atomically, data-synced), in
  * that order: a crash between the two leaves the old record, so the purge is done again, never
- * skipped. Errors as sl_partition_purge (the record is then left as it was), or
- * -SL_ERR_CANNOT_WRITE_TO_FILE / -SL_ERR_CANNOT_SYNC_FILE from the record. */
+ * skipped. Errors as sl_partition_purge (the record is then left as it was). When only the
+ * record cannot be written (a full disk: the partition had nothing to free) the purge still
+ * counts and 0 is returned: the partition is empty, and the record is written before its next
+ * segment write or consumer offset, which fail while it cannot be. */
 SL_WUR int sl_partition_purge_to(sl_partition_t *p, uint64_t generation);
 
 /* Deletes the `count` oldest sealed segments (never the active one); *deleted gets how many

@@ -57,6 +57,10 @@ struct sl_partition {
     sl_buf_t read_buf;       /* chunks of .log files read by polls and recovery */
     offset_table_t offsets;
     uint64_t purge_generation; /* what purge.gen holds for cfg.created_revision */
+    /* A purge to purge_generation is done but purge.gen could not be written (a full disk,
+     * with nothing to free in this partition): written before anything else is
+     * (sl_partition_purge_record). */
+    bool purge_record_owed;
     /* Whether the names of the partition's directories (up to streams/)
      * and of its first segment are known durable: made so once, the first
      * time something durable is written (sl_partition_tree_durable). */
@@ -83,6 +87,10 @@ SL_WUR int sl_partition_ensure_active(sl_partition_t *p);
 void sl_partition_release(sl_partition_t *p, journal_entry_t *e);
 /* Frees the read buffer when one large record grew it past what is worth keeping. */
 void sl_partition_trim_read_buf(sl_partition_t *p);
+/* Writes purge.gen when a purge could not (purge_record_owed); every durable write of the
+ * partition calls it first, so no byte lands in data a later boot would purge. 0 or the error
+ * of sl_purge_gen_write. */
+SL_WUR int sl_partition_purge_record(sl_partition_t *p);
 /* Deletes the oldest segment, which must be sealed. 0 or -SL_ERR_CANNOT_DELETE_FILE. */
 SL_WUR int sl_partition_delete_oldest(sl_partition_t *p);
 

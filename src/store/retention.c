@@ -123,14 +123,32 @@ int sl_partition_purge(sl_partition_t *p)
     return rc < 0 ? rc : err;
 }
 
+int sl_partition_purge_record(sl_partition_t *p)
+{
+    if (!p->purge_record_owed)
+        return 0;
+    int rc = sl_partition_tree_durable(p); /* purge.gen is always synced, so its path too */
+    if (rc == 0)
+        rc = sl_purge_gen_write(p->dir, p->purge_generation, p->cfg.created_revision);
+    if (rc == 0)
+        p->purge_record_owed = false;
+    return rc;
+}
+
 int sl_partition_purge_to(sl_partition_t *p, uint64_t generation)
 {
     int rc = sl_partition_purge(p);
-    if (rc == 0)
-        rc = sl_partition_tree_durable(p); /* purge.gen is always synced, so its path too */
-    if (rc == 0)
-        rc = sl_purge_gen_write(p->dir, generation, p->cfg.created_revision);
-    if (rc == 0)
-        p->purge_generation = generation;
-    return rc;
+    if (rc < 0)
+        return rc;
+    /* The record usually goes in at once: the purge has just freed the blocks it needs. When it
+     * cannot (a full disk, a partition that had nothing to free), the partition holds nothing,
+     * so a boot that finds the old record purges nothing; the record is only owed before the
+     * next byte is written, and the partition keeps serving meanwhile. */
+    p->purge_generation = generation;
+    p->purge_record_owed = true;
+    if (sl_partition_purge_record(p) < 0)
+        sl_log_warn("partition %s: purged to generation %" PRIu64 ", recorded before its next "
+                    "write",
+                    p->dir, generation);
+    return 0;
 }

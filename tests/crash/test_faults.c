@@ -1,12 +1,24 @@
 /* Disk faults inside the real sluiced, injected through src/base/io.h by the test-only control
- * file SLUICE_FAULT_FILE (src/server/test_faults.h). On an enforce_fsync topic a segment write
- * failing with ENOSPC (whole, or after a torn first write), an index write failing, and
- * fdatasync failing with EIO each give the producer an error status promptly, the server
- * stays up and keeps the connection, and once the fault is cleared sends succeed at the very
- * offset the failed batch would have had; polls, and a SIGKILL restart, show exactly the
- * acknowledged messages with contiguous offsets. Without enforce_fsync, a flush that fails
- * fails only the send that tripped it: the batches acknowledged before it stay served from
- * memory and reach the disk with the next flush. */
+ * file SLUICE_FAULT_FILE (src/server/test_faults.h): ENOSPC and EIO on each kind of file it
+ * writes.
+ *
+ * Segments (.log, .index) on an enforce_fsync topic: a write failing with ENOSPC (whole, or
+ * after a torn first write) or EIO, an index write failing either way, and fdatasync failing
+ * with EIO each give the producer an error status promptly, the server stays up and keeps the
+ * connection, and once the fault is cleared sends succeed at the very offset the failed batch
+ * would have had; polls, and a SIGKILL restart, show exactly the acknowledged messages with
+ * contiguous offsets. Without enforce_fsync, a flush that fails fails only the send that
+ * tripped it: the batches acknowledged before it stay served from memory and reach the disk
+ * with the next flush.
+ *
+ * Consumer offsets: a store that cannot be created, written or synced is refused with the
+ * store's code and the previous offset stays, across a SIGKILL restart too.
+ *
+ * Metadata (journal.wal): an operation whose entry cannot be written or synced is refused with
+ * 58 (TransientNotAccepted) and applies nothing, logins included; once the fault clears the
+ * operations commit, and a restart holds exactly the committed ones. Snapshots (snapshot.bin):
+ * a checkpoint that cannot write or sync its snapshot fails without failing the operation that
+ * triggered it, leaves no partial file, and is done after a later commit. */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <setjmp.h>
@@ -29,6 +41,7 @@
 #include "harness.h"
 
 #define MESSAGES_MAX 4096u
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 static th_server_t srv;
 static char fault_file[512];
@@ -124,6 +137,7 @@ static const struct {
     /* The first write moves 100 bytes, the rest of the batch meets a full disk. */
     {"enospc pwritev .log short=100", -SL_ERR_CANNOT_SAVE_MESSAGES_TO_SEGMENT, false},
     {"enospc pwrite .index", -SL_ERR_CANNOT_SAVE_INDEX_TO_SEGMENT, false},
+    {"eio pwrite .index", -SL_ERR_CANNOT_SAVE_INDEX_TO_SEGMENT, false},
     {"eio fdatasync .log", -SL_ERR_CANNOT_SYNC_FILE, false},
     /* No ".index" fdatasync round: the index is synced at seal, not per
      * write (tests/unit/test_store_faults.c checks that such a fault fails
@@ -194,6 +208,161 @@ static void test_faults_buffered(void **state)
     sl_client_close(c);
 }
 
+static void store_offset(sl_client_t *c, const char *topic, uint32_t consumer, uint64_t offset,
+                         int want)
+{
+    int rc = sl_client_store_consumer_offset(c, sl_consumer_single(sl_id_num(consumer)),
+                                             sl_id_name(stream), sl_id_name(topic), 0, offset,
+                                             SL_ACK_LEVEL_NONE);
+    if (rc != want)
+        fail_msg("store of offset %" PRIu64 " for consumer %u: %d (%s), expected %d", offset,
+                 consumer, rc, sl_strerror(rc), want);
+    assert_true(th_alive(&srv));
+}
+
+/* The offset stored for consumer; UINT64_MAX when none is. */
+static uint64_t stored_offset(sl_client_t *c, const char *topic, uint32_t consumer)
+{
+    sl_consumer_offset_t off;
+    assert_int_equal(sl_client_get_consumer_offset(c, sl_consumer_single(sl_id_num(consumer)),
+                                                   sl_id_name(stream), sl_id_name(topic), 0, &off),
+                     0);
+    return off.found ? off.stored_offset : UINT64_MAX;
+}
+
+static void test_faults_offsets(void **state)
+{
+    (void)state;
+    static acked_t a = {.topic = "offsets", .tag = 0x0F};
+    static const struct {
+        const char *fault;
+        int error;
+    } offset_rounds[] = {
+        {"enospc pwrite offsets/", -SL_ERR_CANNOT_WRITE_TO_FILE},
+        {"eio pwrite offsets/", -SL_ERR_CANNOT_WRITE_TO_FILE},
+        {"eio fdatasync offsets/", -SL_ERR_CANNOT_SYNC_FILE},
+        /* A new consumer's file cannot even be created (no inode, no block). */
+        {"enospc open offsets/", -SL_ERR_CANNOT_OPEN_CONSUMER_OFFSETS_FILE},
+    };
+    sl_client_t *c = cu_connect(&srv);
+    sl_topic_options_t opt = {.set = SL_TOPIC_OPT_ENFORCE_FSYNC, .enforce_fsync = true};
+    create_topic(c, a.topic, &opt);
+    send_acked(c, &a, 40);
+    store_offset(c, a.topic, 1, 2, 0);
+    for (uint32_t i = 0; i < ARRAY_LEN(offset_rounds); i++) {
+        uint32_t consumer = i == 3 ? 2 : 1; /* the last round: a consumer without a file */
+        uint64_t before = stored_offset(c, a.topic, consumer);
+        set_fault(offset_rounds[i].fault);
+        store_offset(c, a.topic, consumer, 10 + i, offset_rounds[i].error);
+        assert_int_equal(stored_offset(c, a.topic, consumer), before);
+        set_fault("");
+        store_offset(c, a.topic, consumer, 20 + i, 0);
+        assert_int_equal(stored_offset(c, a.topic, consumer), 20 + i);
+    }
+    sl_client_close(c);
+    restart_after_kill();
+    c = cu_connect(&srv);
+    assert_int_equal(stored_offset(c, a.topic, 1), 22);
+    assert_int_equal(stored_offset(c, a.topic, 2), 23);
+    check_acked(c, &a);
+    sl_client_close(c);
+}
+
+/* GetStream answers an empty payload for a stream that does not exist: out is NULL. */
+static bool stream_exists(sl_client_t *c, const char *name)
+{
+    const sl_stream_t *st = NULL;
+    int rc = sl_client_get_stream(c, sl_id_name(name), &st);
+    if (rc != 0)
+        fail_msg("GetStream %s: %d (%s)", name, rc, sl_strerror(rc));
+    return st != NULL;
+}
+
+static void test_faults_journal(void **state)
+{
+    (void)state;
+    static const char *const journal_rounds[] = {
+        "enospc pwritev journal.wal",
+        "eio pwritev journal.wal",
+        "enospc pwritev journal.wal short=100",
+        /* The cut of the failed entry cannot be synced either: redone before the next one. */
+        "eio fdatasync journal.wal",
+    };
+    sl_client_t *c = cu_connect(&srv);
+    char name[64];
+    for (size_t i = 0; i < ARRAY_LEN(journal_rounds); i++) {
+        set_fault(journal_rounds[i]);
+        snprintf(name, sizeof(name), "j%zu-refused", i);
+        assert_int_equal(sl_client_create_stream(c, name, NULL), -SL_ERR_TRANSIENT_NOT_ACCEPTED);
+        assert_false(stream_exists(c, name));
+        /* A login is a journaled operation too. */
+        sl_client_options_t o = {.request_timeout_ms = 20000};
+        sl_client_t *other = NULL;
+        assert_int_equal(sl_client_connect("127.0.0.1", srv.port, &o, &other), 0);
+        assert_int_equal(sl_client_login(other, "iggy", "iggy", NULL),
+                         -SL_ERR_TRANSIENT_NOT_ACCEPTED);
+        sl_client_close(other);
+        assert_true(th_alive(&srv));
+        set_fault("");
+        snprintf(name, sizeof(name), "j%zu", i);
+        assert_int_equal(sl_client_create_stream(c, name, NULL), 0);
+    }
+    sl_client_close(c);
+    restart_after_kill();
+    c = cu_connect(&srv);
+    for (size_t i = 0; i < ARRAY_LEN(journal_rounds); i++) {
+        snprintf(name, sizeof(name), "j%zu", i);
+        assert_true(stream_exists(c, name));
+        snprintf(name, sizeof(name), "j%zu-refused", i);
+        assert_false(stream_exists(c, name));
+    }
+    sl_client_close(c);
+}
+
+static void test_faults_snapshot(void **state)
+{
+    (void)state;
+    static const char *const snapshot_rounds[] = {
+        "enospc pwrite snapshot.bin",
+        "enospc pwrite snapshot.bin short=10",
+        "eio pwrite snapshot.bin",
+        "eio fsync snapshot.bin",
+    };
+    char tmp_path[400];
+    snprintf(tmp_path, sizeof(tmp_path), "%s/data/metadata/snapshot.bin.tmp", srv.data_dir);
+    sl_client_t *c = cu_connect(&srv);
+    char name[64];
+    for (size_t i = 0; i < ARRAY_LEN(snapshot_rounds); i++) {
+        set_fault(snapshot_rounds[i]);
+        /* A checkpoint every 2 operations (setup): these meet at least one. */
+        for (int k = 0; k < 3; k++) {
+            snprintf(name, sizeof(name), "s%zu-%d", i, k);
+            assert_int_equal(sl_client_create_stream(c, name, NULL), 0);
+        }
+        assert_int_equal(access(tmp_path, F_OK), -1); /* no partial snapshot keeps its blocks */
+        set_fault("");
+        snprintf(name, sizeof(name), "s%zu-after", i);
+        assert_int_equal(sl_client_create_stream(c, name, NULL), 0);
+    }
+    assert_non_null(strstr(th_log(&srv), "retrying after the next commit"));
+    sl_client_close(c);
+    restart_after_kill();
+    c = cu_connect(&srv);
+    for (size_t i = 0; i < ARRAY_LEN(snapshot_rounds); i++) {
+        for (int k = 0; k < 3; k++) {
+            snprintf(name, sizeof(name), "s%zu-%d", i, k);
+            assert_true(stream_exists(c, name));
+        }
+        snprintf(name, sizeof(name), "s%zu-after", i);
+        assert_true(stream_exists(c, name));
+    }
+    /* The last checkpoint succeeded: at most one operation is replayed past it. */
+    const char *log = th_log(&srv);
+    assert_true(strstr(log, ", 0 journal entries replayed)") ||
+                strstr(log, ", 1 journal entries replayed)"));
+    sl_client_close(c);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -205,7 +374,9 @@ static int setup(void **state)
     close(fd);
     /* Inherited by sluiced; this test process is the only one that sets it. */
     setenv("SLUICE_FAULT_FILE", fault_file, 1);
-    if (!th_start(&srv, NULL)) {
+    /* Frequent checkpoints, so that operations meet snapshot faults. */
+    th_options_t o = {.extra_config = "[metadata]\ncheckpoint_interval = 2\n"};
+    if (!th_start(&srv, &o)) {
         unlink(fault_file);
         exit(77);
     }
@@ -227,8 +398,9 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_faults_enforce_fsync),
-        cmocka_unit_test(test_faults_buffered),
+        cmocka_unit_test(test_faults_enforce_fsync), cmocka_unit_test(test_faults_buffered),
+        cmocka_unit_test(test_faults_offsets),       cmocka_unit_test(test_faults_journal),
+        cmocka_unit_test(test_faults_snapshot),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -4,7 +4,8 @@
  * rename) and is then SIGKILLed, which is what a crash right after the journal commit leaves
  * on disk; after the restart the purged messages must be gone, offsets start at 0 again, and
  * messages sent after a purge that was recorded, or to partitions created after it, survive
- * further restarts. */
+ * further restarts. A purge done whose record could not be written (a full disk) leaves the
+ * partition serving, empty, and refusing writes until the record is in. */
 #include <inttypes.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -167,10 +168,16 @@ static void test_purge_stream_unrecorded(void **state)
     cu_send_ok(c, sl_id_name(s), sl_id_name("a"), 0, 0xC3, 0, 8, 0);
     cu_send_ok(c, sl_id_name(s), sl_id_name("b"), 0, 0xC3, 0, 6, 0);
 
-    /* The partitions are purged but purge.gen cannot be replaced: still owed. */
+    /* The partitions are purged but purge.gen cannot be replaced: on disk the purge is still
+     * owed. They serve, empty, and take no write before the record is in. */
     set_fault("eio rename purge.gen");
     assert_int_equal(sl_client_purge_stream(c, sl_id_name(s)), 0);
-    not_served(c, s, "a", 0);
+    assert_int_equal(count_of(c, s, "a", 0, 0xC3), 0);
+    assert_int_equal(count_of(c, s, "b", 0, 0xC3), 0);
+    sl_send_result_t r;
+    assert_int_equal(cu_send(c, sl_id_name(s), sl_id_name("a"), 0, 0xC3, 50, 2, &r),
+                     -SL_ERR_CANNOT_SAVE_MESSAGES_TO_SEGMENT);
+    assert_int_equal(recorded(c, sid, s, "a", 0), 0);
     sl_client_close(c);
     set_fault("");
     restart_after_kill();
@@ -180,7 +187,13 @@ static void test_purge_stream_unrecorded(void **state)
     assert_int_equal(count_of(c, s, "b", 0, 0xC3), 0);
     assert_int_equal(recorded(c, sid, s, "a", 0), 1);
     assert_int_equal(recorded(c, sid, s, "b", 0), 2);
+    /* Owed without a restart: the next write puts the record in first. */
+    set_fault("eio rename purge.gen");
+    assert_int_equal(sl_client_purge_topic(c, sl_id_name(s), sl_id_name("a")), 0);
+    assert_int_equal(recorded(c, sid, s, "a", 0), 1);
+    set_fault("");
     cu_send_ok(c, sl_id_name(s), sl_id_name("a"), 0, 0xD4, 0, 4, 0);
+    assert_int_equal(recorded(c, sid, s, "a", 0), 2);
     sl_client_close(c);
     cu_stop_clean(&srv);
     th_options_t o = {.data_dir = srv.data_dir};

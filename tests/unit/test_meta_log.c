@@ -281,7 +281,7 @@ static void append_range(sl_meta_journal_t *j, uint64_t from, uint64_t to)
     for (uint64_t op = from; op <= to; op++) {
         tu_entry_t t;
         tu_entry_make(&t, op, 0);
-        assert_int_equal(sl_meta_journal_append(j, &t.e), 0);
+        assert_int_equal(sl_meta_journal_append(j, &t.e, SL_META_RESERVE_KEEP), 0);
     }
 }
 
@@ -376,7 +376,7 @@ static void test_journal_empty_body_entries(void **state)
     tu_entry_t t;
     tu_entry_make(&t, 1, 0);
     t.e.body = sl_span(NULL, 0);
-    assert_int_equal(sl_meta_journal_append(j, &t.e), 0);
+    assert_int_equal(sl_meta_journal_append(j, &t.e, SL_META_RESERVE_KEEP), 0);
     sl_meta_journal_close(j);
     assert_int_equal(size_of(f->journal), 256);
     j = journal_open(f->dir, &info);
@@ -509,7 +509,7 @@ static uint8_t *foreign_journal(const fixture_t *f, const char *name, uint64_t f
     for (uint64_t op = from; op <= to; op++) {
         tu_entry_t t;
         tu_entry_make(&t, op, variant);
-        assert_int_equal(sl_meta_journal_append(j, &t.e), 0);
+        assert_int_equal(sl_meta_journal_append(j, &t.e, SL_META_RESERVE_KEEP), 0);
     }
     sl_meta_journal_close(j);
     assert_true(tu_path(path, dir, SL_META_JOURNAL_FILE));
@@ -613,9 +613,10 @@ static void test_journal_rewrite_failures_keep_a_usable_journal(void **state)
     assert_int_equal(sl_meta_journal_first_op(j), 4);
     tu_entry_t t;
     tu_entry_make(&t, 7, 0);
-    assert_int_equal(sl_meta_journal_append(j, &t.e), -SL_ERR_CANNOT_SYNC_FILE);
+    assert_int_equal(sl_meta_journal_append(j, &t.e, SL_META_RESERVE_KEEP),
+                     -SL_ERR_CANNOT_SYNC_FILE);
     sl_io_fault_arm(NULL);
-    assert_int_equal(sl_meta_journal_append(j, &t.e), 0);
+    assert_int_equal(sl_meta_journal_append(j, &t.e, SL_META_RESERVE_KEEP), 0);
     sl_meta_journal_close(j);
     assert_journal_holds(f->dir, 4, 7);
 }
@@ -641,7 +642,7 @@ static void test_journal_append_failures_leave_no_trace(void **state)
     };
     for (size_t i = 0; i < SL_ARRAY_LEN(cases); i++) {
         sl_io_fault_arm(&cases[i].plan);
-        assert_int_equal(sl_meta_journal_append(j, &bad.e), cases[i].want);
+        assert_int_equal(sl_meta_journal_append(j, &bad.e, SL_META_RESERVE_KEEP), cases[i].want);
         sl_io_fault_arm(NULL);
         assert_int_equal(sl_meta_journal_last_op(j), 3);
         assert_int_equal(sl_meta_journal_size(j), end);
@@ -651,7 +652,8 @@ static void test_journal_append_failures_leave_no_trace(void **state)
     sl_io_fault_t plan = {
         .calls = SL_IO_MASK_WRITES | SL_IO_BIT(SL_IO_FTRUNCATE), .short_len = 50, .error = ENOSPC};
     sl_io_fault_arm(&plan);
-    assert_int_equal(sl_meta_journal_append(j, &bad.e), -SL_ERR_CANNOT_WRITE_TO_FILE);
+    assert_int_equal(sl_meta_journal_append(j, &bad.e, SL_META_RESERVE_KEEP),
+                     -SL_ERR_CANNOT_WRITE_TO_FILE);
     sl_io_fault_arm(NULL);
     assert_int_equal(size_of(f->journal), end + 50);
     append_range(j, 4, 5); /* variant 0 this time */

@@ -22,6 +22,7 @@
 #include "meta/store.h"
 #include "tu_meta.h"
 #include "tu_tmpdir.h"
+#include "wire/header.h"
 
 /* --- the test state machine -------------------------------------------------------------- */
 
@@ -506,7 +507,7 @@ static void test_store_ops_missing_between_snapshot_and_journal_refuses(void **s
     for (uint64_t op = 6; op <= 7; op++) {
         tu_entry_t t;
         tu_entry_make(&t, op, 0);
-        assert_int_equal(sl_meta_journal_append(j, &t.e), 0);
+        assert_int_equal(sl_meta_journal_append(j, &t.e, SL_META_RESERVE_KEEP), 0);
     }
     sl_meta_journal_close(j);
     char path[PATH_MAX];
@@ -577,6 +578,197 @@ static void test_store_append_fault_applies_nothing_and_leaves_no_trace(void **s
         sl_meta_store_close(s);
         set_dir(g, saved);
     }
+}
+
+/* --- a full disk ------------------------------------------------------------------------- */
+
+/* Bytes of the journal file's allocated blocks (st_blocks counts 512-byte units). */
+static uint64_t journal_blocks_bytes(fixture_t *f)
+{
+    struct stat st;
+    assert_int_equal(stat(meta_path(f, SL_META_JOURNAL_FILE), &st), 0);
+    return (uint64_t)st.st_blocks * 512u;
+}
+
+/* Commits op as `operation` with a 32 KiB body (so the reserve is crossed in a few commits). */
+static int commit_big(sl_meta_store_t *s, uint64_t op, uint8_t operation)
+{
+    static uint8_t body[32 * 1024];
+    memset(body, (int)(op & 0xFF), sizeof(body));
+    sl_meta_entry_t e = {
+        .op = op,
+        .timestamp = 1000000 + op * 10,
+        .client = {op, 1},
+        .request = op,
+        .operation = operation,
+        .body = sl_span(body, sizeof(body)),
+    };
+    sl_buf_t reply;
+    sl_buf_init(&reply, 0);
+    int rc = sl_meta_store_commit(s, &e, &reply);
+    sl_buf_free(&reply);
+    return rc;
+}
+
+/* Commits entries of `operation` until one is refused (at most max); returns how many went in.
+ * A refusal applies nothing and leaves the journal file as it was. */
+static uint64_t commit_until_refused(fixture_t *f, sl_meta_store_t *s, uint8_t operation,
+                                     uint64_t max)
+{
+    uint64_t done = 0;
+    for (; done < max; done++) {
+        uint64_t op = sl_meta_store_last_op(s) + 1;
+        size_t before;
+        free(read_all(meta_path(f, SL_META_JOURNAL_FILE), &before));
+        int rc = commit_big(s, op, operation);
+        if (rc == 0)
+            continue;
+        assert_int_equal(rc, -SL_ERR_CANNOT_WRITE_TO_FILE);
+        assert_int_equal(sl_meta_store_last_op(s), op - 1);
+        size_t after;
+        free(read_all(meta_path(f, SL_META_JOURNAL_FILE), &after));
+        assert_int_equal(after, before);
+        break;
+    }
+    return done;
+}
+
+static void test_store_reserve_classes(void **state)
+{
+    (void)state;
+    assert_int_equal(sl_meta_reserve_for(SL_OP_DELETE_STREAM), SL_META_RESERVE_ALL);
+    assert_int_equal(sl_meta_reserve_for(SL_OP_DELETE_TOPIC), SL_META_RESERVE_ALL);
+    assert_int_equal(sl_meta_reserve_for(SL_OP_DELETE_PARTITIONS), SL_META_RESERVE_ALL);
+    assert_int_equal(sl_meta_reserve_for(SL_OP_DELETE_SEGMENTS), SL_META_RESERVE_ALL);
+    assert_int_equal(sl_meta_reserve_for(SL_OP_TRUNCATE_PARTITION), SL_META_RESERVE_ALL);
+    assert_int_equal(sl_meta_reserve_for(SL_OP_PURGE_STREAM), SL_META_RESERVE_ALL);
+    assert_int_equal(sl_meta_reserve_for(SL_OP_PURGE_TOPIC), SL_META_RESERVE_ALL);
+    assert_int_equal(sl_meta_reserve_for(SL_OP_DELETE_CONSUMER_GROUP), SL_META_RESERVE_ALL);
+    assert_int_equal(sl_meta_reserve_for(SL_OP_REGISTER), SL_META_RESERVE_HALF);
+    assert_int_equal(sl_meta_reserve_for(SL_OP_LOGOUT), SL_META_RESERVE_HALF);
+    assert_int_equal(sl_meta_reserve_for(SL_OP_CREATE_STREAM), SL_META_RESERVE_KEEP);
+    assert_int_equal(sl_meta_reserve_for(SL_OP_CREATE_TOPIC), SL_META_RESERVE_KEEP);
+    assert_int_equal(sl_meta_reserve_for(SL_OP_CREATE_USER), SL_META_RESERVE_KEEP);
+    assert_int_equal(sl_meta_reserve_for(SL_OP_JOIN_CONSUMER_GROUP), SL_META_RESERVE_KEEP);
+}
+
+/* The disk cannot give the journal more blocks (fallocate fails with ENOSPC): ordinary
+ * operations use what was preallocated beyond the reserve and are then refused; logins take
+ * half the reserve, operations that free space the rest and then keep trying; once the disk
+ * has room again ordinary operations go on. Nothing refused is kept. */
+static void test_store_full_disk_reserve(void **state)
+{
+    fixture_t *f = *state;
+    sl_meta_store_t *s = store_open(f, 0);
+    commit_range(s, &f->machine, 1, 3);
+    /* Preallocated past the entries, the file's size unchanged. */
+    size_t size;
+    free(read_all(meta_path(f, SL_META_JOURNAL_FILE), &size));
+    assert_true(journal_blocks_bytes(f) >= size + SL_META_JOURNAL_RESERVE);
+    sl_io_fault_t full = {.calls = SL_IO_BIT(SL_IO_FALLOCATE), .error = ENOSPC};
+    sl_io_fault_arm(&full);
+    quiet(f, true);
+    uint64_t entry = SL_META_HEADER_SIZE + 32 * 1024;
+    uint64_t ordinary = commit_until_refused(f, s, SL_OP_CREATE_STREAM, 64);
+    uint64_t logins = commit_until_refused(f, s, SL_OP_REGISTER, 64);
+    /* Operations that free space use the rest of the reserve, then keep going where the write
+     * finds room (this disk has plenty). */
+    uint64_t deletes = commit_until_refused(f, s, SL_OP_DELETE_STREAM, 40);
+    uint64_t after = commit_until_refused(f, s, SL_OP_CREATE_TOPIC, 64);
+    quiet(f, false);
+    sl_io_fault_arm(NULL);
+    assert_true(full.fired > 0);
+    /* Up to the step beyond the reserve, then half the reserve, then all of it. */
+    assert_int_equal(ordinary, (SL_META_JOURNAL_RESERVE_STEP - size) / entry);
+    assert_int_equal(ordinary + logins,
+                     (SL_META_JOURNAL_RESERVE_STEP + SL_META_JOURNAL_RESERVE / 2 - size) / entry);
+    assert_int_equal(deletes, 40);
+    assert_int_equal(after, 0);
+    uint64_t last = sl_meta_store_last_op(s);
+    assert_int_equal(last, 3 + ordinary + logins + deletes);
+    /* Room again: the reserve is preallocated anew and ordinary operations commit. */
+    assert_int_equal(commit_big(s, last + 1, SL_OP_CREATE_TOPIC), 0);
+    sl_meta_store_close(s);
+    free(read_all(meta_path(f, SL_META_JOURNAL_FILE), &size));
+    assert_true(journal_blocks_bytes(f) >= size + SL_META_JOURNAL_RESERVE);
+    sl_meta_machine_t m = tm_machine(&f->machine);
+    char err[512];
+    assert_int_equal(sl_meta_store_open(&s, f->dir, &m, 0, err, sizeof(err)), 0);
+    assert_int_equal(sl_meta_store_last_op(s), last + 1);
+    assert_int_equal(sl_meta_store_info(s)->torn_bytes, 0);
+    sl_meta_store_close(s);
+}
+
+/* A checkpoint on a full disk fails without failing its commit, leaves no partial snapshot
+ * taking space, and is done by a later commit once there is room. */
+static void test_store_checkpoint_on_a_full_disk(void **state)
+{
+    fixture_t *f = *state;
+    sl_meta_store_t *s = store_open(f, 1);
+    commit_range(s, &f->machine, 1, 2);
+    sl_io_fault_t full = {.calls = SL_IO_MASK_WRITES,
+                          .path_contains = SL_META_SNAPSHOT_TMP_FILE,
+                          .short_len = 10,
+                          .error = ENOSPC};
+    sl_io_fault_arm(&full);
+    quiet(f, true);
+    assert_int_equal(commit(s, &f->machine, 3, 0), 0);
+    assert_int_equal(commit(s, &f->machine, 4, 0), 0);
+    quiet(f, false);
+    sl_io_fault_arm(NULL);
+    assert_true(full.fired >= 2);
+    assert_int_equal(sl_meta_store_info(s)->checkpoint_failures, 2);
+    assert_int_equal(sl_meta_store_info(s)->checkpoint_op, 2);
+    assert_false(exists(meta_path(f, SL_META_SNAPSHOT_TMP_FILE)));
+    /* The snapshot fits, the superblock after it does not: the snapshot goes too. */
+    sl_io_fault_t sb_full = {
+        .calls = SL_IO_MASK_WRITES, .path_contains = "superblock", .error = ENOSPC};
+    sl_io_fault_arm(&sb_full);
+    quiet(f, true);
+    assert_int_equal(commit(s, &f->machine, 5, 0), 0);
+    quiet(f, false);
+    sl_io_fault_arm(NULL);
+    assert_true(sb_full.fired >= 1);
+    assert_int_equal(sl_meta_store_info(s)->checkpoint_op, 2);
+    assert_false(exists(meta_path(f, SL_META_SNAPSHOT_TMP_FILE)));
+    commit_range(s, &f->machine, 6, 6);
+    assert_int_equal(sl_meta_store_info(s)->checkpoint_op, 6);
+    sl_meta_store_close(s);
+    s = reopen_holds(f, 1, 6);
+    assert_int_equal(sl_meta_store_info(s)->replayed, 0);
+    sl_meta_store_close(s);
+}
+
+/* A checkpoint whose journal rewrite met a full disk, then a crash: the boot, on the still-full
+ * disk, cannot drop the checkpointed ops from the journal either. It boots all the same (replay
+ * skips them) and the rewrite is done after a later commit. */
+static void test_store_boots_when_the_journal_cannot_be_rewritten(void **state)
+{
+    fixture_t *f = *state;
+    sl_meta_store_t *s = store_open(f, 4);
+    commit_range(s, &f->machine, 1, 3);
+    sl_io_fault_t full = {
+        .calls = SL_IO_BIT(SL_IO_OPEN), .path_contains = SL_META_JOURNAL_TMP_FILE, .error = ENOSPC};
+    sl_io_fault_arm(&full);
+    quiet(f, true);
+    assert_int_equal(commit(s, &f->machine, 4, 0), 0); /* snapshot and superblock, no rewrite */
+    sl_meta_store_close(s);                            /* "crash" */
+    s = reopen_holds(f, 4, 4);
+    quiet(f, false);
+    sl_io_fault_arm(NULL);
+    assert_true(full.fired >= 2);
+    assert_int_equal(sl_meta_store_info(s)->checkpoint_op, 4);
+    assert_int_equal(sl_meta_store_info(s)->replayed, 0);
+    commit_range(s, &f->machine, 5, 5); /* a checkpoint at 5, then the rewrite */
+    assert_int_equal(sl_meta_store_info(s)->checkpoint_op, 5);
+    sl_meta_store_close(s);
+    sl_meta_journal_t *j;
+    sl_meta_journal_info_t info;
+    char err[512];
+    assert_int_equal(sl_meta_journal_open(&j, f->meta, &info, err, sizeof(err)), 0);
+    assert_int_equal(info.entries, 0); /* everything checkpointed is dropped */
+    sl_meta_journal_close(j);
+    sl_meta_store_close(reopen_holds(f, 4, 5));
 }
 
 /* --- checkpoints interrupted ------------------------------------------------------------ */
@@ -755,13 +947,14 @@ static void crash_at_every_call(fixture_t *f, uint64_t before, size_t short_len,
     char root[PATH_MAX];
     snprintf(root, sizeof(root), "%s", f->dir);
     /* A run without faults counts the calls: journal append (2), snapshot.bin.tmp (3),
-     * superblock (5), snapshot rename (2), journal rewrite (4: nothing left to copy). */
+     * superblock (5), snapshot rename (2), journal rewrite (5: nothing left to copy; open,
+     * fsync, rename, the new file's reserve, directory fsync). */
     use_subdir(f, root, "probe");
     sl_io_fault_t probe = {0};
     trace_log_t log;
     assert_int_equal(crash_run(f, before, &probe, &log), 0);
     size_t calls = log.n;
-    assert_int_equal(calls, 16);
+    assert_int_equal(calls, 17);
     size_t failed = 0;
     for (size_t i = 0; i < calls; i++) {
         char name[32];
@@ -852,6 +1045,10 @@ int main(void)
         T(test_store_crash_at_every_io_call_of_a_later_checkpoint),
         T(test_store_torn_write_crash_at_every_io_call),
         T(test_store_transient_fault_at_every_io_call),
+        T(test_store_reserve_classes),
+        T(test_store_full_disk_reserve),
+        T(test_store_checkpoint_on_a_full_disk),
+        T(test_store_boots_when_the_journal_cannot_be_rewritten),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

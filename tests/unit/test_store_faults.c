@@ -250,6 +250,46 @@ static void test_directory_faults(void **state)
     assert_int_equal(sl_partition_remove(dir), 0); /* already gone */
 }
 
+/* A purge on a full disk of a partition that had nothing to free: purge.gen cannot be written.
+ * The purge still counts, the partition serves (empty), and the record is owed: every write
+ * (messages, consumer offsets) fails until it can be written first, so no byte lands that a
+ * boot would purge; once there is room the next write records it and goes on. */
+static void test_purge_record_owed_on_a_full_disk(void **state)
+{
+    tu_part_t *t = *state;
+    tu_append(t, 3, 40);
+    assert_int_equal(sl_partition_purge_to(t->p, 1), 0); /* recorded: room enough */
+    t->next_id = 0;
+    /* Every new block is refused from here on: a full disk. */
+    sl_io_fault_t full = {.calls = SL_IO_MASK_WRITES, .error = ENOSPC};
+    sl_io_fault_arm(&full);
+    assert_int_equal(sl_partition_purge_to(t->p, 2), 0);
+    assert_true(sl_partition_empty(t->p));
+    assert_int_equal(sl_partition_purge_generation(t->p), 2);
+    assert_int_equal(tu_try_append(t, 2, 40), -SL_ERR_CANNOT_SAVE_MESSAGES_TO_SEGMENT);
+    assert_true(sl_offsets_store(t->p, SL_OFFSETS_CONSUMER, 1, 0, true, false) < 0);
+    /* Only the record's own files were tried: no message byte before it. */
+    assert_int_equal(log_size(t, 0), 0);
+    sl_io_fault_arm(NULL);
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof(path), "%s/purge.gen", t->dir);
+    assert_int_equal(tu_file_size(path), 16);
+    tu_append(t, 2, 40); /* writes the record first */
+    assert_int_equal(sl_offsets_store(t->p, SL_OFFSETS_CONSUMER, 1, 1, true, false), 0);
+    tu_reopen(t);
+    assert_int_equal(sl_partition_purge_generation(t->p), 2);
+    assert_int_equal(sl_partition_messages(t->p), 2);
+    tu_poll_all(t, 7);
+    /* A crash while the record is owed: the boot sees generation 2 < 3 and purges again,
+     * which loses nothing, since nothing was written. */
+    sl_io_fault_arm(&full);
+    assert_int_equal(sl_partition_purge_to(t->p, 3), 0);
+    sl_io_fault_arm(NULL);
+    tu_reopen(t);
+    assert_int_equal(sl_partition_purge_generation(t->p), 2);
+    assert_true(sl_partition_empty(t->p));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -262,6 +302,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rotation_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_faults, setup, teardown),
         cmocka_unit_test_setup_teardown(test_directory_faults, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_purge_record_owed_on_a_full_disk, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -164,15 +164,16 @@ static void test_purge_to(void **state)
     tu_reopen(t);
     assert_int_equal(sl_partition_purge_generation(t->p), 2);
 
-    /* The purge works, the record fails: the generation stays lower, so it is redone. */
+    /* The purge works, the record fails: the purge is done (the record is owed, see
+     * test_store_faults.c), but on disk the generation stays lower, so a boot redoes it. */
     plan = (sl_io_fault_t){
         .calls = SL_IO_BIT(SL_IO_RENAME), .path_contains = SL_PURGE_GEN_FILE, .error = ENOSPC};
     sl_io_fault_arm(&plan);
-    assert_int_equal(sl_partition_purge_to(t->p, 3), -SL_ERR_CANNOT_WRITE_TO_FILE);
+    assert_int_equal(sl_partition_purge_to(t->p, 3), 0);
     sl_io_fault_arm(NULL);
     assert_true(sl_partition_empty(t->p));
-    assert_int_equal(sl_partition_purge_generation(t->p), 2);
-    tu_reopen(t);
+    tu_close(t); /* a crash: nothing written since */
+    tu_open(t);
     assert_int_equal(sl_partition_purge_generation(t->p), 2);
     assert_int_equal(sl_partition_purge_to(t->p, 3), 0);
     tu_reopen(t);
