@@ -55,6 +55,10 @@ typedef struct cli_arg {
     uint8_t flags;    /* CLI_ARG_* */
     const char *choices;
     const char *help;
+    /* The protocol's length rule in bytes, checked before anything is sent
+     * and shown in --help; len_max 0: none. */
+    uint8_t len_min;
+    uint8_t len_max;
 } cli_arg_t;
 
 typedef struct cli_run cli_run_t;
@@ -150,6 +154,11 @@ int cli_usage(const cli_run_t *run, const char *fmt, ...)
 /* A stream, topic, group or user: digits are a numeric id, anything else a name. */
 sl_id_t cli_id(const char *text);
 bool cli_u32(const char *text, uint32_t *out);
+/* 0 when text is min..max bytes long, else a usage error that states the
+ * rule: "<what> must be 1..255 bytes (got 300)". what never echoes text, so
+ * secrets and unprintable names stay out of the message. */
+int cli_check_len(const cli_run_t *run, const char *what, const char *text, size_t min,
+                  size_t max) CLI_WUR;
 bool cli_u64(const char *text, uint64_t *out);
 /* "15m", "1h 30m", "2days 4hours"; "never"/"unlimited"/"none" -> UINT64_MAX,
  * "server_default"/"default" -> 0. Words are summed. Result in microseconds. */

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/limits.h"
+
 #define COUNT(a) ((uint32_t)(sizeof(a) / sizeof((a)[0])))
 
 /* --- users ------------------------------------------------------------------------------ */
@@ -211,7 +213,14 @@ int cli_cmd_user_password(cli_run_t *run)
     if (!secret(cli_arg(run, "CURRENT"), prompt, current, sizeof(current)) ||
         !secret(cli_arg(run, "NEW"), "New password: ", fresh, sizeof(fresh)))
         return cli_usage(run, "give CURRENT and NEW, or run on a terminal to be asked");
-    int rc = sl_client_change_password(run->client, cli_id(user), current, fresh);
+    /* The parser checked NEW when it was an argument; a typed one is checked here. */
+    int rc = cli_check_len(run, "NEW", fresh, SL_PASSWORD_LEN_MIN, SL_PASSWORD_LEN_MAX);
+    if (rc != 0) {
+        memset(current, 0, sizeof(current));
+        memset(fresh, 0, sizeof(fresh));
+        return rc;
+    }
+    rc = sl_client_change_password(run->client, cli_id(user), current, fresh);
     memset(current, 0, sizeof(current));
     memset(fresh, 0, sizeof(fresh));
     if (rc != 0)

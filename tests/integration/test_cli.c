@@ -451,6 +451,9 @@ static void test_help_everywhere(void **state)
 static void test_usage_errors(void **state)
 {
     (void)state;
+    char long_name[301];
+    memset(long_name, 'n', 300);
+    long_name[300] = '\0';
     const struct {
         const char *const *args;
         const char *message;
@@ -467,6 +470,22 @@ static void test_usage_errors(void **state)
         {ARGS("user", "status", "bob", "sleepy"), "invalid STATUS 'sleepy'"},
         {ARGS("--server", "nohost:99999", "-t", "x", "stream", "list"), "invalid server address"},
         {ARGS("--server", "127.0.0.1:1", "stream", "list"), "no credentials"},
+        /* Length rules, checked before anything is sent: connecting to the
+         * default address with a bogus token would end in exit 3 or 5. */
+        {ARGS("-t", "x", "stream", "create", ""), "NAME must be 1..255 bytes (got 0)"},
+        {ARGS("-t", "x", "stream", "create", long_name), "NAME must be 1..255 bytes (got 300)"},
+        {ARGS("-t", "x", "stream", "get", long_name), "STREAM must be 1..255 bytes (got 300)"},
+        {ARGS("-t", "x", "topic", "create", "s", ""), "NAME must be 1..255 bytes (got 0)"},
+        {ARGS("-t", "x", "message", "poll", "s", ""), "TOPIC must be 1..255 bytes (got 0)"},
+        {ARGS("-t", "x", "user", "create", "cli-pw", "pw"),
+         "PASSWORD must be 3..100 bytes (got 2)"},
+        {ARGS("-t", "x", "user", "create", "cli-pw", long_name + 199),
+         "PASSWORD must be 3..100 bytes (got 101)"},
+        {ARGS("-t", "x", "user", "create", "ab", "cli-pw"), "USERNAME must be 3..50 bytes (got 2)"},
+        {ARGS("-t", "x", "user", "name", "cli-pw", "ab"), "USERNAME must be 3..50 bytes (got 2)"},
+        {ARGS("-t", "x", "user", "password", "cli-pw", "old-pw", "pw"),
+         "NEW must be 3..100 bytes (got 2)"},
+        {ARGS("-t", "x", "pat", "create", ""), "NAME must be 1..255 bytes (got 0)"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         cli_res_t r = run_with(&(spawn_opts_t){.stdin_fd = -1}, NULL, cases[i].args);
@@ -488,8 +507,8 @@ static void test_usage_errors(void **state)
         {ARGS("message", "send", "s", "t", "-p", "1", "-m", "k", "x"), "only one of"},
         {ARGS("message", "poll", "s", "t", "--first", "--last"), "only one of"},
         {ARGS("message", "poll", "s", "t", "--offset", "-5"), "invalid --offset"},
-        {ARGS("user", "create", "u", "pw", "-g", "fly"), "unknown global permission"},
-        {ARGS("user", "create", "u", "pw", "-s", "x:r_str"), "numeric id"},
+        {ARGS("user", "create", "cli-u", "cli-pw", "-g", "fly"), "unknown global permission"},
+        {ARGS("user", "create", "cli-u", "cli-pw", "-s", "x:r_str"), "numeric id"},
     };
     for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
         cli_res_t r = run_with(&(spawn_opts_t){.stdin_fd = -1},

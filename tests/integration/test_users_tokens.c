@@ -338,7 +338,8 @@ static void test_change_password(void **state)
      * current password). */
     FAILS(sl_client_change_password(gina, sl_id_num(other), "hugo-pass1", "hacked"),
           SL_ERR_UNAUTHORIZED);
-    FAILS(sl_client_change_password(gina, sl_id_num(4242), "a", "b"), SL_ERR_RESOURCE_NOT_FOUND);
+    FAILS(sl_client_change_password(gina, sl_id_num(4242), "any-pass", "new-pass"),
+          SL_ERR_RESOURCE_NOT_FOUND);
     sl_client_close(gina);
 
     sl_client_t *c;
@@ -353,10 +354,67 @@ static void test_change_password(void **state)
     FAILS(sl_client_change_password(root, sl_id_name("hugo"), "not-it", "hugo-pass2"),
           SL_ERR_INVALID_CREDENTIALS);
     OK(sl_client_change_password(root, sl_id_name("hugo"), "hugo-pass1", "hugo-pass2"));
-    FAILS(sl_client_change_password(root, sl_id_name("ghost"), "a", "b"),
+    FAILS(sl_client_change_password(root, sl_id_name("ghost"), "any-pass", "new-pass"),
           SL_ERR_RESOURCE_NOT_FOUND);
     c = login("hugo", "hugo-pass2");
     sl_client_close(c);
+}
+
+/* A password login can use only 3..100 bytes, so CreateUser and
+ * ChangePassword refuse others (status 44, nothing committed) instead of
+ * making a user who can never log in. */
+static void test_password_length(void **state)
+{
+    (void)state;
+    char longest[102];
+    memset(longest, 'p', 101);
+    longest[101] = '\0'; /* 101 bytes: one too many */
+    FAILS(sl_client_create_user(root, "pw-short", "pw", SL_USER_STATUS_ACTIVE, NULL, NULL),
+          SL_ERR_INVALID_PASSWORD);
+    FAILS(sl_client_create_user(root, "pw-long", longest, SL_USER_STATUS_ACTIVE, NULL, NULL),
+          SL_ERR_INVALID_PASSWORD);
+    FAILS(sl_client_create_user(root, "pw-empty", "", SL_USER_STATUS_ACTIVE, NULL, NULL),
+          SL_ERR_INVALID_PASSWORD);
+    const sl_user_t *u;
+    OK(sl_client_get_user(root, sl_id_name("pw-short"), &u));
+    assert_null(u);
+    OK(sl_client_get_user(root, sl_id_name("pw-long"), &u));
+    assert_null(u);
+    /* The bounds themselves are accepted, and such a user logs in. */
+    create_user("pw-min", "abc");
+    sl_client_close(login("pw-min", "abc"));
+    longest[100] = '\0';
+    uint32_t id = create_user("pw-max", longest);
+    sl_client_close(login("pw-max", longest));
+
+    /* ChangePassword: the new password follows the same rule; the old one
+     * stays. The current password's check is not reached. */
+    longest[100] = 'p';
+    FAILS(sl_client_change_password(root, sl_id_num(id), longest, "pw"), SL_ERR_INVALID_PASSWORD);
+    FAILS(sl_client_change_password(root, sl_id_num(id), longest, longest),
+          SL_ERR_INVALID_PASSWORD);
+    longest[100] = '\0';
+    sl_client_t *c = login("pw-max", longest);
+    FAILS(sl_client_change_password(c, sl_id_num(id), longest, "xy"), SL_ERR_INVALID_PASSWORD);
+    OK(sl_client_change_password(c, sl_id_num(id), longest, "xyz"));
+    sl_client_close(c);
+    sl_client_close(login("pw-max", "xyz"));
+
+    /* The refusal is a status (rejected before commit), not a result. */
+    sl_buf_t b;
+    sl_buf_init(&b, 0);
+    sl_change_password_request_t q = {.user_id = sl_ident_number(id),
+                                      .current_password = sl_span_str("xyz"),
+                                      .new_password = sl_span_str("no")};
+    OK(sl_change_password_request_encode(&b, &q));
+    sl_raw_reply_t r;
+    OK(sl_client_request_raw(root, SL_OP_CHANGE_PASSWORD, 0, b.data, b.len, &r));
+    assert_false(r.evicted);
+    assert_int_equal(r.status, SL_ERR_INVALID_PASSWORD);
+    assert_int_equal(r.body_len, 0);
+    sl_buf_free(&b);
+    OK(sl_client_delete_user(root, sl_id_name("pw-min")));
+    OK(sl_client_delete_user(root, sl_id_num(id)));
 }
 
 static void test_update_permissions(void **state)
@@ -680,6 +738,7 @@ int main(void)
         cmocka_unit_test(test_delete_user),
         cmocka_unit_test(test_deleted_user_session_ends),
         cmocka_unit_test(test_change_password),
+        cmocka_unit_test(test_password_length),
         cmocka_unit_test(test_update_permissions),
         cmocka_unit_test(test_raw_user_bodies),
         cmocka_unit_test(test_login_new_and_inactive),
