@@ -396,8 +396,8 @@ int sl_meta_apply_delete_user(sl_meta_ctx_t *c)
         return rc;
     if (u->id == 0)
         return SL_ERR_CANNOT_DELETE_USER;
-    /* Sessions of the user stay bound, as in the reference; their next
-     * checks find no user and no permissions. */
+    /* The client table keeps the user's sessions, as the reference does;
+     * sluiced ends each at its next request (sl_admit_user_current). */
     sl_meta_map_remove(&m->user_names, sl_meta_hash(u->username), u->id);
     void *removed = sl_meta_vec_remove(&m->users, u->id);
     sl_assert(removed == u);

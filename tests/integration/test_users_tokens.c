@@ -325,6 +325,52 @@ static void test_deleted_user_session_ends(void **state)
     OK(sl_client_delete_user(root, sl_id_num(id)));
 }
 
+/* Sluice ends a deactivated user's live sessions at their next request,
+ * as it does a deleted user's (the reference keeps them bound). */
+static void test_deactivated_user_session_ends(void **state)
+{
+    (void)state;
+    sl_permission_set_t manager = {.manage_streams = true, .read_streams = true};
+    const sl_user_t *u = NULL;
+    OK(sl_client_create_user(root, "ivan", "ivan-pass", SL_USER_STATUS_ACTIVE, &manager, &u));
+    uint32_t id = u->id;
+    sl_client_t *ivan = login("ivan", "ivan-pass");
+    uint32_t other_id = create_user("jack", "jack-pass");
+    sl_client_t *other = login("jack", "jack-pass");
+    const sl_stream_t *streams;
+    uint32_t n;
+    OK(sl_client_get_streams(ivan, &streams, &n));
+    /* Root deactivates Ivan while his session is live. */
+    OK(sl_client_update_user(root, sl_id_num(id), NULL, SL_USER_STATUS_INACTIVE));
+    int rc = sl_client_create_stream(ivan, "by-ivan", NULL);
+    assert_true(rc == -SL_ERR_UNAUTHENTICATED || rc == -SL_ERR_NOT_CONNECTED ||
+                rc == -SL_ERR_DISCONNECTED || rc == -SL_ERR_CONNECTION_CLOSED);
+    FAILS(sl_client_get_streams(ivan, &streams, &n), SL_ERR_UNAUTHENTICATED);
+    OK(sl_client_get_streams(root, &streams, &n));
+    for (uint32_t i = 0; i < n; i++)
+        assert_string_not_equal(streams[i].name, "by-ivan");
+    /* The session is gone from the server's client list too. */
+    const sl_client_info_t *clients;
+    OK(sl_client_get_clients(root, &clients, &n));
+    for (uint32_t i = 0; i < n; i++)
+        assert_int_not_equal(clients[i].user_id, id);
+    /* Nobody else's session is touched. */
+    const sl_client_info_t *me;
+    OK(sl_client_get_me(other, &me));
+    assert_int_equal(me->user_id, other_id);
+    sl_client_close(other);
+    sl_client_close(ivan);
+
+    /* Reactivated, he logs in again and acts with his permissions. */
+    OK(sl_client_update_user(root, sl_id_num(id), NULL, SL_USER_STATUS_ACTIVE));
+    ivan = login("ivan", "ivan-pass");
+    OK(sl_client_create_stream(ivan, "by-ivan", NULL));
+    OK(sl_client_delete_stream(ivan, sl_id_name("by-ivan")));
+    sl_client_close(ivan);
+    OK(sl_client_delete_user(root, sl_id_num(id)));
+    OK(sl_client_delete_user(root, sl_id_num(other_id)));
+}
+
 static void test_change_password(void **state)
 {
     (void)state;
@@ -737,6 +783,7 @@ int main(void)
         cmocka_unit_test(test_update_user),
         cmocka_unit_test(test_delete_user),
         cmocka_unit_test(test_deleted_user_session_ends),
+        cmocka_unit_test(test_deactivated_user_session_ends),
         cmocka_unit_test(test_change_password),
         cmocka_unit_test(test_password_length),
         cmocka_unit_test(test_update_permissions),
