@@ -371,6 +371,32 @@ static void test_deactivated_user_session_ends(void **state)
     OK(sl_client_delete_user(root, sl_id_num(other_id)));
 }
 
+/* A user with manage_users may not rename root or set it inactive (result
+ * 41); root stays able to log in. The reference allows both. */
+static void test_root_protected_from_managers(void **state)
+{
+    (void)state;
+    sl_permission_set_t manager = {.manage_users = true, .read_users = true};
+    const sl_user_t *u = NULL;
+    OK(sl_client_create_user(root, "kate", "kate-pass", SL_USER_STATUS_ACTIVE, &manager, &u));
+    uint32_t id = u->id;
+    sl_client_t *kate = login("kate", "kate-pass");
+    FAILS(sl_client_update_user(kate, sl_id_num(0), "not-root", 0), SL_ERR_UNAUTHORIZED);
+    FAILS(sl_client_update_user(kate, sl_id_name("iggy"), NULL, SL_USER_STATUS_INACTIVE),
+          SL_ERR_UNAUTHORIZED);
+    /* The reference's own guards are unchanged. */
+    FAILS(sl_client_delete_user(kate, sl_id_num(0)), SL_ERR_CANNOT_DELETE_USER);
+    FAILS(sl_client_update_permissions(kate, sl_id_num(0), NULL), SL_ERR_CANNOT_CHANGE_PERMISSIONS);
+    OK(sl_client_get_user(kate, sl_id_num(0), &u));
+    assert_string_equal(u->username, "iggy");
+    assert_int_equal(u->status, SL_USER_STATUS_ACTIVE);
+    sl_client_close(login("iggy", "iggy"));
+    /* Kate still manages everyone else, herself included. */
+    OK(sl_client_update_user(kate, sl_id_num(id), "kate-2", 0));
+    sl_client_close(kate);
+    OK(sl_client_delete_user(root, sl_id_num(id)));
+}
+
 static void test_change_password(void **state)
 {
     (void)state;
@@ -784,6 +810,7 @@ int main(void)
         cmocka_unit_test(test_delete_user),
         cmocka_unit_test(test_deleted_user_session_ends),
         cmocka_unit_test(test_deactivated_user_session_ends),
+        cmocka_unit_test(test_root_protected_from_managers),
         cmocka_unit_test(test_change_password),
         cmocka_unit_test(test_password_length),
         cmocka_unit_test(test_update_permissions),
