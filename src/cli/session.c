@@ -214,12 +214,13 @@ static int login(cli_run_t *run, const creds_t *c)
     return rc == 0 ? 0 : cli_fail(rc, "log in as '%s'", c->username);
 }
 
-/* The server: --server, SLUICE_SERVER, the context's, the default. An exit code. */
+/* The server: --server, SLUICE_SERVER (or Iggy's IGGY_TCP_SERVER_ADDRESS),
+ * the context's, the default. An exit code. */
 static int find_server(cli_run_t *run, const cli_context_t *ctx)
 {
     const char *server = cli_opt(run, "server");
     if (server == NULL)
-        server = env("SLUICE_SERVER", NULL);
+        server = env("SLUICE_SERVER", "IGGY_TCP_SERVER_ADDRESS");
     if (server == NULL && ctx != NULL && ctx->server[0])
         server = ctx->server;
     snprintf(run->server, sizeof(run->server), "%s", server ? server : CLI_DEFAULT_SERVER);

@@ -388,7 +388,7 @@ const cli_cmd_t cli_commands[] = {
 
 const cli_opt_t cli_global_opts[] = {
     {"server", "tcp-server-address", 0, "HOST:PORT", NULL, 0,
-     "server address (default 127.0.0.1:8090; env SLUICE_SERVER)"},
+     "server address (default 127.0.0.1:8090; env SLUICE_SERVER or IGGY_TCP_SERVER_ADDRESS)"},
     {"username", NULL, 'u', "NAME", NULL, 0, "username (env SLUICE_USERNAME or IGGY_USERNAME)"},
     {"password", NULL, 'p', "PASSWORD", NULL, 0,
      "password (env SLUICE_PASSWORD or IGGY_PASSWORD; asked for on a terminal)"},

@@ -72,7 +72,7 @@ static void child_exec(const char *const *argv, const spawn_opts_t *o, int in, i
     dup2(err, 2);
     static const char *const cleared[] = {"SLUICE_USERNAME", "SLUICE_PASSWORD", "SLUICE_TOKEN",
                                           "SLUICE_SERVER",   "SLUICE_CONTEXT",  "IGGY_USERNAME",
-                                          "IGGY_PASSWORD"};
+                                          "IGGY_PASSWORD",   "IGGY_TCP_SERVER_ADDRESS"};
     for (size_t i = 0; i < sizeof(cleared) / sizeof(cleared[0]); i++)
         unsetenv(cleared[i]);
     setenv("HOME", home, 1);
@@ -1111,6 +1111,27 @@ static void test_contexts(void **state)
     expect_code(&r, 4);
     res_free(&r);
     ok(bare(NULL, ARGS("context", "use", "default")));
+
+    /* Iggy's IGGY_TCP_SERVER_ADDRESS: it wins over the context (the default
+     * one points nowhere), the flag wins over it, SLUICE_SERVER too. */
+    char iggy_env[100], sluice_env[100];
+    snprintf(iggy_env, sizeof(iggy_env), "IGGY_TCP_SERVER_ADDRESS=%s", server_arg);
+    snprintf(sluice_env, sizeof(sluice_env), "SLUICE_SERVER=%s", server_arg);
+    r = bare(ARGS(iggy_env), ARGS("-t", root_token, "stream", "list"));
+    expect_code(&r, 0);
+    res_free(&r);
+    r = bare(ARGS("IGGY_TCP_SERVER_ADDRESS=127.0.0.1:1"),
+             ARGS("--server", server_arg, "-t", root_token, "stream", "list"));
+    expect_code(&r, 0);
+    res_free(&r);
+    r = bare(ARGS("IGGY_TCP_SERVER_ADDRESS=127.0.0.1:1", sluice_env),
+             ARGS("-t", root_token, "stream", "list"));
+    expect_code(&r, 0);
+    res_free(&r);
+    r = bare(ARGS("IGGY_TCP_SERVER_ADDRESS=127.0.0.1:1"), ARGS("-t", root_token, "ping"));
+    expect_code(&r, 3);
+    expect_has(r.err, "connect to 127.0.0.1:1");
+    res_free(&r);
 
     /* Environment credentials (Iggy's names too). */
     r = SL("stream", "list");
