@@ -368,19 +368,60 @@ int cli_cmd_partition_list(cli_run_t *run)
     return 0;
 }
 
+/* The segments count of one partition as GetTopic reports it. An exit code;
+ * a missing stream, topic or partition is named. */
+static int segments_count(cli_run_t *run, uint32_t partition, uint32_t *count)
+{
+    const sl_topic_t *t;
+    int rc = get_topic(run, &t);
+    if (rc != 0)
+        return rc;
+    for (uint32_t i = 0; t->partitions != NULL && i < t->partitions_count; i++) {
+        if (t->partitions[i].id == partition) {
+            *count = t->partitions[i].segments_count;
+            return 0;
+        }
+    }
+    return cli_error(CLI_EXIT_NOT_FOUND, "topic '%s' of stream '%s' has no partition %u",
+                     cli_arg(run, "TOPIC"), cli_arg(run, "STREAM"), partition);
+}
+
+/* DeleteSegments replies with no count, and deletes fewer segments than
+ * asked when fewer are sealed (never the active one): the message reports
+ * the segments count read back before and after, not the request. */
 int cli_cmd_segment_delete(cli_run_t *run)
 {
     const char *stream = cli_arg(run, "STREAM"), *topic = cli_arg(run, "TOPIC");
-    uint32_t partition, count;
+    uint32_t partition, count, before, after;
     if (!cli_u32(cli_arg(run, "PARTITION"), &partition))
         return cli_usage(run, "invalid PARTITION '%s' (a number)", cli_arg(run, "PARTITION"));
     if (!cli_u32(cli_arg(run, "COUNT"), &count))
         return cli_usage(run, "invalid COUNT '%s' (a number)", cli_arg(run, "COUNT"));
-    int rc =
-        sl_client_delete_segments(run->client, cli_id(stream), cli_id(topic), partition, count);
+    int rc = segments_count(run, partition, &before);
     if (rc != 0)
-        return cli_fail(rc, "delete %u segments of partition %u", count, partition);
-    cli_done(run, "deleted %u segments of partition %u of topic '%s' of stream '%s'", count,
-             partition, topic, stream);
+        return rc;
+    rc = sl_client_delete_segments(run->client, cli_id(stream), cli_id(topic), partition, count);
+    if (rc != 0)
+        return cli_fail(rc, "delete %u segments of partition %u of topic '%s' of stream '%s'",
+                        count, partition, topic, stream);
+    rc = segments_count(run, partition, &after);
+    if (rc != 0)
+        return rc;
+    uint32_t deleted = before > after ? before - after : 0;
+    static const cli_col_t cols[] = {{"partition_id", "PARTITION", 0},
+                                     {"requested", "REQUESTED", 0},
+                                     {"deleted", "DELETED", 0},
+                                     {"segments_before", "BEFORE", 0},
+                                     {"segments_after", "AFTER", 0}};
+    cli_doc_t doc;
+    cli_doc_object(&doc, cols, COUNT(cols));
+    cli_table_row(&doc.main, (cli_val_t[]){cli_u(partition), cli_u(count), cli_u(deleted),
+                                           cli_u(before), cli_u(after)});
+    cli_created(run, &doc,
+                "deleted %u of the %u segments asked for from partition %u of topic '%s' of "
+                "stream '%s': it had %u segment%s, it has %u%s",
+                deleted, count, partition, topic, stream, before, before == 1 ? "" : "s", after,
+                deleted < count && after <= 1 ? " (the active segment is never deleted)" : "");
+    cli_doc_free(&doc);
     return 0;
 }

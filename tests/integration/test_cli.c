@@ -70,9 +70,9 @@ static void child_exec(const char *const *argv, const spawn_opts_t *o, int in, i
     dup2(in, 0);
     dup2(out, 1);
     dup2(err, 2);
-    static const char *const cleared[] = {"SLUICE_USERNAME", "SLUICE_PASSWORD", "SLUICE_TOKEN",
-                                          "SLUICE_SERVER",   "SLUICE_CONTEXT",  "IGGY_USERNAME",
-                                          "IGGY_PASSWORD",   "IGGY_TCP_SERVER_ADDRESS"};
+    static const char *const cleared[] = {
+        "SLUICE_USERNAME", "SLUICE_PASSWORD", "SLUICE_TOKEN",  "SLUICE_SERVER",
+        "SLUICE_CONTEXT",  "IGGY_USERNAME",   "IGGY_PASSWORD", "IGGY_TCP_SERVER_ADDRESS"};
     for (size_t i = 0; i < sizeof(cleared) / sizeof(cleared[0]); i++)
         unsetenv(cleared[i]);
     setenv("HOME", home, 1);
@@ -578,6 +578,51 @@ static void test_streams(void **state)
     ok(ROOT("stream", "delete", "quote\"back\\slash\ttab"));
 }
 
+/* Sealed segments do get deleted: 1 MiB segments, 2.5 MiB of messages. */
+static void test_segment_delete(void **state)
+{
+    (void)state;
+    sl_client_t *c;
+    assert_int_equal(sl_client_connect("127.0.0.1", srv.port, NULL, &c), 0);
+    assert_int_equal(sl_client_login_token(c, root_token, NULL), 0);
+    sl_topic_options_t opt = {.set = SL_TOPIC_OPT_SEGMENT_SIZE, .segment_size = 1024 * 1024};
+    assert_int_equal(sl_client_create_stream(c, "cli-seg", NULL), 0);
+    assert_int_equal(sl_client_create_topic(c, sl_id_name("cli-seg"), "t", 1, &opt, NULL), 0);
+    static uint8_t payload[64 * 1024];
+    memset(payload, 'x', sizeof(payload));
+    sl_send_message_t m = {.payload = payload, .payload_len = sizeof(payload)};
+    for (int i = 0; i < 40; i++) {
+        sl_send_result_t sent;
+        assert_int_equal(sl_client_send_messages(c, sl_id_name("cli-seg"), sl_id_name("t"),
+                                                 sl_partitioning_partition(0), &m, 1, &sent),
+                         0);
+    }
+    const sl_topic_t *t;
+    assert_int_equal(sl_client_get_topic(c, sl_id_name("cli-seg"), sl_id_name("t"), &t), 0);
+    uint32_t before = t->partitions[0].segments_count;
+    assert_true(before >= 3);
+    char want[200];
+    cli_res_t r = ROOT("-o", "json", "segment", "delete", "cli-seg", "t", "0", "1");
+    expect_code(&r, 0);
+    expect_json(r.out, false);
+    expect_has(r.out, "\"requested\": 1,\n  \"deleted\": 1,\n");
+    snprintf(want, sizeof(want), "\"segments_before\": %u,\n  \"segments_after\": %u\n", before,
+             before - 1);
+    expect_has(r.out, want);
+    res_free(&r);
+    snprintf(want, sizeof(want),
+             "deleted %u of the 50 segments asked for from partition 0 of "
+             "topic 't' of stream 'cli-seg': it had %u segments, it has 1 (the active segment is "
+             "never deleted)",
+             before - 2, before - 1);
+    r = ROOT("segment", "delete", "cli-seg", "t", "0", "50");
+    expect_code(&r, 0);
+    expect_has(r.out, want);
+    res_free(&r);
+    assert_int_equal(sl_client_delete_stream(c, sl_id_name("cli-seg")), 0);
+    sl_client_close(c);
+}
+
 static void test_topics_partitions(void **state)
 {
     (void)state;
@@ -619,7 +664,18 @@ static void test_topics_partitions(void **state)
     r = ROOT("partition", "list", "cli-t", "events");
     assert_null(strstr(r.out, "\n4 "));
     res_free(&r);
-    ok(ROOT("segment", "delete", "cli-t", "events", "0", "1"));
+    /* DeleteSegments says nothing of what it deleted: the tool reads the
+     * count back. Only the active segment exists here. */
+    r = ROOT("segment", "delete", "cli-t", "events", "0", "1");
+    expect_code(&r, 0);
+    expect_has(r.out, "deleted 0 of the 1 segments asked for from partition 0 of topic 'events' "
+                      "of stream 'cli-t': it had 1 segment, it has 1 (the active segment is "
+                      "never deleted)");
+    res_free(&r);
+    r = ROOT("segment", "delete", "cli-t", "events", "9", "1");
+    expect_code(&r, 4);
+    expect_has(r.err, "topic 'events' of stream 'cli-t' has no partition 9");
+    res_free(&r);
     ok(ROOT("topic", "purge", "cli-t", "events"));
     ok(ROOT("topic", "delete", "cli-t", "audit2"));
     r = ROOT("topic", "get", "cli-t", "audit2");
@@ -1660,27 +1716,17 @@ int main(void)
      * handles, instead of killing the test. */
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_help_everywhere),
-        cmocka_unit_test(test_usage_errors),
-        cmocka_unit_test(test_streams),
-        cmocka_unit_test(test_topics_partitions),
-        cmocka_unit_test(test_send_poll_headers),
-        cmocka_unit_test(test_poll_strategies),
-        cmocka_unit_test(test_send_stdin),
-        cmocka_unit_test(test_follow),
-        cmocka_unit_test(test_groups_offsets),
-        cmocka_unit_test(test_users),
-        cmocka_unit_test(test_tokens),
-        cmocka_unit_test(test_error_codes),
-        cmocka_unit_test(test_contexts),
-        cmocka_unit_test(test_login_logout),
-        cmocka_unit_test(test_password_prompt),
-        cmocka_unit_test(test_completion),
-        cmocka_unit_test(test_reference_doc),
-        cmocka_unit_test(test_system_commands),
-        cmocka_unit_test(test_message_files),
-        cmocka_unit_test(test_group_poll),
-        cmocka_unit_test(test_list_mode_and_forms),
+        cmocka_unit_test(test_help_everywhere), cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_streams),         cmocka_unit_test(test_topics_partitions),
+        cmocka_unit_test(test_segment_delete),  cmocka_unit_test(test_send_poll_headers),
+        cmocka_unit_test(test_poll_strategies), cmocka_unit_test(test_send_stdin),
+        cmocka_unit_test(test_follow),          cmocka_unit_test(test_groups_offsets),
+        cmocka_unit_test(test_users),           cmocka_unit_test(test_tokens),
+        cmocka_unit_test(test_error_codes),     cmocka_unit_test(test_contexts),
+        cmocka_unit_test(test_login_logout),    cmocka_unit_test(test_password_prompt),
+        cmocka_unit_test(test_completion),      cmocka_unit_test(test_reference_doc),
+        cmocka_unit_test(test_system_commands), cmocka_unit_test(test_message_files),
+        cmocka_unit_test(test_group_poll),      cmocka_unit_test(test_list_mode_and_forms),
     };
     return cmocka_run_group_tests(tests, start, stop);
 }
