@@ -184,8 +184,14 @@ bool cli_stream_permission(const char *text, sl_topic_permission_t *storage,
 
 /* The exit code for a libsluice error. */
 int cli_exit_for(int rc) CLI_WUR;
-/* Prints "sluice: error: <what>: <description> [<Name>]" and returns cli_exit_for(rc). */
+/* Prints "sluice: error: <what>: <description> [<Name>]; <hint>" and returns
+ * cli_exit_for(rc). The hint states the rule behind codes whose name does not
+ * (limits, the root user's guards); it is left out for the others. */
 int cli_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3))) CLI_WUR;
+/* cli_fail with the caller's hint (NULL: the code's own, if any), for
+ * handlers that know which object or value was wrong. */
+int cli_fail_hint(int rc, const char *hint, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4))) CLI_WUR;
 /* Prints "sluice: error: <message>" and returns code. */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3))) CLI_WUR;
 

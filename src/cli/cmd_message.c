@@ -771,6 +771,12 @@ int cli_cmd_message_flush(cli_run_t *run)
         return cli_usage(run, "invalid PARTITION '%s' (a number)", cli_arg(run, "PARTITION"));
     int rc = sl_client_flush_unsaved_buffer(run->client, cli_id(stream), cli_id(topic), partition,
                                             cli_flag(run, "fsync"));
+    if (rc == -SL_ERR_FEATURE_UNAVAILABLE)
+        return cli_fail_hint(rc,
+                             "protocol 0.11.0 servers (sluiced, Apache Iggy) do not offer "
+                             "FlushUnsavedBuffer",
+                             "flush partition %u of topic '%s' of stream '%s'", partition, topic,
+                             stream);
     if (rc != 0)
         return cli_fail(rc, "flush partition %u of topic '%s' of stream '%s'", partition, topic,
                         stream);

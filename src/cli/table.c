@@ -224,8 +224,11 @@ static const cli_cmd_t message_cmds[] = {
               "append the messages to FILE instead of printing them"},
              O_FILE_FORMAT),
         cli_cmd_message_poll),
-    CMD("flush", "f", "ask the server to flush a partition's unsaved messages",
-        "Servers that do not offer it answer FeatureUnavailable (5).\n"
+    CMD("flush", "f",
+        "ask the server to flush a partition's unsaved messages (0.11.0 servers refuse it)",
+        "Protocol 0.11.0 servers, sluiced and Apache Iggy's alike, always answer\n"
+        "FeatureUnavailable (5), and the command then exits 1. It is here for parity\n"
+        "with Iggy's CLI and for servers that offer it.\n"
         "Example:\n  sluice message flush orders events 0 --fsync",
         ARGS(A_STREAM, A_TOPIC, A_PARTITION),
         OPTS({"fsync", NULL, 'f', NULL, NULL, 0, "fsync the flushed data"}), cli_cmd_message_flush),

@@ -1080,9 +1080,16 @@ static void test_error_codes(void **state)
     expect_has(r.err, "send messages to topic 't' of stream 'cli-missing'");
     expect_has(r.err, "[ResourceNotFound]");
     res_free(&r);
+    /* Offered for parity with Iggy's CLI; help and error say 0.11.0 servers refuse it. */
     r = ROOT("message", "flush", "cli-dup", "t", "0");
     expect_code(&r, 1);
-    expect_has(r.err, "[FeatureUnavailable]");
+    expect_has(r.err, "feature unavailable (5) [FeatureUnavailable]; protocol 0.11.0 servers "
+                      "(sluiced, Apache Iggy) do not offer FlushUnsavedBuffer");
+    res_free(&r);
+    r = SL("message", "flush", "--help");
+    expect_code(&r, 0);
+    expect_has(r.out, "(0.11.0 servers refuse it)");
+    expect_has(r.out, "always answer\nFeatureUnavailable (5), and the command then exits 1");
     res_free(&r);
     r = SL("-u", "iggy", "-p", "wrong", "stream", "list");
     expect_code(&r, 5);
