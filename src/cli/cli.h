@@ -7,6 +7,7 @@
 
 #include <sluice/client.h>
 #include <sluice/error.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -192,8 +193,36 @@ int cli_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
  * handlers that know which object or value was wrong. */
 int cli_fail_hint(int rc, const char *hint, const char *fmt, ...)
     __attribute__((format(printf, 3, 4))) CLI_WUR;
+/* cli_fail_hint with a va_list. */
+int cli_vfail(int rc, const char *hint, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0))) CLI_WUR;
 /* Prints "sluice: error: <message>" and returns code. */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3))) CLI_WUR;
+
+/* --- naming what is missing (explain.c) ------------------------------------------------- */
+
+/* What a command addresses, as the user typed it; NULL / false for the parts
+ * it does not name. */
+typedef struct cli_target {
+    const char *stream;
+    const char *topic;
+    bool has_partition;
+    uint32_t partition;
+    const char *group;
+} cli_target_t;
+
+/* Asks the server which part of t is missing, first the stream, and puts
+ * "stream 'x' not found", "stream 'x' has no topic 'y'", ... in buf. False
+ * when every part exists or the server would not say (no permission). It
+ * replaces the client's earlier results. */
+bool cli_find_missing(cli_run_t *run, const cli_target_t *t, char *buf, size_t cap);
+/* Prints the missing part of t (or fallback when none is found) as an error
+ * and returns CLI_EXIT_NOT_FOUND: for a get that found nothing. */
+int cli_missing(cli_run_t *run, const cli_target_t *t, const char *fallback) CLI_WUR;
+/* cli_fail, with the missing part of t as the hint when rc is a "not found"
+ * error. */
+int cli_fail_at(cli_run_t *run, int rc, const cli_target_t *t, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5))) CLI_WUR;
 
 /* "host:port", "[v6]:port" or "host" (port 8090). */
 bool cli_split_server(const char *server, char *host, size_t cap, uint16_t *port);

@@ -103,9 +103,7 @@ static const char *code_hint(int code, char *buf, size_t cap)
     }
 }
 
-static int vfail(int rc, const char *hint, const char *fmt, va_list ap)
-    __attribute__((format(printf, 3, 0)));
-static int vfail(int rc, const char *hint, const char *fmt, va_list ap)
+int cli_vfail(int rc, const char *hint, const char *fmt, va_list ap)
 {
     char buf[160];
     fputs("sluice: error: ", stderr);
@@ -122,7 +120,7 @@ int cli_fail(int rc, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int code = vfail(rc, NULL, fmt, ap);
+    int code = cli_vfail(rc, NULL, fmt, ap);
     va_end(ap);
     return code;
 }
@@ -131,7 +129,7 @@ int cli_fail_hint(int rc, const char *hint, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int code = vfail(rc, hint, fmt, ap);
+    int code = cli_vfail(rc, hint, fmt, ap);
     va_end(ap);
     return code;
 }
@@ -281,15 +279,24 @@ static int complete_creds(creds_t *c)
     return 0;
 }
 
+/* The server answers a wrong password and an inactive user alike (42, or
+ * 40 for a token), so the message names both causes. */
 static int login(cli_run_t *run, const creds_t *c)
 {
     int rc;
     if (c->token != NULL) {
         rc = sl_client_login_token(run->client, c->token, NULL);
-        return rc == 0 ? 0 : cli_fail(rc, "log in with the token from %s", c->source);
+        const char *why = rc == -SL_ERR_INVALID_PERSONAL_ACCESS_TOKEN
+                              ? "the token is unknown, expired or deleted"
+                          : rc == -SL_ERR_UNAUTHENTICATED ? "the token's user may be inactive"
+                                                          : NULL;
+        return rc == 0 ? 0 : cli_fail_hint(rc, why, "log in with the token from %s", c->source);
     }
     rc = sl_client_login(run->client, c->username, c->password, NULL);
-    return rc == 0 ? 0 : cli_fail(rc, "log in as '%s'", c->username);
+    const char *why = rc == -SL_ERR_INVALID_CREDENTIALS
+                          ? "wrong username or password, or the user is inactive"
+                          : NULL;
+    return rc == 0 ? 0 : cli_fail_hint(rc, why, "log in as '%s'", c->username);
 }
 
 /* The server: --server, SLUICE_SERVER (or Iggy's IGGY_TCP_SERVER_ADDRESS),

@@ -221,12 +221,24 @@ static bool admit_gate(sl_session_t *s, const sl_request_header_t *req, const sl
     int rc = pre_check(s, cmd, body, q);
     if (rc != 0) {
         /* Debug only: a client can send these as fast as it likes. */
-        sl_log_debug("connection %u: %s refused before commit: %s", s->id, cmd->name,
-                     sl_strerror(rc));
+        sl_log_debug("connection %u: %s by user %u refused before commit: %s", s->id, cmd->name,
+                     s->user_id, sl_strerror(rc));
         sl_reply_status(s, req, (uint32_t)-rc);
         return false;
     }
     return preflight(s, req, committed_operation(cmd));
+}
+
+/* A committed refusal (41, 43, 48, ...) at debug level: what an operator
+ * needs to see why a client's change did not happen, and quiet otherwise,
+ * since clients may send refused requests as fast as they like. */
+static void log_refusal(const sl_session_t *s, const sl_command_t *cmd, sl_span_t reply)
+{
+    uint32_t result;
+    sl_span_t payload;
+    if (sl_result_split(reply, &result, &payload) == 0 && result != 0)
+        sl_log_debug("connection %u: %s by user %u refused: %s", s->id, cmd->name, s->user_id,
+                     sl_strerror((int)result));
 }
 
 /* Journal, apply, reply. */
@@ -257,6 +269,7 @@ static void admit_commit(sl_session_t *s, const sl_request_header_t *req, const 
         return;
     }
     sl_server_after_commit(srv, &e, sl_buf_span(&s->reply_body));
+    log_refusal(s, cmd, sl_buf_span(&s->reply_body));
     if (cmd->operation == SL_OP_CREATE_PERSONAL_ACCESS_TOKEN)
         append_token(&s->reply_body, 0, token);
     sl_reply_committed(s, req, operation, e.op, e.timestamp, sl_buf_span(&s->reply_body));

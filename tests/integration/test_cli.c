@@ -926,10 +926,11 @@ static void test_groups_offsets(void **state)
     ok(ROOT("consumer-group", "delete", "cli-g", "t", "audit"));
     r = ROOT("consumer-group", "get", "cli-g", "t", "audit");
     expect_code(&r, 4);
-    expect_has(r.err, "consumer group 'audit' not found");
+    expect_has(r.err, "topic 't' of stream 'cli-g' has no consumer group 'audit'");
     res_free(&r);
     r = ROOT("consumer-group", "list", "cli-g", "no-topic");
     expect_code(&r, 4);
+    expect_has(r.err, "stream 'cli-g' has no topic 'no-topic'");
     res_free(&r);
 
     ok(ROOT("message", "send", "cli-g", "t", "-p", "1", "a", "b", "c"));
@@ -1102,6 +1103,111 @@ static void test_error_codes(void **state)
     expect_code(&r, 3);
     expect_has(r.err, "connect to 127.0.0.1:1: cannot establish connection (9)");
     res_free(&r);
+}
+
+/* Errors name the object the user typed and the rule that refused it;
+ * the codes and exit codes stay the protocol's. */
+static void expect_error(cli_res_t r, int code, const char *message)
+{
+    expect_code(&r, code);
+    expect_has(r.err, message);
+    res_free(&r);
+}
+
+static void test_error_messages(void **state)
+{
+    (void)state;
+    ok(ROOT("stream", "create", "cli-err"));
+    ok(ROOT("topic", "create", "cli-err", "t", "1"));
+    ok(ROOT("message", "send", "cli-err", "t", "x"));
+    /* Polls: which of stream, topic and partition is missing. */
+    expect_error(ROOT("message", "poll", "cli-err", "nope"), 4,
+                 "sluice: error: poll messages from partition 0 of topic 'nope' of stream "
+                 "'cli-err': topic id not found (2010) [TopicIdNotFound]; stream 'cli-err' has no "
+                 "topic 'nope'\n");
+    expect_error(ROOT("message", "poll", "no-stream", "t"), 4,
+                 "stream id not found (1009) [StreamIdNotFound]; stream 'no-stream' not found");
+    expect_error(ROOT("message", "poll", "cli-err", "t", "7"), 4,
+                 "partition not found (3007) [PartitionNotFound]; topic 't' of stream 'cli-err' "
+                 "has no partition 7 (it has 1)");
+    /* Sends: ResourceNotFound (20) says nothing; the tool finds out. */
+    expect_error(ROOT("message", "send", "cli-err", "nope", "x"), 4,
+                 "send messages to topic 'nope' of stream 'cli-err': resource not found (20) "
+                 "[ResourceNotFound]; stream 'cli-err' has no topic 'nope'");
+    expect_error(ROOT("message", "send", "no-stream", "t", "x"), 4,
+                 "[ResourceNotFound]; stream 'no-stream' not found");
+    expect_error(ROOT("message", "send", "cli-err", "t", "--partition-id", "5", "x"), 4,
+                 "[ResourceNotFound]; topic 't' of stream 'cli-err' has no partition 5 (it has 1)");
+    expect_error(ROOT("topic", "get", "no-stream", "t"), 4,
+                 "sluice: error: stream 'no-stream' not found\n");
+    expect_error(ROOT("partition", "list", "cli-err", "nope"), 4,
+                 "sluice: error: stream 'cli-err' has no topic 'nope'\n");
+    expect_error(ROOT("consumer-group", "delete", "cli-err", "t", "nope"), 4,
+                 "[ConsumerGroupIdNotFound]; topic 't' of stream 'cli-err' has no consumer group "
+                 "'nope'");
+    expect_error(ROOT("consumer-offset", "get", "c1", "cli-err", "t", "3"), 4,
+                 "topic 't' of stream 'cli-err' has no partition 3 (it has 1)");
+    expect_error(ROOT("consumer-offset", "set", "c1", "cli-err", "t", "0", "9"), 1,
+                 "store the offset of consumer 'c1' in partition 0 of topic 't' of stream "
+                 "'cli-err': invalid offset (4100) [InvalidOffset]; an offset can be stored only "
+                 "up to the partition's current offset");
+    /* Numbers with a rule say it before anything is sent. */
+    expect_error(ROOT("partition", "create", "cli-err", "t", "0"), 2,
+                 "invalid COUNT '0' (a number, 1..1000)");
+    expect_error(ROOT("topic", "create", "cli-err", "t2", "1001"), 2,
+                 "invalid PARTITIONS '1001' (a number, 0..1000)");
+
+    /* Users: the missing user, the root user's guards, the permission. */
+    expect_error(
+        ROOT("user", "delete", "ghost"), 4,
+        "delete user 'ghost': resource not found (20) [ResourceNotFound]; no user 'ghost'");
+    expect_error(ROOT("user", "delete", "0"), 1,
+                 "cannot delete user (48) [CannotDeleteUser]; the root user (id 0) cannot be "
+                 "deleted");
+    ok(ROOT("user", "create", "cli-boss", "boss-pass", "-g", "m_usr,r_usr"));
+    ok(ROOT("user", "create", "cli-temp", "temp-pass"));
+    expect_error(SL("-u", "cli-boss", "-p", "boss-pass", "user", "name", "iggy", "owned"), 6,
+                 "rename user 'iggy': unauthorized (41) [Unauthorized]; only the root user may "
+                 "rename the root user or set it inactive");
+    expect_error(SL("-u", "cli-boss", "-p", "boss-pass", "user", "status", "0", "inactive"), 6,
+                 "only the root user may rename the root user or set it inactive");
+    expect_error(SL("-u", "cli-temp", "-p", "temp-pass", "user", "status", "cli-boss", "inactive"),
+                 6, "[Unauthorized]; this needs the manage_users permission");
+    expect_error(ROOT("user", "password", "cli-temp", "not-it", "new-pass"), 5,
+                 "invalid credentials (42) [InvalidCredentials]; the current password is wrong");
+    expect_error(SL("-u", "cli-temp", "-p", "wrong-pass", "me"), 5,
+                 "log in as 'cli-temp': invalid credentials (42) [InvalidCredentials]; wrong "
+                 "username or password, or the user is inactive");
+    ok(ROOT("user", "status", "cli-temp", "inactive"));
+    expect_error(SL("-u", "cli-temp", "-p", "temp-pass", "me"), 5,
+                 "; wrong username or password, or the user is inactive");
+    expect_error(SL("-t", "not-a-token", "me"), 5,
+                 "[InvalidPersonalAccessToken]; the token is unknown, expired or deleted");
+    expect_error(ROOT("pat", "delete", "no-such-token"), 4,
+                 "[ResourceNotFound]; this user has no token by that name");
+    ok(ROOT("user", "delete", "cli-temp"));
+    ok(ROOT("user", "delete", "cli-boss"));
+
+    /* A payload over the limit: the size and the limit. */
+    char path[600];
+    snprintf(path, sizeof(path), "%s/big.txt", home);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    static char chunk[1 << 20];
+    memset(chunk, 'b', sizeof(chunk));
+    size_t left = 64000001;
+    while (left > 0) {
+        size_t n = left < sizeof(chunk) ? left : sizeof(chunk);
+        assert_int_equal(fwrite(chunk, 1, n, f), n);
+        left -= n;
+    }
+    assert_int_equal(fclose(f), 0);
+    expect_error(
+        ROOT("message", "send", "cli-err", "t", "--input-file", path, "--file-format", "lines"), 1,
+        "add message 1: too big message payload (4022) [TooBigMessagePayload]; its "
+        "payload is 64000001 bytes, at most 64000000 are allowed");
+    unlink(path);
+    ok(ROOT("stream", "delete", "cli-err"));
 }
 
 /* --- contexts, environment, login sessions --------------------------------------------------- */
@@ -1723,17 +1829,29 @@ int main(void)
      * handles, instead of killing the test. */
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_help_everywhere), cmocka_unit_test(test_usage_errors),
-        cmocka_unit_test(test_streams),         cmocka_unit_test(test_topics_partitions),
-        cmocka_unit_test(test_segment_delete),  cmocka_unit_test(test_send_poll_headers),
-        cmocka_unit_test(test_poll_strategies), cmocka_unit_test(test_send_stdin),
-        cmocka_unit_test(test_follow),          cmocka_unit_test(test_groups_offsets),
-        cmocka_unit_test(test_users),           cmocka_unit_test(test_tokens),
-        cmocka_unit_test(test_error_codes),     cmocka_unit_test(test_contexts),
-        cmocka_unit_test(test_login_logout),    cmocka_unit_test(test_password_prompt),
-        cmocka_unit_test(test_completion),      cmocka_unit_test(test_reference_doc),
-        cmocka_unit_test(test_system_commands), cmocka_unit_test(test_message_files),
-        cmocka_unit_test(test_group_poll),      cmocka_unit_test(test_list_mode_and_forms),
+        cmocka_unit_test(test_help_everywhere),
+        cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_streams),
+        cmocka_unit_test(test_topics_partitions),
+        cmocka_unit_test(test_segment_delete),
+        cmocka_unit_test(test_send_poll_headers),
+        cmocka_unit_test(test_poll_strategies),
+        cmocka_unit_test(test_send_stdin),
+        cmocka_unit_test(test_follow),
+        cmocka_unit_test(test_groups_offsets),
+        cmocka_unit_test(test_users),
+        cmocka_unit_test(test_tokens),
+        cmocka_unit_test(test_error_codes),
+        cmocka_unit_test(test_error_messages),
+        cmocka_unit_test(test_contexts),
+        cmocka_unit_test(test_login_logout),
+        cmocka_unit_test(test_password_prompt),
+        cmocka_unit_test(test_completion),
+        cmocka_unit_test(test_reference_doc),
+        cmocka_unit_test(test_system_commands),
+        cmocka_unit_test(test_message_files),
+        cmocka_unit_test(test_group_poll),
+        cmocka_unit_test(test_list_mode_and_forms),
     };
     return cmocka_run_group_tests(tests, start, stop);
 }

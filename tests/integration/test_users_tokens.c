@@ -35,7 +35,9 @@ static sl_client_t *root;
 static int setup(void **state)
 {
     (void)state;
-    th_options_t opt = {.extra_config = "[personal_access_token]\nmax_tokens_per_user = 3\n"};
+    /* Debug logging: the tests check what an operator is told of refusals. */
+    th_options_t opt = {.extra_config = "[personal_access_token]\nmax_tokens_per_user = 3\n"
+                                        "[system.logging]\nlevel = \"debug\"\n"};
     if (!th_start(&srv, &opt))
         return -1;
     root = th_client(srv.port, "iggy", "iggy");
@@ -384,6 +386,9 @@ static void test_root_protected_from_managers(void **state)
     FAILS(sl_client_update_user(kate, sl_id_num(0), "not-root", 0), SL_ERR_UNAUTHORIZED);
     FAILS(sl_client_update_user(kate, sl_id_name("iggy"), NULL, SL_USER_STATUS_INACTIVE),
           SL_ERR_UNAUTHORIZED);
+    char line[100];
+    snprintf(line, sizeof(line), "UpdateUser by user %u refused: unauthorized (41)", id);
+    assert_non_null(strstr(th_log(&srv), line));
     /* The reference's own guards are unchanged. */
     FAILS(sl_client_delete_user(kate, sl_id_num(0)), SL_ERR_CANNOT_DELETE_USER);
     FAILS(sl_client_update_permissions(kate, sl_id_num(0), NULL), SL_ERR_CANNOT_CHANGE_PERMISSIONS);
@@ -447,6 +452,9 @@ static void test_password_length(void **state)
           SL_ERR_INVALID_PASSWORD);
     FAILS(sl_client_create_user(root, "pw-empty", "", SL_USER_STATUS_ACTIVE, NULL, NULL),
           SL_ERR_INVALID_PASSWORD);
+    /* The operator's log says why, at debug level. */
+    assert_non_null(
+        strstr(th_log(&srv), "CreateUser by user 0 refused before commit: invalid password (44)"));
     const sl_user_t *u;
     OK(sl_client_get_user(root, sl_id_name("pw-short"), &u));
     assert_null(u);
