@@ -1552,6 +1552,12 @@ static void test_system_commands(void **state)
     r = ROOT("snapshot", "-s", "nonsense");
     expect_code(&r, 2);
     res_free(&r);
+    /* sluiced cannot write zstd archives (Debian's libzip): the error says so. */
+    r = ROOT("snapshot", "-c", "zstd", "-s", "test", "--out-dir", home);
+    expect_code(&r, 1);
+    expect_has(r.err, "get a zstd snapshot: feature unavailable (5) [FeatureUnavailable]; the "
+                      "server cannot write this compression");
+    res_free(&r);
 }
 
 /* --- Iggy parity: message files, group polls, list mode, option forms ----------------------- */
