@@ -1157,7 +1157,13 @@ static void test_error_messages(void **state)
     expect_error(ROOT("topic", "create", "cli-err", "t2", "1001"), 2,
                  "invalid PARTITIONS '1001' (a number, 0..1000)");
 
-    /* Users: the missing user, the root user's guards, the permission. */
+    ok(ROOT("stream", "delete", "cli-err"));
+}
+
+static void test_error_messages_users(void **state)
+{
+    (void)state;
+    /* The missing user, the root user's guards, the permission. */
     expect_error(
         ROOT("user", "delete", "ghost"), 4,
         "delete user 'ghost': resource not found (20) [ResourceNotFound]; no user 'ghost'");
@@ -1187,8 +1193,14 @@ static void test_error_messages(void **state)
                  "[ResourceNotFound]; this user has no token by that name");
     ok(ROOT("user", "delete", "cli-temp"));
     ok(ROOT("user", "delete", "cli-boss"));
+}
 
-    /* A payload over the limit: the size and the limit. */
+/* A payload over the limit: the size and the limit. */
+static void test_error_message_payload(void **state)
+{
+    (void)state;
+    ok(ROOT("stream", "create", "cli-big"));
+    ok(ROOT("topic", "create", "cli-big", "t", "1"));
     char path[600];
     snprintf(path, sizeof(path), "%s/big.txt", home);
     FILE *f = fopen(path, "w");
@@ -1203,11 +1215,11 @@ static void test_error_messages(void **state)
     }
     assert_int_equal(fclose(f), 0);
     expect_error(
-        ROOT("message", "send", "cli-err", "t", "--input-file", path, "--file-format", "lines"), 1,
+        ROOT("message", "send", "cli-big", "t", "--input-file", path, "--file-format", "lines"), 1,
         "add message 1: too big message payload (4022) [TooBigMessagePayload]; its "
         "payload is 64000001 bytes, at most 64000000 are allowed");
     unlink(path);
-    ok(ROOT("stream", "delete", "cli-err"));
+    ok(ROOT("stream", "delete", "cli-big"));
 }
 
 /* --- contexts, environment, login sessions --------------------------------------------------- */
@@ -1849,6 +1861,8 @@ int main(void)
         cmocka_unit_test(test_tokens),
         cmocka_unit_test(test_error_codes),
         cmocka_unit_test(test_error_messages),
+        cmocka_unit_test(test_error_messages_users),
+        cmocka_unit_test(test_error_message_payload),
         cmocka_unit_test(test_contexts),
         cmocka_unit_test(test_login_logout),
         cmocka_unit_test(test_password_prompt),
