@@ -1151,6 +1151,16 @@ static void test_error_messages(void **state)
                  "store the offset of consumer 'c1' in partition 0 of topic 't' of stream "
                  "'cli-err': invalid offset (4100) [InvalidOffset]; an offset can be stored only "
                  "up to the partition's current offset");
+    /* A group's offset is written only by the member holding the partition. */
+    ok(ROOT("consumer-group", "create", "cli-err", "t", "cli-eg"));
+    expect_error(
+        ROOT("consumer-offset", "set", "cli-eg", "cli-err", "t", "0", "0", "-k", "consumer-group"),
+        4,
+        "[ResourceNotFound]; only the group member the partition is assigned to may "
+        "write its offset");
+    expect_error(
+        ROOT("consumer-offset", "delete", "nope", "cli-err", "t", "0", "-k", "consumer-group"), 4,
+        "[ResourceNotFound]; topic 't' of stream 'cli-err' has no consumer group 'nope'");
     /* Numbers with a rule say it before anything is sent. */
     expect_error(ROOT("partition", "create", "cli-err", "t", "0"), 2,
                  "invalid COUNT '0' (a number, 1..1000)");
