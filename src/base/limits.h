@@ -22,7 +22,8 @@
 /* Usernames on create/rename: result 43 outside this range. */
 #define SL_USERNAME_LEN_MIN 3u
 #define SL_USERNAME_LEN_MAX 50u
-/* Passwords checked at login: eviction 9 outside this range. */
+/* Passwords: outside this range a login is eviction 9, and CreateUser /
+ * ChangePassword are refused with status 44 (a Sluice rule, not the reference's). */
 #define SL_PASSWORD_LEN_MIN 3u
 #define SL_PASSWORD_LEN_MAX 100u
 /* Passwords on the wire: u8 length, empty allowed (CreateUser, ChangePassword). */

@@ -179,6 +179,10 @@ static int check_args(cli_run_t *run)
             !word_in(args[i].choices, run->pos[i], strlen(run->pos[i])))
             return cli_usage(run, "invalid %s '%s' (expected one of: %s)", args[i].name,
                              run->pos[i], args[i].choices);
+        /* A REST argument's words are checked by its handler. */
+        if (i < run->pos_count && args[i].len_max != 0 && !(args[i].flags & CLI_ARG_REST) &&
+            cli_check_len(run, args[i].name, run->pos[i], args[i].len_min, args[i].len_max) != 0)
+            return CLI_EXIT_USAGE;
     }
     if (run->pos_count < required)
         return cli_usage(run, "missing argument %s", args[run->pos_count].name);
@@ -377,8 +381,13 @@ void cli_print_help(FILE *f, const cli_cmd_t *group, const cli_cmd_t *cmd)
     } else if (cmd->args != NULL && cmd->args->name != NULL) {
         fprintf(f, "\nArguments:\n");
         for (const cli_arg_t *a = cmd->args; a->name != NULL; a++) {
+            char help[512];
+            if (a->len_max != 0)
+                snprintf(help, sizeof(help), "%s (%u..%u bytes)", a->help, a->len_min, a->len_max);
+            else
+                snprintf(help, sizeof(help), "%s", a->help);
             fprintf(f, "  %-*s ", HELP_COLUMN - 2, a->name);
-            print_wrapped(f, HELP_COLUMN + 1, a->help);
+            print_wrapped(f, HELP_COLUMN + 1, help);
         }
     }
     if (cmd != NULL)

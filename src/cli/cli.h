@@ -7,6 +7,7 @@
 
 #include <sluice/client.h>
 #include <sluice/error.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -55,6 +56,10 @@ typedef struct cli_arg {
     uint8_t flags;    /* CLI_ARG_* */
     const char *choices;
     const char *help;
+    /* The protocol's length rule in bytes, checked before anything is sent
+     * and shown in --help; len_max 0: none. */
+    uint8_t len_min;
+    uint8_t len_max;
 } cli_arg_t;
 
 typedef struct cli_run cli_run_t;
@@ -150,6 +155,11 @@ int cli_usage(const cli_run_t *run, const char *fmt, ...)
 /* A stream, topic, group or user: digits are a numeric id, anything else a name. */
 sl_id_t cli_id(const char *text);
 bool cli_u32(const char *text, uint32_t *out);
+/* 0 when text is min..max bytes long, else a usage error that states the
+ * rule: "<what> must be 1..255 bytes (got 300)". what never echoes text, so
+ * secrets and unprintable names stay out of the message. */
+int cli_check_len(const cli_run_t *run, const char *what, const char *text, size_t min,
+                  size_t max) CLI_WUR;
 bool cli_u64(const char *text, uint64_t *out);
 /* "15m", "1h 30m", "2days 4hours"; "never"/"unlimited"/"none" -> UINT64_MAX,
  * "server_default"/"default" -> 0. Words are summed. Result in microseconds. */
@@ -175,10 +185,44 @@ bool cli_stream_permission(const char *text, sl_topic_permission_t *storage,
 
 /* The exit code for a libsluice error. */
 int cli_exit_for(int rc) CLI_WUR;
-/* Prints "sluice: error: <what>: <description> [<Name>]" and returns cli_exit_for(rc). */
+/* Prints "sluice: error: <what>: <description> [<Name>]; <hint>" and returns
+ * cli_exit_for(rc). The hint states the rule behind codes whose name does not
+ * (limits, the root user's guards); it is left out for the others. */
 int cli_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3))) CLI_WUR;
+/* cli_fail with the caller's hint (NULL: the code's own, if any), for
+ * handlers that know which object or value was wrong. */
+int cli_fail_hint(int rc, const char *hint, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4))) CLI_WUR;
+/* cli_fail_hint with a va_list. */
+int cli_vfail(int rc, const char *hint, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0))) CLI_WUR;
 /* Prints "sluice: error: <message>" and returns code. */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3))) CLI_WUR;
+
+/* --- naming what is missing (explain.c) ------------------------------------------------- */
+
+/* What a command addresses, as the user typed it; NULL / false for the parts
+ * it does not name. */
+typedef struct cli_target {
+    const char *stream;
+    const char *topic;
+    bool has_partition;
+    uint32_t partition;
+    const char *group;
+} cli_target_t;
+
+/* Asks the server which part of t is missing, first the stream, and puts
+ * "stream 'x' not found", "stream 'x' has no topic 'y'", ... in buf. False
+ * when every part exists or the server would not say (no permission). It
+ * replaces the client's earlier results. */
+bool cli_find_missing(cli_run_t *run, const cli_target_t *t, char *buf, size_t cap);
+/* Prints the missing part of t (or fallback when none is found) as an error
+ * and returns CLI_EXIT_NOT_FOUND: for a get that found nothing. */
+int cli_missing(cli_run_t *run, const cli_target_t *t, const char *fallback) CLI_WUR;
+/* cli_fail, with the missing part of t as the hint when rc is a "not found"
+ * error. */
+int cli_fail_at(cli_run_t *run, int rc, const cli_target_t *t, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5))) CLI_WUR;
 
 /* "host:port", "[v6]:port" or "host" (port 8090). */
 bool cli_split_server(const char *server, char *host, size_t cap, uint16_t *port);

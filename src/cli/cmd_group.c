@@ -68,8 +68,9 @@ int cli_cmd_group_create(cli_run_t *run)
     const sl_consumer_group_t *g;
     int rc = sl_client_create_consumer_group(run->client, cli_id(stream), cli_id(topic), name, &g);
     if (rc != 0)
-        return cli_fail(rc, "create consumer group '%s' on topic '%s' of stream '%s'", name, topic,
-                        stream);
+        return cli_fail_at(run, rc, &(cli_target_t){.stream = stream, .topic = topic},
+                           "create consumer group '%s' on topic '%s' of stream '%s'", name, topic,
+                           stream);
     cli_doc_t doc;
     group_doc(&doc, g);
     cli_created(run, &doc, "created consumer group '%s' with id %u on topic '%s' of stream '%s'",
@@ -85,7 +86,9 @@ int cli_cmd_group_delete(cli_run_t *run)
     int rc =
         sl_client_delete_consumer_group(run->client, cli_id(stream), cli_id(topic), cli_id(group));
     if (rc != 0)
-        return cli_fail(rc, "delete consumer group '%s'", group);
+        return cli_fail_at(
+            run, rc, &(cli_target_t){.stream = stream, .topic = topic, .group = group},
+            "delete consumer group '%s' of topic '%s' of stream '%s'", group, topic, stream);
     cli_done(run, "deleted consumer group '%s' of topic '%s' of stream '%s'", group, topic, stream);
     return 0;
 }
@@ -97,12 +100,12 @@ int cli_cmd_group_get(cli_run_t *run)
     const sl_consumer_group_t *g;
     int rc =
         sl_client_get_consumer_group(run->client, cli_id(stream), cli_id(topic), cli_id(group), &g);
+    cli_target_t target = {.stream = stream, .topic = topic, .group = group};
     if (rc != 0)
-        return cli_fail(rc, "get consumer group '%s'", group);
-    if (g == NULL)
-        return cli_error(CLI_EXIT_NOT_FOUND,
-                         "consumer group '%s' not found on topic '%s' of stream '%s'", group, topic,
-                         stream);
+        return cli_fail_at(run, rc, &target, "get consumer group '%s' of topic '%s' of stream '%s'",
+                           group, topic, stream);
+    if (g == NULL) /* also when the stream or topic is missing */
+        return cli_missing(run, &target, "consumer group not found");
     cli_doc_t doc;
     group_doc(&doc, g);
     cli_doc_print(run, &doc);
@@ -117,15 +120,15 @@ int cli_cmd_group_list(cli_run_t *run)
     uint32_t count;
     int rc =
         sl_client_get_consumer_groups(run->client, cli_id(stream), cli_id(topic), &items, &count);
+    cli_target_t target = {.stream = stream, .topic = topic};
     if (rc != 0)
-        return cli_fail(rc, "list consumer groups of topic '%s' of stream '%s'", topic, stream);
-    /* The server lists nothing for a missing topic; say so. */
-    const sl_topic_t *t = NULL;
-    if (count == 0 &&
-        (rc = sl_client_get_topic(run->client, cli_id(stream), cli_id(topic), &t)) != 0)
-        return cli_fail(rc, "get topic '%s' of stream '%s'", topic, stream);
-    if (count == 0 && t == NULL)
-        return cli_error(CLI_EXIT_NOT_FOUND, "topic '%s' not found in stream '%s'", topic, stream);
+        return cli_fail_at(run, rc, &target, "list consumer groups of topic '%s' of stream '%s'",
+                           topic, stream);
+    /* The server may list nothing for a missing stream or topic; say which.
+     * The probe replaces the client's results, which were none. */
+    char missing[1024];
+    if (count == 0 && cli_find_missing(run, &target, missing, sizeof(missing)))
+        return cli_error(CLI_EXIT_NOT_FOUND, "%s", missing);
     cli_doc_t doc;
     cli_doc_list(&doc, group_cols, COUNT(group_cols));
     for (uint32_t i = 0; i < count; i++)
@@ -141,6 +144,7 @@ typedef struct offset_target {
     sl_consumer_ref_t consumer;
     sl_id_t stream;
     sl_id_t topic;
+    cli_target_t names; /* as typed, for errors */
     uint32_t partition;
     const char *what; /* "consumer 'x'" for messages */
     char what_buf[300];
@@ -156,10 +160,33 @@ static int offset_target(cli_run_t *run, offset_target_t *t)
     t->topic = cli_id(cli_arg(run, "TOPIC"));
     if (!cli_u32(cli_arg(run, "PARTITION"), &t->partition))
         return cli_usage(run, "invalid PARTITION '%s' (a number)", cli_arg(run, "PARTITION"));
-    snprintf(t->what_buf, sizeof(t->what_buf), "%s '%s' in partition %u",
-             group ? "consumer group" : "consumer", consumer, t->partition);
+    t->names = (cli_target_t){.stream = cli_arg(run, "STREAM"),
+                              .topic = cli_arg(run, "TOPIC"),
+                              .has_partition = true,
+                              .partition = t->partition,
+                              .group = group ? consumer : NULL};
+    snprintf(t->what_buf, sizeof(t->what_buf),
+             "%s '%s' in partition %u of topic '%s' of stream '%s'",
+             group ? "consumer group" : "consumer", consumer, t->partition, t->names.topic,
+             t->names.stream);
     t->what = t->what_buf;
     return 0;
+}
+
+/* A refused offset write. A group's offset is written only by the member
+ * its partition is assigned to (errors.md 1.1, code 20), which this tool's
+ * connection never is: when nothing named is missing, that is the reason. */
+static int fail_offset_write(cli_run_t *run, int rc, const offset_target_t *t, const char *verb)
+{
+    char missing[1024];
+    const char *hint = NULL;
+    if (cli_exit_for(rc) == CLI_EXIT_NOT_FOUND &&
+        cli_find_missing(run, &t->names, missing, sizeof(missing)))
+        hint = missing;
+    else if (rc == -SL_ERR_RESOURCE_NOT_FOUND && t->names.group != NULL)
+        hint = "only the group member the partition is assigned to may write its offset "
+               "(poll with --kind consumer-group --auto-commit does)";
+    return cli_fail_hint(rc, hint, "%s the offset of %s", verb, t->what);
 }
 
 int cli_cmd_offset_get(cli_run_t *run)
@@ -171,7 +198,7 @@ int cli_cmd_offset_get(cli_run_t *run)
     sl_consumer_offset_t o;
     rc = sl_client_get_consumer_offset(run->client, t.consumer, t.stream, t.topic, t.partition, &o);
     if (rc != 0)
-        return cli_fail(rc, "get the offset of %s", t.what);
+        return cli_fail_at(run, rc, &t.names, "get the offset of %s", t.what);
     if (!o.found)
         return cli_error(CLI_EXIT_NOT_FOUND, "no offset stored for %s", t.what);
     static const cli_col_t cols[] = {
@@ -200,7 +227,7 @@ int cli_cmd_offset_set(cli_run_t *run)
     rc = sl_client_store_consumer_offset(run->client, t.consumer, t.stream, t.topic, t.partition,
                                          offset, SL_ACK_LEVEL_QUORUM);
     if (rc != 0)
-        return cli_fail(rc, "store the offset of %s", t.what);
+        return fail_offset_write(run, rc, &t, "store");
     cli_done(run, "stored offset %llu for %s", (unsigned long long)offset, t.what);
     return 0;
 }
@@ -214,7 +241,7 @@ int cli_cmd_offset_delete(cli_run_t *run)
     rc = sl_client_delete_consumer_offset(run->client, t.consumer, t.stream, t.topic, t.partition,
                                           SL_ACK_LEVEL_QUORUM);
     if (rc != 0)
-        return cli_fail(rc, "delete the offset of %s", t.what);
+        return fail_offset_write(run, rc, &t, "delete");
     cli_done(run, "deleted the offset of %s", t.what);
     return 0;
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/limits.h"
+
 #define COUNT(a)                 ((uint32_t)(sizeof(a) / sizeof((a)[0])))
 #define SEND_BATCH_DEFAULT       1000
 #define POLL_COUNT_DEFAULT       10
@@ -20,8 +22,8 @@
  * origin timestamp u64, user-headers length u32, payload length u32, 8
  * reserved bytes), then the payload, then the user-headers block. */
 #define RECORD_HEADER_SIZE 64
-#define RECORD_PAYLOAD_MAX 64000000u /* the largest payload a message may have */
-#define RECORD_HEADERS_MAX 100000u   /* the largest user-headers block */
+#define RECORD_PAYLOAD_MAX SL_PAYLOAD_MAX      /* the largest payload a message may have */
+#define RECORD_HEADERS_MAX SL_USER_HEADERS_MAX /* the largest user-headers block */
 
 static void put_le(uint8_t *p, uint64_t v, size_t n)
 {
@@ -140,17 +142,30 @@ typedef struct send_state {
     bool open;
 } send_state_t;
 
+/* The stream, topic and (with --partition-id) partition sent to. */
+static cli_target_t send_target(const send_state_t *s)
+{
+    cli_target_t t = {.stream = s->stream_text, .topic = s->topic_text};
+    if (s->plan->partitioning.kind == SL_SEND_PARTITION_ID) {
+        t.has_partition = true;
+        t.partition = s->plan->partitioning.partition_id;
+    }
+    return t;
+}
+
 static int send_commit(send_state_t *s)
 {
     sl_send_result_t r;
     s->open = false;
     int rc = sl_client_send_commit(s->run->client, &r);
+    cli_target_t target = send_target(s);
     if (rc != 0 && s->sent == 0)
-        return cli_fail(rc, "send messages to topic '%s' of stream '%s'", s->topic_text,
-                        s->stream_text);
+        return cli_fail_at(s->run, rc, &target, "send messages to topic '%s' of stream '%s'",
+                           s->topic_text, s->stream_text);
     if (rc != 0)
-        return cli_fail(rc, "send messages to topic '%s' of stream '%s' (%llu already sent)",
-                        s->topic_text, s->stream_text, (unsigned long long)s->sent);
+        return cli_fail_at(s->run, rc, &target,
+                           "send messages to topic '%s' of stream '%s' (%llu already sent)",
+                           s->topic_text, s->stream_text, (unsigned long long)s->sent);
     s->sent += r.messages_count;
     if (r.confirmed) {
         cli_val_t v[] = {cli_u(r.partition_id), cli_u(r.base_offset), cli_u(r.messages_count)};
@@ -162,11 +177,29 @@ static int send_commit(send_state_t *s)
 static int send_begin(send_state_t *s)
 {
     int rc = sl_client_send_begin(s->run->client, s->stream, s->topic, s->plan->partitioning);
+    cli_target_t target = send_target(s);
     if (rc != 0)
-        return cli_fail(rc, "send messages to topic '%s' of stream '%s'", s->topic_text,
-                        s->stream_text);
+        return cli_fail_at(s->run, rc, &target, "send messages to topic '%s' of stream '%s'",
+                           s->topic_text, s->stream_text);
     s->open = true;
     return 0;
+}
+
+/* A message the client refused to add, with its sizes against the limits. */
+static int fail_message(int rc, const sl_send_message_t *m, uint64_t number)
+{
+    char hint[200];
+    const char *why = NULL;
+    if (rc == -SL_ERR_TOO_BIG_MESSAGE_PAYLOAD) {
+        snprintf(hint, sizeof(hint), "its payload is %zu bytes, at most %u are allowed",
+                 m->payload_len, SL_PAYLOAD_MAX);
+        why = hint;
+    } else if (rc == -SL_ERR_TOO_BIG_USER_HEADERS) {
+        snprintf(hint, sizeof(hint), "its user headers take more than the %u bytes allowed",
+                 SL_USER_HEADERS_MAX);
+        why = hint;
+    }
+    return cli_fail_hint(rc, why, "add message %llu", (unsigned long long)number);
 }
 
 /* Adds one message, committing full batches. An exit code. */
@@ -192,7 +225,7 @@ static int send_message(send_state_t *s, const sl_send_message_t *m)
     if (rc != 0) {
         sl_client_send_abandon(s->run->client);
         s->open = false;
-        return cli_fail(rc, "add message %llu", (unsigned long long)(s->sent + pending + 1));
+        return fail_message(rc, m, s->sent + pending + 1);
     }
     return pending >= s->plan->batch_size ? send_commit(s) : 0;
 }
@@ -431,6 +464,8 @@ typedef struct poll_plan {
     bool group; /* poll as a member of the group consumer names */
     sl_id_t stream;
     sl_id_t topic;
+    const char *stream_text;
+    const char *topic_text;
     uint32_t partition;
     bool partition_given;
     sl_poll_strategy_t strategy;
@@ -490,8 +525,10 @@ static int poll_plan(cli_run_t *run, poll_plan_t *p)
     p->consumer_text = consumer ? consumer : "1";
     p->consumer = p->group ? sl_consumer_in_group(cli_id(consumer))
                            : sl_consumer_single(cli_id(p->consumer_text));
-    p->stream = cli_id(cli_arg(run, "STREAM"));
-    p->topic = cli_id(cli_arg(run, "TOPIC"));
+    p->stream_text = cli_arg(run, "STREAM");
+    p->topic_text = cli_arg(run, "TOPIC");
+    p->stream = cli_id(p->stream_text);
+    p->topic = cli_id(p->topic_text);
     p->partition_given = partition != NULL;
     if (partition != NULL && !cli_u32(partition, &p->partition))
         return cli_usage(run, "invalid PARTITION '%s' (a number)", partition);
@@ -636,14 +673,22 @@ static int sink_close(cli_run_t *run, const poll_plan_t *p, poll_sink_t *sink, i
     return 0;
 }
 
+/* The stream, topic and group of a group poll, for error messages. */
+static cli_target_t group_target(const poll_plan_t *p)
+{
+    return (cli_target_t){
+        .stream = p->stream_text, .topic = p->topic_text, .group = p->consumer_text};
+}
+
 /* The partition to poll as a group member: PARTITION when the group assigns
  * it to this connection, else the first one assigned. An exit code. */
 static int group_partition(cli_run_t *run, poll_plan_t *p)
 {
     const sl_assignment_t *a;
     int rc = sl_client_sync_consumer_group(run->client, p->stream, p->topic, p->consumer.id, &a);
+    cli_target_t target = group_target(p);
     if (rc != 0)
-        return cli_fail(rc, "sync with consumer group '%s'", p->consumer_text);
+        return cli_fail_at(run, rc, &target, "sync with consumer group '%s'", p->consumer_text);
     if (a == NULL)
         return cli_error(CLI_EXIT_SERVER, "this connection is no member of consumer group '%s'",
                          p->consumer_text);
@@ -667,8 +712,11 @@ static int group_partition(cli_run_t *run, poll_plan_t *p)
 static int group_join(cli_run_t *run, poll_plan_t *p, bool *joined)
 {
     int rc = sl_client_join_consumer_group(run->client, p->stream, p->topic, p->consumer.id);
+    cli_target_t target = group_target(p);
     if (rc != 0)
-        return cli_fail(rc, "join consumer group '%s'", p->consumer_text);
+        return cli_fail_at(run, rc, &target,
+                           "join consumer group '%s' of topic '%s' of stream '%s'",
+                           p->consumer_text, p->topic_text, p->stream_text);
     *joined = true;
     return group_partition(run, p);
 }
@@ -696,7 +744,13 @@ static int poll_loop(cli_run_t *run, poll_plan_t *p, poll_sink_t *sink)
         int rc = sl_client_poll_messages(run->client, p->consumer, p->stream, p->topic,
                                          p->partition, p->strategy, p->count, p->auto_commit, &got);
         if (rc != 0)
-            return cli_fail(rc, "poll messages");
+            return cli_fail_at(run, rc,
+                               &(cli_target_t){.stream = p->stream_text,
+                                               .topic = p->topic_text,
+                                               .has_partition = true,
+                                               .partition = p->partition},
+                               "poll messages from partition %u of topic '%s' of stream '%s'",
+                               p->partition, p->topic_text, p->stream_text);
         if (got.resync_required) {
             /* The group moved its partitions (a member came or went). */
             if (++resyncs > POLL_RESYNCS_MAX)
@@ -771,9 +825,18 @@ int cli_cmd_message_flush(cli_run_t *run)
         return cli_usage(run, "invalid PARTITION '%s' (a number)", cli_arg(run, "PARTITION"));
     int rc = sl_client_flush_unsaved_buffer(run->client, cli_id(stream), cli_id(topic), partition,
                                             cli_flag(run, "fsync"));
+    if (rc == -SL_ERR_FEATURE_UNAVAILABLE)
+        return cli_fail_hint(rc,
+                             "protocol 0.11.0 servers (sluiced, Apache Iggy) do not offer "
+                             "FlushUnsavedBuffer",
+                             "flush partition %u of topic '%s' of stream '%s'", partition, topic,
+                             stream);
     if (rc != 0)
-        return cli_fail(rc, "flush partition %u of topic '%s' of stream '%s'", partition, topic,
-                        stream);
+        return cli_fail_at(
+            run, rc,
+            &(cli_target_t){
+                .stream = stream, .topic = topic, .has_partition = true, .partition = partition},
+            "flush partition %u of topic '%s' of stream '%s'", partition, topic, stream);
     cli_done(run, "flushed partition %u of topic '%s' of stream '%s'", partition, topic, stream);
     return 0;
 }

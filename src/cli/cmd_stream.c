@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "base/limits.h"
+
 #define COUNT(a) ((uint32_t)(sizeof(a) / sizeof((a)[0])))
 
 /* --- streams -------------------------------------------------------------------------- */
@@ -217,8 +219,10 @@ int cli_cmd_topic_create(cli_run_t *run)
     const char *stream = cli_arg(run, "STREAM"), *name = cli_arg(run, "NAME");
     const char *partitions_text = cli_arg(run, "PARTITIONS");
     uint32_t partitions = 1;
-    if (partitions_text != NULL && !cli_u32(partitions_text, &partitions))
-        return cli_usage(run, "invalid PARTITIONS '%s' (a number)", partitions_text);
+    if (partitions_text != NULL &&
+        (!cli_u32(partitions_text, &partitions) || partitions > SL_PARTITIONS_PER_REQUEST_MAX))
+        return cli_usage(run, "invalid PARTITIONS '%s' (a number, 0..%u)", partitions_text,
+                         SL_PARTITIONS_PER_REQUEST_MAX);
     sl_topic_options_t o;
     int rc = topic_options(run, &o);
     if (rc != 0)
@@ -226,7 +230,8 @@ int cli_cmd_topic_create(cli_run_t *run)
     const sl_topic_t *t;
     rc = sl_client_create_topic(run->client, cli_id(stream), name, partitions, &o, &t);
     if (rc != 0)
-        return cli_fail(rc, "create topic '%s' in stream '%s'", name, stream);
+        return cli_fail_at(run, rc, &(cli_target_t){.stream = stream},
+                           "create topic '%s' in stream '%s'", name, stream);
     cli_doc_t doc;
     cli_doc_object(&doc, topic_cols, COUNT(topic_cols));
     topic_row(&doc.main, t);
@@ -242,7 +247,8 @@ int cli_cmd_topic_delete(cli_run_t *run)
     const char *stream = cli_arg(run, "STREAM"), *topic = cli_arg(run, "TOPIC");
     int rc = sl_client_delete_topic(run->client, cli_id(stream), cli_id(topic));
     if (rc != 0)
-        return cli_fail(rc, "delete topic '%s' of stream '%s'", topic, stream);
+        return cli_fail_at(run, rc, &(cli_target_t){.stream = stream, .topic = topic},
+                           "delete topic '%s' of stream '%s'", topic, stream);
     cli_done(run, "deleted topic '%s' of stream '%s'", topic, stream);
     return 0;
 }
@@ -257,7 +263,8 @@ int cli_cmd_topic_update(cli_run_t *run)
         return rc;
     rc = sl_client_update_topic(run->client, cli_id(stream), cli_id(topic), name, &o);
     if (rc != 0)
-        return cli_fail(rc, "update topic '%s' of stream '%s'", topic, stream);
+        return cli_fail_at(run, rc, &(cli_target_t){.stream = stream, .topic = topic},
+                           "update topic '%s' of stream '%s'", topic, stream);
     cli_done(run, "updated topic '%s' of stream '%s'", topic, stream);
     return 0;
 }
@@ -269,8 +276,9 @@ static int get_topic(cli_run_t *run, const sl_topic_t **t)
     int rc = sl_client_get_topic(run->client, cli_id(stream), cli_id(topic), t);
     if (rc != 0)
         return cli_fail(rc, "get topic '%s' of stream '%s'", topic, stream);
-    if (*t == NULL)
-        return cli_error(CLI_EXIT_NOT_FOUND, "topic '%s' not found in stream '%s'", topic, stream);
+    if (*t == NULL) /* GetTopic says nothing when the stream is missing either */
+        return cli_missing(run, &(cli_target_t){.stream = stream, .topic = topic},
+                           "topic not found");
     return 0;
 }
 
@@ -320,7 +328,8 @@ int cli_cmd_topic_purge(cli_run_t *run)
     const char *stream = cli_arg(run, "STREAM"), *topic = cli_arg(run, "TOPIC");
     int rc = sl_client_purge_topic(run->client, cli_id(stream), cli_id(topic));
     if (rc != 0)
-        return cli_fail(rc, "purge topic '%s' of stream '%s'", topic, stream);
+        return cli_fail_at(run, rc, &(cli_target_t){.stream = stream, .topic = topic},
+                           "purge topic '%s' of stream '%s'", topic, stream);
     cli_done(run, "purged topic '%s' of stream '%s'", topic, stream);
     return 0;
 }
@@ -331,14 +340,17 @@ static int partitions_change(cli_run_t *run, bool create)
 {
     const char *stream = cli_arg(run, "STREAM"), *topic = cli_arg(run, "TOPIC");
     uint32_t count;
-    if (!cli_u32(cli_arg(run, "COUNT"), &count))
-        return cli_usage(run, "invalid COUNT '%s' (a number)", cli_arg(run, "COUNT"));
+    if (!cli_u32(cli_arg(run, "COUNT"), &count) || count == 0 ||
+        count > SL_PARTITIONS_PER_REQUEST_MAX)
+        return cli_usage(run, "invalid COUNT '%s' (a number, 1..%u)", cli_arg(run, "COUNT"),
+                         SL_PARTITIONS_PER_REQUEST_MAX);
     int rc = create
                  ? sl_client_create_partitions(run->client, cli_id(stream), cli_id(topic), count)
                  : sl_client_delete_partitions(run->client, cli_id(stream), cli_id(topic), count);
     if (rc != 0)
-        return cli_fail(rc, "%s %u partitions %s topic '%s' of stream '%s'",
-                        create ? "add" : "remove", count, create ? "to" : "from", topic, stream);
+        return cli_fail_at(run, rc, &(cli_target_t){.stream = stream, .topic = topic},
+                           "%s %u partitions %s topic '%s' of stream '%s'",
+                           create ? "add" : "remove", count, create ? "to" : "from", topic, stream);
     cli_done(run, "%s %u partitions %s topic '%s' of stream '%s'", create ? "added" : "removed",
              count, create ? "to" : "from", topic, stream);
     return 0;
@@ -368,19 +380,64 @@ int cli_cmd_partition_list(cli_run_t *run)
     return 0;
 }
 
+/* The segments count of one partition as GetTopic reports it. An exit code;
+ * a missing stream, topic or partition is named. */
+static int segments_count(cli_run_t *run, uint32_t partition, uint32_t *count)
+{
+    const sl_topic_t *t;
+    int rc = get_topic(run, &t);
+    if (rc != 0)
+        return rc;
+    for (uint32_t i = 0; t->partitions != NULL && i < t->partitions_count; i++) {
+        if (t->partitions[i].id == partition) {
+            *count = t->partitions[i].segments_count;
+            return 0;
+        }
+    }
+    return cli_error(CLI_EXIT_NOT_FOUND, "topic '%s' of stream '%s' has no partition %u",
+                     cli_arg(run, "TOPIC"), cli_arg(run, "STREAM"), partition);
+}
+
+/* DeleteSegments replies with no count, and deletes fewer segments than
+ * asked when fewer are sealed (never the active one): the message reports
+ * the segments count read back before and after, not the request. */
 int cli_cmd_segment_delete(cli_run_t *run)
 {
     const char *stream = cli_arg(run, "STREAM"), *topic = cli_arg(run, "TOPIC");
-    uint32_t partition, count;
+    uint32_t partition, count, before, after;
     if (!cli_u32(cli_arg(run, "PARTITION"), &partition))
         return cli_usage(run, "invalid PARTITION '%s' (a number)", cli_arg(run, "PARTITION"));
     if (!cli_u32(cli_arg(run, "COUNT"), &count))
         return cli_usage(run, "invalid COUNT '%s' (a number)", cli_arg(run, "COUNT"));
-    int rc =
-        sl_client_delete_segments(run->client, cli_id(stream), cli_id(topic), partition, count);
+    int rc = segments_count(run, partition, &before);
     if (rc != 0)
-        return cli_fail(rc, "delete %u segments of partition %u", count, partition);
-    cli_done(run, "deleted %u segments of partition %u of topic '%s' of stream '%s'", count,
-             partition, topic, stream);
+        return rc;
+    rc = sl_client_delete_segments(run->client, cli_id(stream), cli_id(topic), partition, count);
+    if (rc != 0)
+        return cli_fail_at(
+            run, rc,
+            &(cli_target_t){
+                .stream = stream, .topic = topic, .has_partition = true, .partition = partition},
+            "delete %u segments of partition %u of topic '%s' of stream '%s'", count, partition,
+            topic, stream);
+    rc = segments_count(run, partition, &after);
+    if (rc != 0)
+        return rc;
+    uint32_t deleted = before > after ? before - after : 0;
+    static const cli_col_t cols[] = {{"partition_id", "PARTITION", 0},
+                                     {"requested", "REQUESTED", 0},
+                                     {"deleted", "DELETED", 0},
+                                     {"segments_before", "BEFORE", 0},
+                                     {"segments_after", "AFTER", 0}};
+    cli_doc_t doc;
+    cli_doc_object(&doc, cols, COUNT(cols));
+    cli_table_row(&doc.main, (cli_val_t[]){cli_u(partition), cli_u(count), cli_u(deleted),
+                                           cli_u(before), cli_u(after)});
+    cli_created(run, &doc,
+                "deleted %u of the %u segments asked for from partition %u of topic '%s' of "
+                "stream '%s': it had %u segment%s, it has %u%s",
+                deleted, count, partition, topic, stream, before, before == 1 ? "" : "s", after,
+                deleted < count && after <= 1 ? " (the active segment is never deleted)" : "");
+    cli_doc_free(&doc);
     return 0;
 }

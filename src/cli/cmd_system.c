@@ -298,6 +298,11 @@ int cli_cmd_snapshot(cli_run_t *run)
     const uint8_t *zip;
     size_t zip_len;
     rc = sl_client_get_snapshot(run->client, compression, types, n, &zip, &zip_len);
+    if (rc == -SL_ERR_FEATURE_UNAVAILABLE)
+        return cli_fail_hint(rc,
+                             "the server cannot write this compression (sluiced writes stored, "
+                             "deflated and bzip2 archives)",
+                             "get a %s snapshot", method ? method : "deflated");
     if (rc != 0)
         return cli_fail(rc, "get a snapshot");
     char path[1024], stamp[32];

@@ -1,8 +1,11 @@
 /* Handlers of the user and pat (personal access token) commands. */
 #include "cli/cli.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/limits.h"
 
 #define COUNT(a) ((uint32_t)(sizeof(a) / sizeof((a)[0])))
 
@@ -103,6 +106,37 @@ static int perms_make(cli_run_t *run, perms_t *p, const sl_permission_set_t **ou
     return 0;
 }
 
+/* True when the user named by text is the root user (id 0); asks the server. */
+static bool is_root(cli_run_t *run, const char *text)
+{
+    const sl_user_t *u;
+    return sl_client_get_user(run->client, cli_id(text), &u) == 0 && u != NULL && u->id == 0;
+}
+
+/* A user command's failure, saying which user is missing or which rule
+ * refused it. root_guarded: the command is one only root may apply to root. */
+static int fail_user(cli_run_t *run, int rc, const char *user, bool root_guarded, const char *fmt,
+                     ...) __attribute__((format(printf, 5, 6)));
+static int fail_user(cli_run_t *run, int rc, const char *user, bool root_guarded, const char *fmt,
+                     ...)
+{
+    char hint[400];
+    const char *why = NULL;
+    if (rc == -SL_ERR_RESOURCE_NOT_FOUND) {
+        snprintf(hint, sizeof(hint), "no user '%s'", user);
+        why = hint;
+    } else if (rc == -SL_ERR_UNAUTHORIZED && root_guarded && is_root(run, user)) {
+        why = "only the root user may rename the root user or set it inactive";
+    } else if (rc == -SL_ERR_UNAUTHORIZED) {
+        why = "this needs the manage_users permission";
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int code = cli_vfail(rc, why, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
 static uint8_t status_code(const char *text)
 {
     return strcmp(text, "inactive") == 0 ? SL_USER_STATUS_INACTIVE : SL_USER_STATUS_ACTIVE;
@@ -136,7 +170,7 @@ int cli_cmd_user_delete(cli_run_t *run)
     const char *user = cli_arg(run, "USER");
     int rc = sl_client_delete_user(run->client, cli_id(user));
     if (rc != 0)
-        return cli_fail(rc, "delete user '%s'", user);
+        return fail_user(run, rc, user, false, "delete user '%s'", user);
     cli_done(run, "deleted user '%s'", user);
     return 0;
 }
@@ -178,7 +212,7 @@ int cli_cmd_user_name(cli_run_t *run)
     const char *user = cli_arg(run, "USER"), *name = cli_arg(run, "USERNAME");
     int rc = sl_client_update_user(run->client, cli_id(user), name, 0);
     if (rc != 0)
-        return cli_fail(rc, "rename user '%s'", user);
+        return fail_user(run, rc, user, true, "rename user '%s'", user);
     cli_done(run, "renamed user '%s' to '%s'", user, name);
     return 0;
 }
@@ -188,7 +222,7 @@ int cli_cmd_user_status(cli_run_t *run)
     const char *user = cli_arg(run, "USER"), *status = cli_arg(run, "STATUS");
     int rc = sl_client_update_user(run->client, cli_id(user), NULL, status_code(status));
     if (rc != 0)
-        return cli_fail(rc, "change the status of user '%s'", user);
+        return fail_user(run, rc, user, true, "change the status of user '%s'", user);
     cli_done(run, "user '%s' is now %s", user, status);
     return 0;
 }
@@ -211,11 +245,21 @@ int cli_cmd_user_password(cli_run_t *run)
     if (!secret(cli_arg(run, "CURRENT"), prompt, current, sizeof(current)) ||
         !secret(cli_arg(run, "NEW"), "New password: ", fresh, sizeof(fresh)))
         return cli_usage(run, "give CURRENT and NEW, or run on a terminal to be asked");
-    int rc = sl_client_change_password(run->client, cli_id(user), current, fresh);
+    /* The parser checked NEW when it was an argument; a typed one is checked here. */
+    int rc = cli_check_len(run, "NEW", fresh, SL_PASSWORD_LEN_MIN, SL_PASSWORD_LEN_MAX);
+    if (rc != 0) {
+        memset(current, 0, sizeof(current));
+        memset(fresh, 0, sizeof(fresh));
+        return rc;
+    }
+    rc = sl_client_change_password(run->client, cli_id(user), current, fresh);
     memset(current, 0, sizeof(current));
     memset(fresh, 0, sizeof(fresh));
+    if (rc == -SL_ERR_INVALID_CREDENTIALS)
+        return cli_fail_hint(rc, "the current password is wrong",
+                             "change the password of user '%s'", user);
     if (rc != 0)
-        return cli_fail(rc, "change the password of user '%s'", user);
+        return fail_user(run, rc, user, false, "change the password of user '%s'", user);
     cli_done(run, "changed the password of user '%s'", user);
     return 0;
 }
@@ -228,7 +272,8 @@ int cli_cmd_user_permissions(cli_run_t *run)
     int rc = perms_make(run, &storage, &perms);
     if (rc == 0) {
         rc = sl_client_update_permissions(run->client, cli_id(user), perms);
-        rc = rc == 0 ? 0 : cli_fail(rc, "set the permissions of user '%s'", user);
+        rc =
+            rc == 0 ? 0 : fail_user(run, rc, user, false, "set the permissions of user '%s'", user);
     }
     if (rc == 0)
         cli_done(run, "%s the permissions of user '%s'", perms ? "replaced" : "removed", user);
@@ -268,6 +313,9 @@ int cli_cmd_pat_delete(cli_run_t *run)
 {
     const char *name = cli_arg(run, "NAME");
     int rc = sl_client_delete_token(run->client, name);
+    if (rc == -SL_ERR_RESOURCE_NOT_FOUND)
+        return cli_fail_hint(rc, "this user has no token by that name",
+                             "delete personal access token '%s'", name);
     if (rc != 0)
         return cli_fail(rc, "delete personal access token '%s'", name);
     cli_done(run, "deleted personal access token '%s'", name);

@@ -32,6 +32,14 @@ bool cli_u32(const char *text, uint32_t *out)
     return true;
 }
 
+int cli_check_len(const cli_run_t *run, const char *what, const char *text, size_t min, size_t max)
+{
+    size_t len = strlen(text);
+    if (len >= min && len <= max)
+        return 0;
+    return cli_usage(run, "%s must be %zu..%zu bytes (got %zu)", what, min, max, len);
+}
+
 sl_id_t cli_id(const char *text)
 {
     uint32_t n;

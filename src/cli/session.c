@@ -11,6 +11,8 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "base/limits.h"
+
 /* --- errors ---------------------------------------------------------------------------- */
 
 int cli_exit_for(int rc)
@@ -46,16 +48,90 @@ int cli_exit_for(int rc)
     return CLI_EXIT_SERVER;
 }
 
+/* The rule or likely cause behind a code, where its name alone does not say
+ * it, into buf; NULL otherwise. Handlers that know more pass their own. */
+static const char *code_hint(int code, char *buf, size_t cap)
+{
+    switch (code < 0 ? -code : code) {
+    case SL_ERR_FEATURE_UNAVAILABLE:
+        return "the server does not offer this command";
+    case SL_ERR_INVALID_USERNAME:
+        snprintf(buf, cap, "a username is %u..%u bytes", SL_USERNAME_LEN_MIN, SL_USERNAME_LEN_MAX);
+        return buf;
+    case SL_ERR_INVALID_PASSWORD:
+        snprintf(buf, cap, "a password is %u..%u bytes", SL_PASSWORD_LEN_MIN, SL_PASSWORD_LEN_MAX);
+        return buf;
+    case SL_ERR_CANNOT_DELETE_USER:
+        return "the root user (id 0) cannot be deleted";
+    case SL_ERR_CANNOT_CHANGE_PERMISSIONS:
+        return "the root user's (id 0) permissions cannot be changed";
+    case SL_ERR_PERSONAL_ACCESS_TOKENS_LIMIT_REACHED:
+        return "the user holds as many tokens as the server allows "
+               "(personal_access_token.max_tokens_per_user); delete one first";
+    case SL_ERR_TRANSIENT_NOT_ACCEPTED:
+        return "nothing was applied; try again";
+    case SL_ERR_TRANSIENT_NOT_COMMITTED:
+        return "the outcome is unknown; check before trying again";
+    case SL_ERR_TOO_MANY_STREAMS:
+        snprintf(buf, cap, "stream ids end at %u", SL_STREAMS_MAX - 1);
+        return buf;
+    case SL_ERR_TOO_MANY_TOPICS:
+        snprintf(buf, cap, "a stream holds at most %u topics", SL_TOPICS_PER_STREAM_MAX);
+        return buf;
+    case SL_ERR_TOO_MANY_PARTITIONS:
+        snprintf(buf, cap, "one request creates or deletes at most %u partitions",
+                 SL_PARTITIONS_PER_REQUEST_MAX);
+        return buf;
+    case SL_ERR_INVALID_PARTITIONS_COUNT:
+        return "a topic cannot lose more partitions than it has";
+    case SL_ERR_INVALID_TOPIC_SIZE:
+        return "--max-topic-size must be unlimited, server_default, or at least the topic's "
+               "segment size";
+    case SL_ERR_UNSUPPORTED_OPTION_KEY:
+    case SL_ERR_INVALID_OPTION_VALUE:
+        return "'sluice options' lists the keys and their values";
+    case SL_ERR_INVALID_OFFSET:
+        return "an offset can be stored only up to the partition's current offset";
+    case SL_ERR_TOO_BIG_MESSAGE_PAYLOAD:
+        snprintf(buf, cap, "a message payload is at most %u bytes", SL_PAYLOAD_MAX);
+        return buf;
+    case SL_ERR_TOO_BIG_USER_HEADERS:
+        snprintf(buf, cap, "a message's user headers take at most %u bytes", SL_USER_HEADERS_MAX);
+        return buf;
+    default:
+        return NULL;
+    }
+}
+
+int cli_vfail(int rc, const char *hint, const char *fmt, va_list ap)
+{
+    char buf[160];
+    fputs("sluice: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    const char *name = sl_err_name(rc);
+    if (hint == NULL)
+        hint = code_hint(rc, buf, sizeof(buf));
+    fprintf(stderr, ": %s [%s]%s%s\n", sl_strerror(rc), name ? name : "unknown", hint ? "; " : "",
+            hint ? hint : "");
+    return cli_exit_for(rc);
+}
+
 int cli_fail(int rc, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("sluice: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    int code = cli_vfail(rc, NULL, fmt, ap);
     va_end(ap);
-    const char *name = sl_err_name(rc);
-    fprintf(stderr, ": %s [%s]\n", sl_strerror(rc), name ? name : "unknown");
-    return cli_exit_for(rc);
+    return code;
+}
+
+int cli_fail_hint(int rc, const char *hint, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int code = cli_vfail(rc, hint, fmt, ap);
+    va_end(ap);
+    return code;
 }
 
 int cli_error(int code, const char *fmt, ...)
@@ -203,23 +279,33 @@ static int complete_creds(creds_t *c)
     return 0;
 }
 
+/* The server answers a wrong password and an inactive user alike (42, or
+ * 40 for a token), so the message names both causes. */
 static int login(cli_run_t *run, const creds_t *c)
 {
     int rc;
     if (c->token != NULL) {
         rc = sl_client_login_token(run->client, c->token, NULL);
-        return rc == 0 ? 0 : cli_fail(rc, "log in with the token from %s", c->source);
+        const char *why = rc == -SL_ERR_INVALID_PERSONAL_ACCESS_TOKEN
+                              ? "the token is unknown, expired or deleted"
+                          : rc == -SL_ERR_UNAUTHENTICATED ? "the token's user may be inactive"
+                                                          : NULL;
+        return rc == 0 ? 0 : cli_fail_hint(rc, why, "log in with the token from %s", c->source);
     }
     rc = sl_client_login(run->client, c->username, c->password, NULL);
-    return rc == 0 ? 0 : cli_fail(rc, "log in as '%s'", c->username);
+    const char *why = rc == -SL_ERR_INVALID_CREDENTIALS
+                          ? "wrong username or password, or the user is inactive"
+                          : NULL;
+    return rc == 0 ? 0 : cli_fail_hint(rc, why, "log in as '%s'", c->username);
 }
 
-/* The server: --server, SLUICE_SERVER, the context's, the default. An exit code. */
+/* The server: --server, SLUICE_SERVER (or Iggy's IGGY_TCP_SERVER_ADDRESS),
+ * the context's, the default. An exit code. */
 static int find_server(cli_run_t *run, const cli_context_t *ctx)
 {
     const char *server = cli_opt(run, "server");
     if (server == NULL)
-        server = env("SLUICE_SERVER", NULL);
+        server = env("SLUICE_SERVER", "IGGY_TCP_SERVER_ADDRESS");
     if (server == NULL && ctx != NULL && ctx->server[0])
         server = ctx->server;
     snprintf(run->server, sizeof(run->server), "%s", server ? server : CLI_DEFAULT_SERVER);

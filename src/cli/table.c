@@ -4,6 +4,8 @@
  * are all driven from here. */
 #include "cli/cli.h"
 
+#include "base/limits.h"
+
 #define ARGS(...) ((const cli_arg_t[]){__VA_ARGS__, {0}})
 #define OPTS(...) ((const cli_opt_t[]){__VA_ARGS__, {0}})
 #define CMD(name, aliases, summary, details, args, opts, handler)                                  \
@@ -11,38 +13,46 @@
         name, aliases, summary, details, args, opts, NULL, handler, CLI_NEEDS_LOGIN                \
     }
 
+/* Length rules of the protocol (base/limits.h), checked by the parser. */
+#define NAME_LEN     SL_NAME_LEN_MIN, SL_NAME_LEN_MAX
+#define USERNAME_LEN SL_USERNAME_LEN_MIN, SL_USERNAME_LEN_MAX
+#define PASSWORD_LEN SL_PASSWORD_LEN_MIN, SL_PASSWORD_LEN_MAX
+#define NO_LEN       0, 0
+
 #define A_STREAM                                                                                   \
     {                                                                                              \
-        "STREAM", 0, NULL, "stream id or name"                                                     \
+        "STREAM", 0, NULL, "stream id or name", NAME_LEN                                           \
     }
 #define A_TOPIC                                                                                    \
     {                                                                                              \
-        "TOPIC", 0, NULL, "topic id or name"                                                       \
+        "TOPIC", 0, NULL, "topic id or name", NAME_LEN                                             \
     }
 #define A_GROUP                                                                                    \
     {                                                                                              \
-        "GROUP", 0, NULL, "consumer group id or name"                                              \
+        "GROUP", 0, NULL, "consumer group id or name", NAME_LEN                                    \
     }
 #define A_USER                                                                                     \
     {                                                                                              \
-        "USER", 0, NULL, "user id or username"                                                     \
+        "USER", 0, NULL, "user id or username", NAME_LEN                                           \
     }
 #define A_PARTITION                                                                                \
     {                                                                                              \
-        "PARTITION", 0, NULL, "partition id"                                                       \
+        "PARTITION", 0, NULL, "partition id", NO_LEN                                               \
     }
 #define A_CONSUMER                                                                                 \
     {                                                                                              \
-        "CONSUMER", 0, NULL, "consumer id or name (a group's when --kind consumer-group)"          \
+        "CONSUMER", 0, NULL, "consumer id or name (a group's when --kind consumer-group)",         \
+            NAME_LEN                                                                               \
     }
 #define A_COMPRESSION                                                                              \
     {                                                                                              \
-        "COMPRESSION", CLI_ARG_OPTIONAL, "none gzip", "compression algorithm: none or gzip"        \
+        "COMPRESSION", CLI_ARG_OPTIONAL, "none gzip", "compression algorithm: none or gzip",       \
+            NO_LEN                                                                                 \
     }
 #define A_EXPIRY                                                                                   \
     {                                                                                              \
         "EXPIRY", CLI_ARG_OPTIONAL | CLI_ARG_REST, NULL,                                           \
-            "message expiry, e.g. 7d or \"1h 30m\"; never, server_default"                         \
+            "message expiry, e.g. 7d or \"1h 30m\"; never, server_default", NO_LEN                 \
     }
 
 #define O_KIND                                                                                     \
@@ -87,12 +97,11 @@
 
 static const cli_cmd_t stream_cmds[] = {
     CMD("create", "c", "create a stream", "Example:\n  sluice stream create orders",
-        ARGS({"NAME", 0, NULL, "name of the new stream (1..255 bytes)"}), NULL,
-        cli_cmd_stream_create),
+        ARGS({"NAME", 0, NULL, "name of the new stream", NAME_LEN}), NULL, cli_cmd_stream_create),
     CMD("delete", "d", "delete a stream with its topics and messages",
         "Example:\n  sluice stream delete orders", ARGS(A_STREAM), NULL, cli_cmd_stream_delete),
     CMD("update", "u", "rename a stream", "Example:\n  sluice stream update orders orders-v2",
-        ARGS(A_STREAM, {"NAME", 0, NULL, "new name"}), NULL, cli_cmd_stream_update),
+        ARGS(A_STREAM, {"NAME", 0, NULL, "new name", NAME_LEN}), NULL, cli_cmd_stream_update),
     CMD("get", "g", "show one stream and its topics", "Example:\n  sluice stream get orders",
         ARGS(A_STREAM), NULL, cli_cmd_stream_get),
     CMD("list", "l", "list every stream", NULL, NULL, OPTS(O_LIST_MODE), cli_cmd_stream_list),
@@ -105,8 +114,9 @@ static const cli_cmd_t topic_cmds[] = {
     CMD("create", "c", "create a topic in a stream",
         "Examples:\n  sluice topic create orders events 3\n"
         "  sluice topic create orders audit 1 gzip 7d --max-topic-size 10GiB",
-        ARGS(A_STREAM, {"NAME", 0, NULL, "name of the new topic"},
-             {"PARTITIONS", CLI_ARG_OPTIONAL, NULL, "number of partitions (default 1)"},
+        ARGS(A_STREAM, {"NAME", 0, NULL, "name of the new topic", NAME_LEN},
+             {"PARTITIONS", CLI_ARG_OPTIONAL, NULL, "number of partitions, 0..1000 (default 1)",
+              NO_LEN},
              A_COMPRESSION, A_EXPIRY),
         OPTS(O_MAX_SIZE, O_REPLICATION), cli_cmd_topic_create),
     CMD("delete", "d", "delete a topic with its messages",
@@ -114,7 +124,7 @@ static const cli_cmd_t topic_cmds[] = {
         cli_cmd_topic_delete),
     CMD("update", "u", "rename a topic and change its compression, expiry and size limit",
         "Example:\n  sluice topic update orders events events gzip 30d",
-        ARGS(A_STREAM, A_TOPIC, {"NAME", 0, NULL, "new name (the current one keeps it)"},
+        ARGS(A_STREAM, A_TOPIC, {"NAME", 0, NULL, "new name (the current one keeps it)", NAME_LEN},
              A_COMPRESSION, A_EXPIRY),
         OPTS(O_MAX_SIZE, O_REPLICATION), cli_cmd_topic_update),
     CMD("get", "g", "show one topic, its settings and partitions",
@@ -131,12 +141,13 @@ static const cli_cmd_t topic_cmds[] = {
 static const cli_cmd_t partition_cmds[] = {
     CMD("create", "c", "add partitions to a topic",
         "New partitions take the next ids.\nExample:\n  sluice partition create orders events 2",
-        ARGS(A_STREAM, A_TOPIC, {"COUNT", 0, NULL, "how many partitions to add (1..1000)"}), NULL,
-        cli_cmd_partition_create),
+        ARGS(A_STREAM, A_TOPIC, {"COUNT", 0, NULL, "how many partitions to add (1..1000)", NO_LEN}),
+        NULL, cli_cmd_partition_create),
     CMD("delete", "d", "remove partitions from a topic (the highest ids go first)",
         "Example:\n  sluice partition delete orders events 1",
-        ARGS(A_STREAM, A_TOPIC, {"COUNT", 0, NULL, "how many partitions to remove"}), NULL,
-        cli_cmd_partition_delete),
+        ARGS(A_STREAM, A_TOPIC,
+             {"COUNT", 0, NULL, "how many partitions to remove (1..1000)", NO_LEN}),
+        NULL, cli_cmd_partition_delete),
     CMD("list", "l", "list the partitions of a topic",
         "Example:\n  sluice partition list orders events", ARGS(A_STREAM, A_TOPIC), NULL,
         cli_cmd_partition_list),
@@ -146,7 +157,8 @@ static const cli_cmd_t partition_cmds[] = {
 static const cli_cmd_t segment_cmds[] = {
     CMD("delete", "d", "delete the oldest sealed segments of a partition",
         "Example:\n  sluice segment delete orders events 0 5",
-        ARGS(A_STREAM, A_TOPIC, A_PARTITION, {"COUNT", 0, NULL, "how many segments to delete"}),
+        ARGS(A_STREAM, A_TOPIC, A_PARTITION,
+             {"COUNT", 0, NULL, "how many segments to delete", NO_LEN}),
         NULL, cli_cmd_segment_delete),
     {0},
 };
@@ -161,7 +173,8 @@ static const cli_cmd_t message_cmds[] = {
         "  seq 1 1000 | sluice message send orders events --partition-id 0\n"
         "  sluice message send orders replay --input-file saved.bin",
         ARGS(A_STREAM, A_TOPIC,
-             {"MESSAGE", CLI_ARG_OPTIONAL | CLI_ARG_REST, NULL, "payloads (default: stdin lines)"}),
+             {"MESSAGE", CLI_ARG_OPTIONAL | CLI_ARG_REST, NULL, "payloads (default: stdin lines)",
+              NO_LEN}),
         OPTS({"partition-id", NULL, 'p', "ID", NULL, 0, "send to this partition"},
              {"key", "message-key", 'm', "KEY", NULL, 0,
               "messages key: the server hashes it to pick the partition"},
@@ -188,7 +201,8 @@ static const cli_cmd_t message_cmds[] = {
         "  sluice message poll orders events 0 --count 1000 --output-file saved.bin",
         ARGS(A_STREAM, A_TOPIC,
              {"PARTITION", CLI_ARG_OPTIONAL, NULL,
-              "partition id (default 0; with --kind consumer-group the first one assigned)"}),
+              "partition id (default 0; with --kind consumer-group the first one assigned)",
+              NO_LEN}),
         OPTS({"offset", NULL, 'o', "OFFSET", NULL, 0, "start at this offset"},
              {"first", NULL, 'f', NULL, NULL, 0, "start at the first message"},
              {"last", NULL, 'l', NULL, NULL, 0, "the last --count messages"},
@@ -211,8 +225,11 @@ static const cli_cmd_t message_cmds[] = {
               "append the messages to FILE instead of printing them"},
              O_FILE_FORMAT),
         cli_cmd_message_poll),
-    CMD("flush", "f", "ask the server to flush a partition's unsaved messages",
-        "Servers that do not offer it answer FeatureUnavailable (5).\n"
+    CMD("flush", "f",
+        "ask the server to flush a partition's unsaved messages (0.11.0 servers refuse it)",
+        "Protocol 0.11.0 servers, sluiced and Apache Iggy's alike, always answer\n"
+        "FeatureUnavailable (5), and the command then exits 1. It is here for parity\n"
+        "with Iggy's CLI and for servers that offer it.\n"
         "Example:\n  sluice message flush orders events 0 --fsync",
         ARGS(A_STREAM, A_TOPIC, A_PARTITION),
         OPTS({"fsync", NULL, 'f', NULL, NULL, 0, "fsync the flushed data"}), cli_cmd_message_flush),
@@ -222,7 +239,7 @@ static const cli_cmd_t message_cmds[] = {
 static const cli_cmd_t group_cmds[] = {
     CMD("create", "c", "create a consumer group on a topic",
         "Example:\n  sluice consumer-group create orders events billing",
-        ARGS(A_STREAM, A_TOPIC, {"NAME", 0, NULL, "name of the new group"}), NULL,
+        ARGS(A_STREAM, A_TOPIC, {"NAME", 0, NULL, "name of the new group", NAME_LEN}), NULL,
         cli_cmd_group_create),
     CMD("delete", "d", "delete a consumer group",
         "Example:\n  sluice consumer-group delete orders events billing",
@@ -243,7 +260,7 @@ static const cli_cmd_t offset_cmds[] = {
     CMD("set", "s", "store a consumer's offset in a partition",
         "Example:\n  sluice consumer-offset set billing orders events 0 41",
         ARGS(A_CONSUMER, A_STREAM, A_TOPIC, A_PARTITION,
-             {"OFFSET", 0, NULL, "the offset to store"}),
+             {"OFFSET", 0, NULL, "the offset to store", NO_LEN}),
         OPTS(O_KIND), cli_cmd_offset_set),
     CMD("delete", "d", "forget a consumer's stored offset in a partition",
         "Example:\n  sluice consumer-offset delete billing orders events 0",
@@ -255,7 +272,8 @@ static const cli_cmd_t user_cmds[] = {
     CMD("create", "c", "create a user",
         "Examples:\n  sluice user create alice 's3cret!'\n"
         "  sluice user create bot p4ss -g p_msg,s_msg -s 1:r_str#2:s_msg",
-        ARGS({"USERNAME", 0, NULL, "3..50 characters"}, {"PASSWORD", 0, NULL, "3..100 characters"}),
+        ARGS({"USERNAME", 0, NULL, "the new user's name", USERNAME_LEN},
+             {"PASSWORD", 0, NULL, "the new user's password", PASSWORD_LEN}),
         OPTS({"user-status", NULL, 'u', "STATUS", "active inactive", 0,
               "active (default) or inactive"},
              O_GLOBAL_PERMS, O_STREAM_PERMS),
@@ -266,16 +284,18 @@ static const cli_cmd_t user_cmds[] = {
         ARGS(A_USER), NULL, cli_cmd_user_get),
     CMD("list", "l", "list every user", NULL, NULL, OPTS(O_LIST_MODE), cli_cmd_user_list),
     CMD("name", "n", "change a user's username", "Example:\n  sluice user name alice alicia",
-        ARGS(A_USER, {"USERNAME", 0, NULL, "the new username"}), NULL, cli_cmd_user_name),
+        ARGS(A_USER, {"USERNAME", 0, NULL, "the new username", USERNAME_LEN}), NULL,
+        cli_cmd_user_name),
     CMD("status", "s", "activate or deactivate a user",
         "Example:\n  sluice user status alice inactive",
-        ARGS(A_USER, {"STATUS", 0, "active inactive", "active or inactive"}), NULL,
+        ARGS(A_USER, {"STATUS", 0, "active inactive", "active or inactive", NO_LEN}), NULL,
         cli_cmd_user_status),
     CMD("password", "pwd", "change a user's password",
         "Passwords not given are asked for on the terminal, without echo.\n"
         "Example:\n  sluice user password alice old-secret new-secret",
-        ARGS(A_USER, {"CURRENT", CLI_ARG_OPTIONAL, NULL, "the current password"},
-             {"NEW", CLI_ARG_OPTIONAL, NULL, "the new password"}),
+        ARGS(A_USER,
+             {"CURRENT", CLI_ARG_OPTIONAL, NULL, "the current password", 0, SL_PASSWORD_WIRE_MAX},
+             {"NEW", CLI_ARG_OPTIONAL, NULL, "the new password", PASSWORD_LEN}),
         NULL, cli_cmd_user_password),
     CMD("permissions", "p", "replace a user's permissions",
         "Without options every permission is removed.\n"
@@ -288,12 +308,12 @@ static const cli_cmd_t pat_cmds[] = {
     CMD("create", "c", "create a personal access token for the current user",
         "The token is printed once; log in with it using --token.\n"
         "Examples:\n  sluice pat create ci\n  sluice pat create deploy 30d",
-        ARGS({"NAME", 0, NULL, "name of the token"},
+        ARGS({"NAME", 0, NULL, "name of the token", NAME_LEN},
              {"EXPIRY", CLI_ARG_OPTIONAL | CLI_ARG_REST, NULL,
-              "how long it stays valid, e.g. 1d or \"2h 30m\" (default: never expires)"}),
+              "how long it stays valid, e.g. 1d or \"2h 30m\" (default: never expires)", NO_LEN}),
         NULL, cli_cmd_pat_create),
     CMD("delete", "d", "delete a personal access token", "Example:\n  sluice pat delete ci",
-        ARGS({"NAME", 0, NULL, "name of the token"}), NULL, cli_cmd_pat_delete),
+        ARGS({"NAME", 0, NULL, "name of the token", NAME_LEN}), NULL, cli_cmd_pat_delete),
     CMD("list", "l", "list the current user's tokens", NULL, NULL, OPTS(O_LIST_MODE),
         cli_cmd_pat_list),
     {0},
@@ -301,7 +321,7 @@ static const cli_cmd_t pat_cmds[] = {
 
 static const cli_cmd_t client_cmds[] = {
     CMD("get", "g", "show one connected client", "Example:\n  sluice client get 42",
-        ARGS({"CLIENT", 0, NULL, "client id (see client list)"}), NULL, cli_cmd_client_get),
+        ARGS({"CLIENT", 0, NULL, "client id (see client list)", NO_LEN}), NULL, cli_cmd_client_get),
     CMD("list", "l", "list the connected clients", NULL, NULL, OPTS(O_LIST_MODE),
         cli_cmd_client_list),
     {0},
@@ -318,7 +338,7 @@ static const cli_cmd_t context_cmds[] = {
      NULL, cli_cmd_context_list, CLI_NEEDS_NOTHING},
     {"use", "u", "make a context the active one",
      "Examples:\n  sluice context use staging\n  sluice context use default",
-     ARGS({"NAME", 0, NULL, "the context's name"}), NULL, NULL, cli_cmd_context_use,
+     ARGS({"NAME", 0, NULL, "the context's name", NO_LEN}), NULL, NULL, cli_cmd_context_use,
      CLI_NEEDS_NOTHING},
     {0},
 };
@@ -352,7 +372,8 @@ const cli_cmd_t cli_commands[] = {
         cli_cmd_snapshot),
     CMD("options", NULL, "list the options a resource's create command accepts",
         "Example:\n  sluice options topic",
-        ARGS({"SCOPE", CLI_ARG_OPTIONAL, "topic stream user", "topic (default), stream or user"}),
+        ARGS({"SCOPE", CLI_ARG_OPTIONAL, "topic stream user", "topic (default), stream or user",
+              NO_LEN}),
         NULL, cli_cmd_options),
     {"context", "ctx", "context operations (named servers and credentials)", NULL, NULL, NULL,
      context_cmds, NULL, 0},
@@ -362,7 +383,7 @@ const cli_cmd_t cli_commands[] = {
      "other credentials are given.\n"
      "Example:\n  sluice -u iggy login 1h",
      ARGS({"EXPIRY", CLI_ARG_OPTIONAL | CLI_ARG_REST, NULL,
-           "how long the session lasts (default 15m; never for no expiry)"}),
+           "how long the session lasts (default 15m; never for no expiry)", NO_LEN}),
      NULL, NULL, cli_cmd_login, CLI_NEEDS_LOGIN},
     {"logout", "lo", "end the stored session: delete its token on the server and locally", NULL,
      NULL, NULL, NULL, cli_cmd_logout, CLI_NEEDS_NOTHING},
@@ -371,7 +392,7 @@ const cli_cmd_t cli_commands[] = {
 
 const cli_opt_t cli_global_opts[] = {
     {"server", "tcp-server-address", 0, "HOST:PORT", NULL, 0,
-     "server address (default 127.0.0.1:8090; env SLUICE_SERVER)"},
+     "server address (default 127.0.0.1:8090; env SLUICE_SERVER or IGGY_TCP_SERVER_ADDRESS)"},
     {"username", NULL, 'u', "NAME", NULL, 0, "username (env SLUICE_USERNAME or IGGY_USERNAME)"},
     {"password", NULL, 'p', "PASSWORD", NULL, 0,
      "password (env SLUICE_PASSWORD or IGGY_PASSWORD; asked for on a terminal)"},

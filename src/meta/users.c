@@ -358,6 +358,20 @@ static int resolve_managed_user(sl_meta_ctx_t *c, const sl_ident_t *id, sl_meta_
     return *out ? 0 : SL_ERR_RESOURCE_NOT_FOUND;
 }
 
+/* The reference guards root (user 0) against deletion (48) and permission
+ * changes (49) only, so any manage_users holder could rename root or set it
+ * inactive and lock it out. Sluice lets only root itself do either: 41, the
+ * answer for an actor who may not do this (docs/compatibility.md). Renaming
+ * root to its own name and reactivating it stay open to managers. */
+static bool root_guarded(const sl_meta_ctx_t *c, const sl_meta_user_t *u,
+                         const sl_update_user_request_t *q)
+{
+    if (u->id != 0 || c->e->user_id == 0)
+        return false;
+    bool rename = q->has_username && !sl_span_eq(q->username, u->username);
+    return rename || (q->has_status && q->status == SL_USER_INACTIVE);
+}
+
 int sl_meta_apply_update_user(sl_meta_ctx_t *c)
 {
     sl_meta_t *m = c->m;
@@ -368,6 +382,8 @@ int sl_meta_apply_update_user(sl_meta_ctx_t *c)
         rc = resolve_managed_user(c, &q.user_id, &u);
     if (rc != 0)
         return rc;
+    if (root_guarded(c, u, &q))
+        return SL_ERR_UNAUTHORIZED;
     if (q.has_username) {
         if (!username_length_ok(q.username))
             return SL_ERR_INVALID_USERNAME;
@@ -396,8 +412,8 @@ int sl_meta_apply_delete_user(sl_meta_ctx_t *c)
         return rc;
     if (u->id == 0)
         return SL_ERR_CANNOT_DELETE_USER;
-    /* Sessions of the user stay bound, as in the reference; their next
-     * checks find no user and no permissions. */
+    /* The client table keeps the user's sessions, as the reference does;
+     * sluiced ends each at its next request (sl_admit_user_current). */
     sl_meta_map_remove(&m->user_names, sl_meta_hash(u->username), u->id);
     void *removed = sl_meta_vec_remove(&m->users, u->id);
     sl_assert(removed == u);

@@ -323,13 +323,15 @@ bool sl_admit_user_current(sl_session_t *s)
     if (!s->bound)
         return true;
     const sl_meta_user_t *u = sl_meta_user_by_id(s->server->meta, s->user_id);
-    if (u && u->created_at == s->user_created_at)
+    bool same_user = u && u->created_at == s->user_created_at;
+    if (same_user && u->status == SL_USER_ACTIVE)
         return true;
-    /* The user was deleted (and its id maybe given to a new user): the
-     * session ends as if the connection had closed, so it can act neither
-     * as nobody nor as the id's next owner. */
-    sl_log_info("connection %u: user %u was deleted; its session %llu ends", s->id, s->user_id,
-                (unsigned long long)s->epoch);
+    /* The user was deleted (and its id maybe given to a new user), or set
+     * inactive: the session ends as if the connection had closed, so it can
+     * act neither as nobody, nor as the id's next owner, nor as a user who
+     * may no longer log in. */
+    sl_log_info("connection %u: user %u was %s; its session %llu ends", s->id, s->user_id,
+                same_user ? "deactivated" : "deleted", (unsigned long long)s->epoch);
     sl_admit_disconnect(s);
     s->bound = false;
     return false;

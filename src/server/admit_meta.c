@@ -51,6 +51,19 @@ static int check_token_cap(sl_session_t *s)
     return 0;
 }
 
+/* Login refuses passwords outside 3..100 bytes (eviction 9), so a user
+ * given one could never log in. The reference stores any 0..255 bytes;
+ * Sluice refuses them where they are set, before anything is hashed or
+ * committed: status 44 (docs/compatibility.md). */
+static int check_new_password(uint8_t operation, const any_request_t *q)
+{
+    sl_span_t password =
+        operation == SL_OP_CREATE_USER ? q->create_user.password : q->change_password.new_password;
+    if (password.len >= SL_PASSWORD_LEN_MIN && password.len <= SL_PASSWORD_LEN_MAX)
+        return 0;
+    return -SL_ERR_INVALID_PASSWORD;
+}
+
 /* CreateUser and ChangePassword need Argon2id: the hash pool's job. */
 static bool needs_hashing(uint8_t operation)
 {
@@ -108,6 +121,8 @@ static int pre_check(sl_session_t *s, const sl_command_t *cmd, sl_span_t body, a
         return check_update_topic(s->server, &q->update_topic);
     if (cmd->operation == SL_OP_CREATE_PERSONAL_ACCESS_TOKEN)
         return check_token_cap(s);
+    if (needs_hashing(cmd->operation))
+        return check_new_password(cmd->operation, q);
     return 0;
 }
 
@@ -205,10 +220,25 @@ static bool admit_gate(sl_session_t *s, const sl_request_header_t *req, const sl
     memset(q, 0, sizeof(*q));
     int rc = pre_check(s, cmd, body, q);
     if (rc != 0) {
+        /* Debug only: a client can send these as fast as it likes. */
+        sl_log_debug("connection %u: %s by user %u refused before commit: %s", s->id, cmd->name,
+                     s->user_id, sl_strerror(rc));
         sl_reply_status(s, req, (uint32_t)-rc);
         return false;
     }
     return preflight(s, req, committed_operation(cmd));
+}
+
+/* A committed refusal (41, 43, 48, ...) at debug level: what an operator
+ * needs to see why a client's change did not happen, and quiet otherwise,
+ * since clients may send refused requests as fast as they like. */
+static void log_refusal(const sl_session_t *s, const sl_command_t *cmd, sl_span_t reply)
+{
+    uint32_t result;
+    sl_span_t payload;
+    if (sl_result_split(reply, &result, &payload) == 0 && result != 0)
+        sl_log_debug("connection %u: %s by user %u refused: %s", s->id, cmd->name, s->user_id,
+                     sl_strerror((int)result));
 }
 
 /* Journal, apply, reply. */
@@ -239,6 +269,7 @@ static void admit_commit(sl_session_t *s, const sl_request_header_t *req, const 
         return;
     }
     sl_server_after_commit(srv, &e, sl_buf_span(&s->reply_body));
+    log_refusal(s, cmd, sl_buf_span(&s->reply_body));
     if (cmd->operation == SL_OP_CREATE_PERSONAL_ACCESS_TOKEN)
         append_token(&s->reply_body, 0, token);
     sl_reply_committed(s, req, operation, e.op, e.timestamp, sl_buf_span(&s->reply_body));

@@ -107,8 +107,9 @@ void sl_dispatch_frame(void *ctx, sl_conn_t *conn, const uint8_t *frame, uint32_
      * (or the session's standing) runs. */
     if (req.operation != SL_OP_SEND_MESSAGES)
         sl_messages_commit_staged(s->server);
-    /* A session whose user was deleted meanwhile is over: the request is
-     * then judged as one without a session (40, or Eviction 1). */
+    /* A session whose user was deleted or deactivated meanwhile is over:
+     * the request is then judged as one without a session (40, or
+     * Eviction 1). */
     (void)sl_admit_user_current(s);
     s->last_seen_us = sl_clock_monotonic_us();
     sl_arena_reset(&s->arena);

@@ -177,8 +177,9 @@ void sl_admit_logout(sl_session_t *s, const sl_request_header_t *req);
 /* A bound connection went away: commit a Logout for it (lifecycle.md 7). */
 void sl_admit_disconnect(sl_session_t *s);
 /* False (and the session ended, as on a disconnect) when the session's user
- * no longer exists: deleted, or deleted and its id reused by a new user (the
- * reference keeps such sessions bound; Sluice does not). True otherwise. */
+ * no longer exists (deleted, maybe with its id reused by a new user) or was
+ * set inactive (the reference keeps such sessions bound; Sluice does not).
+ * True otherwise. */
 bool sl_admit_user_current(sl_session_t *s);
 /* The hash pool finished the job of s's waiting login or metadata request:
  * take it up where admission left it (the frame is still delivered). */

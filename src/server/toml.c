@@ -393,6 +393,21 @@ static bool token_has(const char *tok, size_t len, const char *chars)
     return false;
 }
 
+/* unsupported_number's verdicts for tokens that are most likely text whose
+ * quotes were forgotten (address = 127.0.0.1:8090, size = 10GiB): the
+ * error then shows the quoted form. */
+static const char DATE_TIME[] = "dates and times are not supported";
+static const char NOT_A_NUMBER[] = "unquoted values are integers, true or false";
+
+/* An inner sign that does not follow an exponent marker: a date's '-'. */
+static bool has_inner_sign(const char *tok, size_t len)
+{
+    for (size_t i = 1; i < len; i++)
+        if ((tok[i] == '-' || tok[i] == '+') && tok[i - 1] != 'e' && tok[i - 1] != 'E')
+            return true;
+    return false;
+}
+
 /* Says why a number-like token is outside our subset, or NULL. */
 static const char *unsupported_number(const char *tok, size_t len)
 {
@@ -403,11 +418,32 @@ static const char *unsupported_number(const char *tok, size_t len)
         return NULL;
     if (len - s >= 2 && tok[s] == '0' && strchr("xob", tok[s + 1]))
         return "only decimal integers are supported";
-    if (token_has(tok, len, ":") || token_has(tok + 1, len - 1, "-+"))
-        return "dates and times are not supported";
+    if (token_has(tok, len, ":") || has_inner_sign(tok, len))
+        return DATE_TIME;
+    size_t dots = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (!is_digit(tok[i]) && !strchr("+-_.eE", tok[i]))
+            return NOT_A_NUMBER; /* 10GiB, 5sec */
+        dots += tok[i] == '.';
+    }
+    if (dots > 1)
+        return NOT_A_NUMBER; /* 127.0.0.1 */
     if (token_has(tok, len, ".eE"))
         return "floating-point values are not supported";
     return NULL;
+}
+
+/* An unquoted word where a value goes is most often text whose quotes were
+ * forgotten (address = 127.0.0.1:8090): the error shows the quoted form.
+ * The token is echoed only when it is short printable ASCII. */
+static int fail_unquoted(parser_t *ps, const char *tok, size_t len, const char *what)
+{
+    bool printable = len > 0 && len <= 64;
+    for (size_t i = 0; printable && i < len; i++)
+        printable = tok[i] > 0x20 && tok[i] < 0x7f && tok[i] != '"' && tok[i] != '\\';
+    if (!printable)
+        return fail_at(ps, tok, "text values must be quoted (%s)", what);
+    return fail_at(ps, tok, "text values must be quoted: \"%.*s\" (%s)", (int)len, tok, what);
 }
 
 static int parse_bare_value(parser_t *ps, sl_toml_value_t *v)
@@ -427,6 +463,8 @@ static int parse_bare_value(parser_t *ps, sl_toml_value_t *v)
         return 0;
     }
     const char *why = len ? unsupported_number(tok, len) : NULL;
+    if (why == DATE_TIME || why == NOT_A_NUMBER)
+        return fail_unquoted(ps, tok, len, why);
     if (why)
         return fail_at(ps, tok, "%s", why);
     if (len && (is_digit(tok[0]) || tok[0] == '+' || tok[0] == '-')) {
@@ -435,7 +473,8 @@ static int parse_bare_value(parser_t *ps, sl_toml_value_t *v)
         v->type = SL_TOML_INTEGER;
         return 0;
     }
-    return fail_at(ps, tok, "expected a value: \"string\", 'string', integer, true or false");
+    return fail_unquoted(ps, tok, len,
+                         "expected a value: \"string\", 'string', integer, true or false");
 }
 
 static int parse_value(parser_t *ps, sl_toml_value_t *v)

@@ -35,7 +35,9 @@ static sl_client_t *root;
 static int setup(void **state)
 {
     (void)state;
-    th_options_t opt = {.extra_config = "[personal_access_token]\nmax_tokens_per_user = 3\n"};
+    /* Debug logging: the tests check what an operator is told of refusals. */
+    th_options_t opt = {.extra_config = "[personal_access_token]\nmax_tokens_per_user = 3\n"
+                                        "[system.logging]\nlevel = \"debug\"\n"};
     if (!th_start(&srv, &opt))
         return -1;
     root = th_client(srv.port, "iggy", "iggy");
@@ -325,6 +327,81 @@ static void test_deleted_user_session_ends(void **state)
     OK(sl_client_delete_user(root, sl_id_num(id)));
 }
 
+/* Sluice ends a deactivated user's live sessions at their next request,
+ * as it does a deleted user's (the reference keeps them bound). */
+static void test_deactivated_user_session_ends(void **state)
+{
+    (void)state;
+    sl_permission_set_t manager = {.manage_streams = true, .read_streams = true};
+    const sl_user_t *u = NULL;
+    OK(sl_client_create_user(root, "ivan", "ivan-pass", SL_USER_STATUS_ACTIVE, &manager, &u));
+    uint32_t id = u->id;
+    sl_client_t *ivan = login("ivan", "ivan-pass");
+    uint32_t other_id = create_user("jack", "jack-pass");
+    sl_client_t *other = login("jack", "jack-pass");
+    const sl_stream_t *streams;
+    uint32_t n;
+    OK(sl_client_get_streams(ivan, &streams, &n));
+    /* Root deactivates Ivan while his session is live. */
+    OK(sl_client_update_user(root, sl_id_num(id), NULL, SL_USER_STATUS_INACTIVE));
+    int rc = sl_client_create_stream(ivan, "by-ivan", NULL);
+    assert_true(rc == -SL_ERR_UNAUTHENTICATED || rc == -SL_ERR_NOT_CONNECTED ||
+                rc == -SL_ERR_DISCONNECTED || rc == -SL_ERR_CONNECTION_CLOSED);
+    FAILS(sl_client_get_streams(ivan, &streams, &n), SL_ERR_UNAUTHENTICATED);
+    OK(sl_client_get_streams(root, &streams, &n));
+    for (uint32_t i = 0; i < n; i++)
+        assert_string_not_equal(streams[i].name, "by-ivan");
+    /* The session is gone from the server's client list too. */
+    const sl_client_info_t *clients;
+    OK(sl_client_get_clients(root, &clients, &n));
+    for (uint32_t i = 0; i < n; i++)
+        assert_int_not_equal(clients[i].user_id, id);
+    /* Nobody else's session is touched. */
+    const sl_client_info_t *me;
+    OK(sl_client_get_me(other, &me));
+    assert_int_equal(me->user_id, other_id);
+    sl_client_close(other);
+    sl_client_close(ivan);
+
+    /* Reactivated, he logs in again and acts with his permissions. */
+    OK(sl_client_update_user(root, sl_id_num(id), NULL, SL_USER_STATUS_ACTIVE));
+    ivan = login("ivan", "ivan-pass");
+    OK(sl_client_create_stream(ivan, "by-ivan", NULL));
+    OK(sl_client_delete_stream(ivan, sl_id_name("by-ivan")));
+    sl_client_close(ivan);
+    OK(sl_client_delete_user(root, sl_id_num(id)));
+    OK(sl_client_delete_user(root, sl_id_num(other_id)));
+}
+
+/* A user with manage_users may not rename root or set it inactive (result
+ * 41); root stays able to log in. The reference allows both. */
+static void test_root_protected_from_managers(void **state)
+{
+    (void)state;
+    sl_permission_set_t manager = {.manage_users = true, .read_users = true};
+    const sl_user_t *u = NULL;
+    OK(sl_client_create_user(root, "kate", "kate-pass", SL_USER_STATUS_ACTIVE, &manager, &u));
+    uint32_t id = u->id;
+    sl_client_t *kate = login("kate", "kate-pass");
+    FAILS(sl_client_update_user(kate, sl_id_num(0), "not-root", 0), SL_ERR_UNAUTHORIZED);
+    FAILS(sl_client_update_user(kate, sl_id_name("iggy"), NULL, SL_USER_STATUS_INACTIVE),
+          SL_ERR_UNAUTHORIZED);
+    char line[100];
+    snprintf(line, sizeof(line), "UpdateUser by user %u refused: unauthorized (41)", id);
+    assert_non_null(strstr(th_log(&srv), line));
+    /* The reference's own guards are unchanged. */
+    FAILS(sl_client_delete_user(kate, sl_id_num(0)), SL_ERR_CANNOT_DELETE_USER);
+    FAILS(sl_client_update_permissions(kate, sl_id_num(0), NULL), SL_ERR_CANNOT_CHANGE_PERMISSIONS);
+    OK(sl_client_get_user(kate, sl_id_num(0), &u));
+    assert_string_equal(u->username, "iggy");
+    assert_int_equal(u->status, SL_USER_STATUS_ACTIVE);
+    sl_client_close(login("iggy", "iggy"));
+    /* Kate still manages everyone else, herself included. */
+    OK(sl_client_update_user(kate, sl_id_num(id), "kate-2", 0));
+    sl_client_close(kate);
+    OK(sl_client_delete_user(root, sl_id_num(id)));
+}
+
 static void test_change_password(void **state)
 {
     (void)state;
@@ -338,7 +415,8 @@ static void test_change_password(void **state)
      * current password). */
     FAILS(sl_client_change_password(gina, sl_id_num(other), "hugo-pass1", "hacked"),
           SL_ERR_UNAUTHORIZED);
-    FAILS(sl_client_change_password(gina, sl_id_num(4242), "a", "b"), SL_ERR_RESOURCE_NOT_FOUND);
+    FAILS(sl_client_change_password(gina, sl_id_num(4242), "any-pass", "new-pass"),
+          SL_ERR_RESOURCE_NOT_FOUND);
     sl_client_close(gina);
 
     sl_client_t *c;
@@ -353,10 +431,70 @@ static void test_change_password(void **state)
     FAILS(sl_client_change_password(root, sl_id_name("hugo"), "not-it", "hugo-pass2"),
           SL_ERR_INVALID_CREDENTIALS);
     OK(sl_client_change_password(root, sl_id_name("hugo"), "hugo-pass1", "hugo-pass2"));
-    FAILS(sl_client_change_password(root, sl_id_name("ghost"), "a", "b"),
+    FAILS(sl_client_change_password(root, sl_id_name("ghost"), "any-pass", "new-pass"),
           SL_ERR_RESOURCE_NOT_FOUND);
     c = login("hugo", "hugo-pass2");
     sl_client_close(c);
+}
+
+/* A password login can use only 3..100 bytes, so CreateUser and
+ * ChangePassword refuse others (status 44, nothing committed) instead of
+ * making a user who can never log in. */
+static void test_password_length(void **state)
+{
+    (void)state;
+    char longest[102];
+    memset(longest, 'p', 101);
+    longest[101] = '\0'; /* 101 bytes: one too many */
+    FAILS(sl_client_create_user(root, "pw-short", "pw", SL_USER_STATUS_ACTIVE, NULL, NULL),
+          SL_ERR_INVALID_PASSWORD);
+    FAILS(sl_client_create_user(root, "pw-long", longest, SL_USER_STATUS_ACTIVE, NULL, NULL),
+          SL_ERR_INVALID_PASSWORD);
+    FAILS(sl_client_create_user(root, "pw-empty", "", SL_USER_STATUS_ACTIVE, NULL, NULL),
+          SL_ERR_INVALID_PASSWORD);
+    /* The operator's log says why, at debug level. */
+    assert_non_null(
+        strstr(th_log(&srv), "CreateUser by user 0 refused before commit: invalid password (44)"));
+    const sl_user_t *u;
+    OK(sl_client_get_user(root, sl_id_name("pw-short"), &u));
+    assert_null(u);
+    OK(sl_client_get_user(root, sl_id_name("pw-long"), &u));
+    assert_null(u);
+    /* The bounds themselves are accepted, and such a user logs in. */
+    create_user("pw-min", "abc");
+    sl_client_close(login("pw-min", "abc"));
+    longest[100] = '\0';
+    uint32_t id = create_user("pw-max", longest);
+    sl_client_close(login("pw-max", longest));
+
+    /* ChangePassword: the new password follows the same rule; the old one
+     * stays. The current password's check is not reached. */
+    longest[100] = 'p';
+    FAILS(sl_client_change_password(root, sl_id_num(id), longest, "pw"), SL_ERR_INVALID_PASSWORD);
+    FAILS(sl_client_change_password(root, sl_id_num(id), longest, longest),
+          SL_ERR_INVALID_PASSWORD);
+    longest[100] = '\0';
+    sl_client_t *c = login("pw-max", longest);
+    FAILS(sl_client_change_password(c, sl_id_num(id), longest, "xy"), SL_ERR_INVALID_PASSWORD);
+    OK(sl_client_change_password(c, sl_id_num(id), longest, "xyz"));
+    sl_client_close(c);
+    sl_client_close(login("pw-max", "xyz"));
+
+    /* The refusal is a status (rejected before commit), not a result. */
+    sl_buf_t b;
+    sl_buf_init(&b, 0);
+    sl_change_password_request_t q = {.user_id = sl_ident_number(id),
+                                      .current_password = sl_span_str("xyz"),
+                                      .new_password = sl_span_str("no")};
+    OK(sl_change_password_request_encode(&b, &q));
+    sl_raw_reply_t r;
+    OK(sl_client_request_raw(root, SL_OP_CHANGE_PASSWORD, 0, b.data, b.len, &r));
+    assert_false(r.evicted);
+    assert_int_equal(r.status, SL_ERR_INVALID_PASSWORD);
+    assert_int_equal(r.body_len, 0);
+    sl_buf_free(&b);
+    OK(sl_client_delete_user(root, sl_id_name("pw-min")));
+    OK(sl_client_delete_user(root, sl_id_num(id)));
 }
 
 static void test_update_permissions(void **state)
@@ -679,7 +817,10 @@ int main(void)
         cmocka_unit_test(test_update_user),
         cmocka_unit_test(test_delete_user),
         cmocka_unit_test(test_deleted_user_session_ends),
+        cmocka_unit_test(test_deactivated_user_session_ends),
+        cmocka_unit_test(test_root_protected_from_managers),
         cmocka_unit_test(test_change_password),
+        cmocka_unit_test(test_password_length),
         cmocka_unit_test(test_update_permissions),
         cmocka_unit_test(test_raw_user_bodies),
         cmocka_unit_test(test_login_new_and_inactive),

@@ -327,6 +327,13 @@ static void test_file_errors(void **state)
     /* Syntax errors keep the parser's position. */
     apply_fails("[tcp]\nenabled true\n", "sluiced.toml:2:9: expected '=' after key");
     apply_fails("[tcp]\n[tcp]\n", "sluiced.toml:2:1: duplicate table [tcp]");
+    /* An address without quotes reads as a TOML time: the error says to quote it. */
+    apply_fails("[tcp]\naddress = 127.0.0.1:18091\n",
+                "sluiced.toml:2:11: text values must be quoted: \"127.0.0.1:18091\" (dates and "
+                "times are not supported)");
+    apply_fails("[system]\npath = local_data\n",
+                "sluiced.toml:2:8: text values must be quoted: \"local_data\" (expected a value: "
+                "\"string\", 'string', integer, true or false)");
 
     /* A failed setting keeps its earlier value. */
     sl_config_t cfg;

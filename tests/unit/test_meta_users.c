@@ -310,6 +310,51 @@ static void test_update_user(void **state)
     tm_free(&t);
 }
 
+/* Only root may rename root or set it inactive; a manager could otherwise
+ * lock root out (the reference guards only delete and permissions). */
+static void test_update_root_user(void **state)
+{
+    (void)state;
+    tm_t t;
+    tm_init(&t);
+    assert_int_equal(create_user(&t, 0, "manager", NONE), 0);
+    uint32_t manager = user_named(&t, "manager")->id;
+    sl_buf_t perms;
+    sl_buf_init(&perms, 0);
+    sl_permissions_t manage = {.manage_users = true};
+    tm_ok_empty(&t, SL_OP_UPDATE_PERMISSIONS, 0,
+                body_update_permissions(&t, N(manager), tm_perms(&perms, &manage)));
+    const sl_meta_user_t *root = sl_meta_user_by_id(t.m, 0);
+    assert_int_equal(
+        tm_code(&t, SL_OP_UPDATE_USER, manager, body_update_user(&t, N(0), "owned", -1)),
+        SL_ERR_UNAUTHORIZED);
+    assert_int_equal(tm_code(&t, SL_OP_UPDATE_USER, manager,
+                             body_update_user(&t, S("iggy"), NULL, SL_USER_INACTIVE)),
+                     SL_ERR_UNAUTHORIZED);
+    assert_int_equal(tm_code(&t, SL_OP_UPDATE_USER, manager,
+                             body_update_user(&t, N(0), "owned", SL_USER_ACTIVE)),
+                     SL_ERR_UNAUTHORIZED);
+    /* Refused before the name's own rules: a manager learns nothing more. */
+    assert_int_equal(tm_code(&t, SL_OP_UPDATE_USER, manager, body_update_user(&t, N(0), "x", -1)),
+                     SL_ERR_UNAUTHORIZED);
+    assert_span_str(root->username, "iggy");
+    assert_int_equal(root->status, SL_USER_ACTIVE);
+    /* Harmless updates stay open: the same name, the active status. */
+    tm_ok_empty(&t, SL_OP_UPDATE_USER, manager, body_update_user(&t, N(0), "iggy", SL_USER_ACTIVE));
+    /* Root may do both to itself; a manager may then reactivate it. */
+    tm_ok_empty(&t, SL_OP_UPDATE_USER, 0, body_update_user(&t, N(0), "admin", SL_USER_INACTIVE));
+    assert_span_str(root->username, "admin");
+    assert_int_equal(root->status, SL_USER_INACTIVE);
+    tm_ok_empty(&t, SL_OP_UPDATE_USER, manager, body_update_user(&t, N(0), NULL, SL_USER_ACTIVE));
+    assert_int_equal(root->status, SL_USER_ACTIVE);
+    /* Other users stay the manager's to change. */
+    assert_int_equal(create_user(&t, 0, "other", NONE), 0);
+    tm_ok_empty(&t, SL_OP_UPDATE_USER, manager,
+                body_update_user(&t, S("other"), "renamed", SL_USER_INACTIVE));
+    sl_buf_free(&perms);
+    tm_free(&t);
+}
+
 static void test_delete_user(void **state)
 {
     (void)state;
@@ -650,6 +695,7 @@ int main(void)
         cmocka_unit_test(test_create_user_errors),
         cmocka_unit_test(test_user_ids_lowest_free),
         cmocka_unit_test(test_update_user),
+        cmocka_unit_test(test_update_root_user),
         cmocka_unit_test(test_delete_user),
         cmocka_unit_test(test_update_permissions),
         cmocka_unit_test(test_change_password),

@@ -240,6 +240,29 @@ static void test_syntax_errors(void **state)
     expect_error("x = 0o17\n", 1, 5, "only decimal integers");
     expect_error("x = 1979-05-27\n", 1, 5, "dates and times are not supported");
     expect_error("x = 07:32:00\n", 1, 5, "dates and times are not supported");
+    expect_error("x = 1e-3\n", 1, 5, "floating-point values are not supported");
+}
+
+/* A bare word where a value goes is usually text whose quotes were
+ * forgotten: the message says so and shows the quoted form. */
+static void test_unquoted_text(void **state)
+{
+    (void)state;
+    expect_error("address = 127.0.0.1:18091\n", 1, 11,
+                 "text values must be quoted: \"127.0.0.1:18091\" (dates and times");
+    expect_error("address = [::1]:8090\n", 1, 11, "arrays are not supported");
+    expect_error("host = 127.0.0.1\n", 1, 8, "text values must be quoted: \"127.0.0.1\"");
+    expect_error("size = 10GiB\n", 1, 8, "text values must be quoted: \"10GiB\"");
+    expect_error("interval = 5sec\n", 1, 12, "text values must be quoted: \"5sec\"");
+    expect_error("path = local_data\n", 1, 8,
+                 "text values must be quoted: \"local_data\" (expected a value");
+    expect_error("x = 1979-05-27\n", 1, 5, "text values must be quoted: \"1979-05-27\"");
+    /* Bytes that would garble the message are not echoed. */
+    expect_error("x = a\x01b\n", 1, 5, "text values must be quoted (expected a value");
+    expect_error("x = a\"b\n", 1, 5, "text values must be quoted (expected a value");
+    char long_word[100];
+    snprintf(long_word, sizeof(long_word), "x = %070d:1\n", 7);
+    expect_error(long_word, 1, 5, "text values must be quoted (dates and times");
     expect_error("x = 01\n", 1, 5, "leading zeros are not allowed");
     expect_error("x = 1__0\n", 1, 5, "between two digits");
     expect_error("x = 1_\n", 1, 5, "between two digits");
@@ -458,6 +481,7 @@ int main(void)
         cmocka_unit_test(test_tables_and_positions),
         cmocka_unit_test(test_crlf_bom_and_no_final_newline),
         cmocka_unit_test(test_syntax_errors),
+        cmocka_unit_test(test_unquoted_text),
         cmocka_unit_test(test_string_errors),
         cmocka_unit_test(test_header_errors),
         cmocka_unit_test(test_duplicates_and_conflicts),
