@@ -137,16 +137,18 @@ void sl_log_write(sl_log_level_t level, const char *file, int line, const char *
 
 /* --- the per-site limit ------------------------------------------------------ */
 
-static _Atomic bool limit_on;
+static _Atomic uint32_t limit_burst; /* 0: off */
+static _Atomic uint64_t limit_window_us = SL_LOG_SITE_WINDOW_US;
 static uint64_t (*_Atomic limit_clock)(void);
 /* Guards every site's fields and the pending list; never held while a line
  * is written (emit takes ring_lock). */
 static pthread_mutex_t site_lock = PTHREAD_MUTEX_INITIALIZER;
 static sl_log_site_t *pending_head;
 
-void sl_log_limit_enable(bool on)
+void sl_log_limit_set(uint32_t burst, uint64_t window_us)
 {
-    atomic_store(&limit_on, on);
+    atomic_store(&limit_window_us, window_us ? window_us : SL_LOG_SITE_WINDOW_US);
+    atomic_store(&limit_burst, burst);
 }
 
 void sl_log_set_clock(uint64_t (*now_us)(void))
@@ -179,25 +181,27 @@ static void write_owed(const owed_t *o)
 {
     if (o->count == 0)
         return;
-    sl_log_write(o->level, o->file, o->line, "%llu more lines like \"%.200s\" suppressed in %u s",
-                 (unsigned long long)o->count, o->fmt, SL_LOG_SITE_WINDOW_US / 1000000u);
+    sl_log_write(o->level, o->file, o->line, "%llu more lines like \"%.200s\" suppressed in %llu s",
+                 (unsigned long long)o->count, o->fmt,
+                 (unsigned long long)(atomic_load(&limit_window_us) / 1000000u));
 }
 
 /* Decides under the lock whether this line is written; a window that ended
  * with lines suppressed hands its count back to be written first. */
-static bool site_admit(sl_log_site_t *site, sl_log_level_t level, const char *file, int line,
-                       const char *fmt, owed_t *owed)
+static bool site_admit(sl_log_site_t *site, uint32_t burst, sl_log_level_t level, const char *file,
+                       int line, const char *fmt, owed_t *owed)
 {
     uint64_t now = limit_now_us();
+    uint64_t window = atomic_load(&limit_window_us);
     pthread_mutex_lock(&site_lock);
     if (site->written == 0 && site->suppressed == 0)
         site->window_start_us = now;
-    if (now - site->window_start_us >= SL_LOG_SITE_WINDOW_US) {
+    if (now - site->window_start_us >= window) {
         *owed = site_take_owed_locked(site);
         site->window_start_us = now;
         site->written = 0;
     }
-    bool write = site->written < SL_LOG_SITE_BURST;
+    bool write = site->written < burst;
     if (write) {
         site->written++;
     } else {
@@ -220,8 +224,8 @@ void sl_log_write_site(sl_log_site_t *site, sl_log_level_t level, const char *fi
                        const char *fmt, ...)
 {
     owed_t owed = {0};
-    if (atomic_load_explicit(&limit_on, memory_order_relaxed) &&
-        !site_admit(site, level, file, line, fmt, &owed))
+    uint32_t burst = atomic_load_explicit(&limit_burst, memory_order_relaxed);
+    if (burst > 0 && !site_admit(site, burst, level, file, line, fmt, &owed))
         return;
     write_owed(&owed);
     char text[1024];
@@ -241,11 +245,12 @@ void sl_log_tick(void)
     owed_t owed[TICK_OWED_MAX];
     size_t n = 0;
     uint64_t now = limit_now_us();
+    uint64_t window = atomic_load(&limit_window_us);
     pthread_mutex_lock(&site_lock);
     sl_log_site_t **link = &pending_head;
     while (*link && n < TICK_OWED_MAX) {
         sl_log_site_t *site = *link;
-        if (now - site->window_start_us < SL_LOG_SITE_WINDOW_US) {
+        if (now - site->window_start_us < window) {
             link = &site->next_pending;
             continue;
         }

@@ -36,13 +36,13 @@ void sl_log_write(sl_log_level_t level, const char *file, int line, const char *
 
 /* Rate limit per call site. A client that can make the server log a line
  * (a refused login, a full queue, an eviction) must not be able to fill the
- * log disk, so once sl_log_limit_enable(true) has run (the server does it
+ * log disk, so once sl_log_limit_set has turned it on (the server does it
  * when it starts serving, so boot diagnostics are never cut) every sl_log_*
- * call site writes at most SL_LOG_SITE_BURST lines per SL_LOG_SITE_WINDOW_US
- * and counts the rest; the count is written as one line per site and
- * window ("N more lines like ... suppressed"), by the site's next line or by
- * sl_log_tick, whichever comes first. The total rate is therefore bounded
- * by the number of call sites, not by what clients send. */
+ * call site writes at most `burst` lines per window and counts the rest; the
+ * count is written as one line per site and window ("N more lines like ...
+ * suppressed"), by the site's next line or by sl_log_tick, whichever comes
+ * first. The total rate is therefore bounded by the number of call sites,
+ * not by what clients send. The defaults of the server's settings: */
 #define SL_LOG_SITE_BURST     10u
 #define SL_LOG_SITE_WINDOW_US (10u * 1000000u)
 
@@ -62,8 +62,9 @@ typedef struct sl_log_site {
 
 void sl_log_write_site(sl_log_site_t *site, sl_log_level_t level, const char *file, int line,
                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-/* Turns the per-site limit on or off (off at start). */
-void sl_log_limit_enable(bool on);
+/* Turns the per-site limit on with burst lines per window_us (> 0), or off
+ * with burst 0 (off at start). */
+void sl_log_limit_set(uint32_t burst, uint64_t window_us);
 /* Writes the summary line of every site whose window has ended with lines
  * suppressed. Call it periodically (the server's tick). */
 void sl_log_tick(void);

@@ -98,6 +98,13 @@ static const sl_setting_t settings[] = {
      "Data directory (streams, metadata); relative paths start at the working directory."},
     {"system.logging.level", SL_SETTING_LOG_LEVEL, FIELD(system.logging.level), "info", 0, 0,
      "IGGY_SYSTEM_LOGGING_LEVEL", 0, "Log level: error, warn, info, debug or trace."},
+    {"system.logging.repeat_burst", SL_SETTING_U32, FIELD(system.logging.repeat_burst), "10", 0,
+     1000000, "IGGY_SYSTEM_LOGGING_REPEAT_BURST", 0,
+     "Lines one place in the code may log per repeat_window once serving; the rest are counted "
+     "in one line. 0: no limit."},
+    {"system.logging.repeat_window", SL_SETTING_DURATION, FIELD(system.logging.repeat_window_us),
+     "10 s", US_PER_S, US_PER_H, "IGGY_SYSTEM_LOGGING_REPEAT_WINDOW", 0,
+     "The window of system.logging.repeat_burst."},
     {"system.partition.validate_checksum", SL_SETTING_BOOL,
      FIELD(system.partition.validate_checksum), "true", 0, 1,
      "IGGY_SYSTEM_PARTITION_VALIDATE_CHECKSUM", 0,

@@ -79,6 +79,8 @@ typedef struct sl_config {
         char path[SL_CONFIG_PATH_CAPACITY];
         struct {
             sl_log_level_t level;
+            uint32_t repeat_burst;     /* lines per call site and window; 0: no limit */
+            uint64_t repeat_window_us; /* the window of repeat_burst */
         } logging;
         struct {
             bool validate_checksum;
@@ -177,7 +179,8 @@ bool sl_config_has_root_credentials(const sl_config_t *cfg);
 /* Value parsers shared by the file, the environment and the defaults. Each
  * reads the whole text and returns 0, or -SL_ERR_INVALID_CONFIGURATION with
  * *why pointing at a static explanation. */
-SL_WUR int sl_config_parse_duration_us(const char *text, size_t len, uint64_t *out, const char **why);
+SL_WUR int sl_config_parse_duration_us(const char *text, size_t len, uint64_t *out,
+                                       const char **why);
 SL_WUR int sl_config_parse_byte_size(const char *text, size_t len, uint64_t *out, const char **why);
 SL_WUR int sl_parse_address(const char *text, size_t len, sl_config_address_t *out,
                             const char **why);

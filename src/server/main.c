@@ -58,7 +58,7 @@ int main(int argc, char **argv)
     }
     sl_log_info("sluiced %s ready, data in %s", SL_SERVER_VERSION, cfg.system.path);
     /* From here on clients can make lines be written: limit each call site. */
-    sl_log_limit_enable(true);
+    sl_log_limit_set(cfg.system.logging.repeat_burst, cfg.system.logging.repeat_window_us);
     rc = sl_server_run(&server);
     int sig = server.stop_signal;
     sl_server_close(&server);

@@ -37,7 +37,10 @@ static int setup(void **state)
     (void)state;
     /* Debug logging: the tests check what an operator is told of refusals. */
     th_options_t opt = {.extra_config = "[personal_access_token]\nmax_tokens_per_user = 3\n"
-                                        "[system.logging]\nlevel = \"debug\"\n"};
+                                        /* Every refusal's line, whatever came before:
+                                           the tests below look for them. */
+                                        "[system.logging]\nlevel = \"debug\"\n"
+                                        "repeat_burst = 0\n"};
     if (!th_start(&srv, &opt))
         return -1;
     root = th_client(srv.port, "iggy", "iggy");

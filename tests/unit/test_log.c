@@ -40,7 +40,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    sl_log_limit_enable(false);
+    sl_log_limit_set(0, 0);
     sl_log_set_clock(NULL);
     return 0;
 }
@@ -61,7 +61,7 @@ static void site_b(int n, const char *tag)
 static void test_without_the_limit_every_line_is_written(void **state)
 {
     (void)state;
-    sl_log_limit_enable(false);
+    sl_log_limit_set(0, 0);
     site_a(50, "off");
     assert_int_equal(ring_count("site-a off line"), 50);
 }
@@ -69,7 +69,7 @@ static void test_without_the_limit_every_line_is_written(void **state)
 static void test_a_site_writes_its_burst_then_counts(void **state)
 {
     (void)state;
-    sl_log_limit_enable(true);
+    sl_log_limit_set(SL_LOG_SITE_BURST, SL_LOG_SITE_WINDOW_US);
     site_a(100, "burst");
     assert_int_equal(ring_count("site-a burst line"), SL_LOG_SITE_BURST);
     /* The window is not over: the tick owes nothing yet. */
@@ -97,7 +97,7 @@ static void test_a_site_writes_its_burst_then_counts(void **state)
 static void test_the_next_line_writes_the_count(void **state)
 {
     (void)state;
-    sl_log_limit_enable(true);
+    sl_log_limit_set(SL_LOG_SITE_BURST, SL_LOG_SITE_WINDOW_US);
     site_b(SL_LOG_SITE_BURST + 7, "next");
     fake_now_us += SL_LOG_SITE_WINDOW_US;
     site_b(1, "later");
@@ -109,7 +109,7 @@ static void test_the_next_line_writes_the_count(void **state)
 static void test_sites_are_independent(void **state)
 {
     (void)state;
-    sl_log_limit_enable(true);
+    sl_log_limit_set(SL_LOG_SITE_BURST, SL_LOG_SITE_WINDOW_US);
     fake_now_us += 10 * SL_LOG_SITE_WINDOW_US;
     sl_log_tick();
     site_a(1000, "flood");
@@ -123,7 +123,7 @@ static void test_sites_are_independent(void **state)
 static void test_a_long_flood_is_bounded_per_window(void **state)
 {
     (void)state;
-    sl_log_limit_enable(true);
+    sl_log_limit_set(SL_LOG_SITE_BURST, SL_LOG_SITE_WINDOW_US);
     fake_now_us += 10 * SL_LOG_SITE_WINDOW_US;
     sl_log_tick();
     enum { WINDOWS = 5, PER_WINDOW = 400 };
