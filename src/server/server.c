@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "auth/secret.h"
 #include "base/clock.h"
@@ -266,40 +268,29 @@ static int open_metadata(sl_server_t *srv, char *err, size_t err_len)
     return 0;
 }
 
-int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t err_len)
+/* The listener comes first: a server that cannot serve must not create or
+ * change its data directory. The socket is the server's (the loop is given
+ * it and leaves it open); SOMAXCONN holds the connections that arrive while
+ * the metadata is recovered. */
+static int bind_listener(sl_server_t *srv, char *err, size_t err_len)
 {
-    memset(srv, 0, sizeof(*srv));
-    srv->cfg = *cfg;
-    srv->start_us = sl_clock_realtime_us();
-    srv->frame_max = (uint32_t)cfg->message_bus.max_message_size;
-    sl_buf_init(&srv->admitted, srv->frame_max);
-    int rc = sl_frame_pool_create(SL_LOOP_BUF_SIZE_DEFAULT, srv->frame_max,
-                                  cfg->message_bus.frame_pool_idle_max, &srv->frame_pool);
+    const sl_config_address_t *a = &srv->cfg.tcp.address;
+    int rc = sl_loop_listen(a->host, a->port, SOMAXCONN, &srv->listen_fd);
     if (rc != 0) {
-        snprintf(err, err_len, "cannot create the frame pool: %s", strerror(-rc));
-        return rc;
+        srv->listen_fd = -1;
+        snprintf(err, err_len, "cannot listen on %s: %s", a->text, strerror(-rc));
+        return -SL_ERR_CANNOT_BIND_TO_SOCKET;
     }
-    rc = make_dir(cfg->system.path, err, err_len);
-    if (rc == 0)
-        rc = open_metadata(srv, err, err_len);
-    if (rc == 0 && sl_sysinfo_init(&srv->sysinfo, cfg->system.path, SL_SERVER_VERSION) != 0) {
-        snprintf(err, err_len, "cannot read process information");
-        rc = -SL_ERR_ERROR;
-    }
-    if (rc != 0)
-        return rc;
-    rc = sl_hash_pool_create(cfg->server.password_hash_threads, cfg->server.password_hash_queue_max,
-                             &srv->hash_pool);
-    if (rc != 0) {
-        snprintf(err, err_len, "cannot start the password hashing threads: %s", strerror(-rc));
-        return rc;
-    }
+    return 0;
+}
 
+static int start_loop(sl_server_t *srv, char *err, size_t err_len)
+{
+    const sl_config_t *cfg = &srv->cfg;
     bool test_faults = sl_test_faults_init();
     sl_loop_config_t lc;
     sl_loop_config_init(&lc);
-    lc.host = cfg->tcp.address.host;
-    lc.port = cfg->tcp.address.port;
+    lc.listen_fd = srv->listen_fd;
     lc.max_frame = srv->frame_max;
     lc.max_conns = cfg->tcp.max_connections;
     lc.frames_per_turn = cfg->server.per_connection_work_max;
@@ -314,8 +305,10 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
     lc.event_fd = sl_hash_pool_event_fd(srv->hash_pool);
     lc.on_event = sl_hashing_on_event;
     lc.ctx = srv;
-    rc = sl_loop_create(&lc, &srv->loop);
+    int rc = sl_loop_create(&lc, &srv->loop);
     if (rc != 0) {
+        /* The socket is bound already: what failed is the ring or its buffers. */
+        srv->io_uring_failed = true;
         snprintf(err, err_len, "cannot start the io_uring event loop on %s: %s",
                  cfg->tcp.address.text, sl_loop_diagnose(rc));
         return rc;
@@ -323,6 +316,42 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
     sl_log_info(cfg->tcp.address.ipv6 ? "listening on [%s]:%u" : "listening on %s:%u",
                 cfg->tcp.address.host, sl_loop_port(srv->loop));
     return 0;
+}
+
+/* Start-up order: bind the listener, then the data directory and the
+ * metadata, then the loop (docs/architecture.md, "Start-up"). */
+int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t err_len)
+{
+    memset(srv, 0, sizeof(*srv));
+    srv->listen_fd = -1;
+    srv->cfg = *cfg;
+    srv->start_us = sl_clock_realtime_us();
+    srv->frame_max = (uint32_t)cfg->message_bus.max_message_size;
+    sl_buf_init(&srv->admitted, srv->frame_max);
+    int rc = sl_frame_pool_create(SL_LOOP_BUF_SIZE_DEFAULT, srv->frame_max,
+                                  cfg->message_bus.frame_pool_idle_max, &srv->frame_pool);
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot create the frame pool: %s", strerror(-rc));
+        return rc;
+    }
+    rc = bind_listener(srv, err, err_len);
+    if (rc == 0)
+        rc = make_dir(cfg->system.path, err, err_len);
+    if (rc == 0)
+        rc = open_metadata(srv, err, err_len);
+    if (rc == 0 && sl_sysinfo_init(&srv->sysinfo, cfg->system.path, SL_SERVER_VERSION) != 0) {
+        snprintf(err, err_len, "cannot read process information");
+        rc = -SL_ERR_ERROR;
+    }
+    if (rc != 0)
+        return rc;
+    rc = sl_hash_pool_create(cfg->server.password_hash_threads, cfg->server.password_hash_queue_max,
+                             &srv->hash_pool);
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot start the password hashing threads: %s", strerror(-rc));
+        return rc;
+    }
+    return start_loop(srv, err, err_len);
 }
 
 int sl_server_run(sl_server_t *srv)
@@ -351,6 +380,9 @@ void sl_server_close(sl_server_t *srv)
 {
     if (srv->loop)
         sl_loop_destroy(srv->loop);
+    /* The loop leaves the socket it was given open. */
+    if (srv->listen_fd >= 0)
+        close(srv->listen_fd);
     /* After the loop: its ring no longer reads the pool's eventfd. */
     sl_hash_pool_destroy(srv->hash_pool);
     sl_partitions_close(&srv->partitions);
@@ -372,4 +404,5 @@ void sl_server_close(sl_server_t *srv)
     free(srv->staged_picks);
     sl_buf_free(&srv->admitted);
     memset(srv, 0, sizeof(*srv));
+    srv->listen_fd = -1;
 }

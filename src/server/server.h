@@ -90,7 +90,9 @@ typedef struct sl_staged_send {
 
 struct sl_server {
     sl_config_t cfg;
+    int listen_fd; /* bound before the data directory is touched; -1 when none */
     sl_loop_t *loop;
+    bool io_uring_failed; /* sl_server_open failed creating the ring (exit 77) */
     /* Request-frame buffers: the loop takes them, partitions and
      * messages.c give them back. Outlives the loop and the partitions. */
     sl_frame_pool_t *frame_pool;
@@ -122,8 +124,10 @@ struct sl_server {
     volatile int stop_signal; /* the signal that asked us to stop, for the log */
 };
 
-/* Opens the data directory, recovers the metadata, creates the root user on
- * first boot, and sets up the listener. err gets a message for the log. */
+/* Binds the listener, then opens the data directory, recovers the metadata,
+ * creates the root user on first boot, and sets up the loop on the bound
+ * socket. err gets a message for the log; after a failure io_uring_failed
+ * tells whether the ring was what failed. sl_server_close in either case. */
 int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t err_len) SL_WUR;
 /* Serves until sl_server_stop; returns 0 or -errno of the ring. */
 int sl_server_run(sl_server_t *srv) SL_WUR;
