@@ -14,6 +14,7 @@
 #include "auth/secret.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "server/datadir.h"
 #include "server/test_faults.h"
 #include "wire/cmd_system.h"
 #include "wire/codec.h"
@@ -225,15 +226,6 @@ static void on_tick(void *ctx, sl_loop_t *loop)
 
 /* --- life cycle ------------------------------------------------------------------ */
 
-static int make_dir(const char *path, char *err, size_t err_len)
-{
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-        snprintf(err, err_len, "cannot create the data directory %s: %s", path, strerror(errno));
-        return -SL_ERR_CANNOT_CREATE_BASE_DIRECTORY;
-    }
-    return 0;
-}
-
 static int open_metadata(sl_server_t *srv, char *err, size_t err_len)
 {
     int rc = sl_meta_create(srv->cfg.metadata.clients_table_max, sl_span_str(SL_SERVER_VERSION),
@@ -318,12 +310,13 @@ static int start_loop(sl_server_t *srv, char *err, size_t err_len)
     return 0;
 }
 
-/* Start-up order: bind the listener, then the data directory and the
+/* Start-up order: bind the listener, lock the data directory, then the
  * metadata, then the loop (docs/architecture.md, "Start-up"). */
 int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t err_len)
 {
     memset(srv, 0, sizeof(*srv));
     srv->listen_fd = -1;
+    srv->lock_fd = -1;
     srv->cfg = *cfg;
     srv->start_us = sl_clock_realtime_us();
     srv->frame_max = (uint32_t)cfg->message_bus.max_message_size;
@@ -336,7 +329,7 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
     }
     rc = bind_listener(srv, err, err_len);
     if (rc == 0)
-        rc = make_dir(cfg->system.path, err, err_len);
+        rc = sl_datadir_lock(cfg->system.path, &srv->lock_fd, err, err_len);
     if (rc == 0)
         rc = open_metadata(srv, err, err_len);
     if (rc == 0 && sl_sysinfo_init(&srv->sysinfo, cfg->system.path, SL_SERVER_VERSION) != 0) {
@@ -403,6 +396,9 @@ void sl_server_close(sl_server_t *srv)
     free(srv->staged_bases);
     free(srv->staged_picks);
     sl_buf_free(&srv->admitted);
+    /* Last: every file of the data directory is closed. */
+    sl_datadir_unlock(srv->lock_fd);
     memset(srv, 0, sizeof(*srv));
     srv->listen_fd = -1;
+    srv->lock_fd = -1;
 }

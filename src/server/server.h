@@ -91,6 +91,7 @@ typedef struct sl_staged_send {
 struct sl_server {
     sl_config_t cfg;
     int listen_fd; /* bound before the data directory is touched; -1 when none */
+    int lock_fd;   /* the data directory's owner lock (datadir.h); -1 when not held */
     sl_loop_t *loop;
     bool io_uring_failed; /* sl_server_open failed creating the ring (exit 77) */
     /* Request-frame buffers: the loop takes them, partitions and
@@ -124,7 +125,7 @@ struct sl_server {
     volatile int stop_signal; /* the signal that asked us to stop, for the log */
 };
 
-/* Binds the listener, then opens the data directory, recovers the metadata,
+/* Binds the listener, then locks the data directory, recovers the metadata,
  * creates the root user on first boot, and sets up the loop on the bound
  * socket. err gets a message for the log; after a failure io_uring_failed
  * tells whether the ring was what failed. sl_server_close in either case. */

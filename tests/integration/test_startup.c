@@ -3,7 +3,9 @@
  * second server is refused without writing anything, a SIGKILLed owner
  * leaves no stale lock), the root user's created_at is the time it was
  * made, and the log tells a fresh metadata directory from a recovered one. */
+#define _GNU_SOURCE /* nftw and its FTW_* flags */
 #include <arpa/inet.h>
+#include <ftw.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <setjmp.h>
@@ -27,6 +29,15 @@
 #include "harness.h"
 
 #define OK(expr) assert_int_equal((expr), 0)
+
+/* Starts sluiced or ends the program as skipped (no io_uring here). */
+static void start(th_server_t *srv, const th_options_t *opt)
+{
+    if (!th_start(srv, opt)) {
+        fprintf(stderr, "io_uring is unavailable here: skipped\n");
+        exit(77);
+    }
+}
 
 /* A sluiced that must refuse to start: its exit status is 1 (never 77,
  * which ctest would count as skipped) and it never listened. */
@@ -88,10 +99,138 @@ static void test_port_taken_touches_nothing(void **state)
     th_cleanup(&srv);
 }
 
+/* --- one server per data directory ------------------------------------------------------ */
+
+/* What the data directory holds, one line per entry: path, kind, size and
+ * mtime to the nanosecond, sorted. Two equal listings mean nothing was
+ * created, removed, resized or written in between. */
+enum { TREE_MAX = 4096 };
+static char *tree_lines[TREE_MAX];
+static size_t tree_count;
+
+static int tree_visit(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)type;
+    (void)ftw;
+    assert_true(tree_count < TREE_MAX);
+    char line[1024];
+    snprintf(line, sizeof(line), "%s %o %lld %lld.%09ld", path, (unsigned)st->st_mode,
+             (long long)st->st_size, (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
+    tree_lines[tree_count] = strdup(line);
+    assert_non_null(tree_lines[tree_count]);
+    tree_count++;
+    return 0;
+}
+
+static int compare_lines(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The listing as one string; the caller frees it. */
+static char *tree_listing(const char *root)
+{
+    tree_count = 0;
+    OK(nftw(root, tree_visit, 16, FTW_PHYS));
+    qsort(tree_lines, tree_count, sizeof(tree_lines[0]), compare_lines);
+    size_t len = 1;
+    for (size_t i = 0; i < tree_count; i++)
+        len += strlen(tree_lines[i]) + 1;
+    char *out = calloc(1, len);
+    assert_non_null(out);
+    for (size_t i = 0; i < tree_count; i++) {
+        strcat(out, tree_lines[i]);
+        strcat(out, "\n");
+        free(tree_lines[i]);
+    }
+    return out;
+}
+
+/* Sends messages "m-<first>".. "m-<first + count - 1>" to partition 0 of
+ * s/t, one acknowledged batch each. */
+static void send_some(sl_client_t *c, uint32_t first, uint32_t count)
+{
+    for (uint32_t i = first; i < first + count; i++) {
+        char payload[32];
+        int len = snprintf(payload, sizeof(payload), "m-%u", i);
+        sl_send_message_t m = {.id = {i + 1, 0}, .payload = payload, .payload_len = (size_t)len};
+        sl_send_result_t r;
+        OK(sl_client_send_messages(c, sl_id_name("s"), sl_id_name("t"),
+                                   sl_partitioning_partition(0), &m, 1, &r));
+        assert_true(r.confirmed);
+    }
+}
+
+static void assert_messages(sl_client_t *c, uint32_t count)
+{
+    sl_polled_messages_t out;
+    OK(sl_client_poll_messages(c, sl_consumer_single(sl_id_num(1)), sl_id_name("s"),
+                               sl_id_name("t"), 0, sl_poll_offset(0), count + 10, false, &out));
+    assert_int_equal(out.count, count);
+    for (uint32_t i = 0; i < count; i++) {
+        char want[32];
+        snprintf(want, sizeof(want), "m-%u", i);
+        assert_int_equal(out.messages[i].payload_len, strlen(want));
+        assert_memory_equal(out.messages[i].payload, want, strlen(want));
+    }
+}
+
+/* A second sluiced on the data directory of a running one, on another port:
+ * refused with the holder's pid and exit 1, and the directory tree is
+ * exactly as it was. The first keeps serving; once it is SIGKILLed the
+ * directory starts again (no stale lock) with every acknowledged message. */
+static void test_second_server_on_a_data_dir_is_refused(void **state)
+{
+    (void)state;
+    th_server_t first;
+    start(&first, NULL);
+    sl_client_t *c = th_client(first.port, "iggy", "iggy");
+    assert_non_null(c);
+    OK(sl_client_create_stream(c, "s", NULL));
+    sl_topic_options_t fsync = {.set = SL_TOPIC_OPT_ENFORCE_FSYNC, .enforce_fsync = true};
+    OK(sl_client_create_topic(c, sl_id_name("s"), "t", 1, &fsync, NULL));
+    send_some(c, 0, 10);
+
+    char data[320], path_env[340];
+    snprintf(data, sizeof(data), "%s/data", first.data_dir);
+    snprintf(path_env, sizeof(path_env), "IGGY_SYSTEM_PATH=%s", data);
+    char *before = tree_listing(data);
+    const char *env[] = {path_env, NULL};
+    th_server_t second;
+    th_options_t opt = {.env = env};
+    assert_refused(&second, &opt);
+    char want[400];
+    snprintf(want, sizeof(want), "data directory %s is in use by another sluiced (pid %ld", data,
+             (long)first.pid);
+    const char *log = th_log(&second);
+    if (!strstr(log, want))
+        fail_msg("expected \"%s\" in the log:\n%s", want, log);
+    char *after = tree_listing(data);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    th_cleanup(&second);
+
+    /* The owner never noticed. */
+    assert_messages(c, 10);
+    send_some(c, 10, 5);
+    sl_client_close(c);
+    assert_int_equal(th_stop(&first, SIGKILL), SIGKILL);
+    th_options_t again = {.data_dir = first.data_dir};
+    start(&first, &again);
+    c = th_client(first.port, "iggy", "iggy");
+    assert_non_null(c);
+    assert_messages(c, 15);
+    sl_client_close(c);
+    assert_int_equal(th_stop(&first, SIGTERM), 0);
+    th_cleanup(&first);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_port_taken_touches_nothing),
+        cmocka_unit_test(test_second_server_on_a_data_dir_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
