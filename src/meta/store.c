@@ -77,7 +77,7 @@ static int make_dir(sl_meta_store_t *s, const char *data_dir, char *err, size_t 
         snprintf(err, err_len, "metadata: data directory path too long: %s", data_dir);
         return -SL_ERR_INVALID_CONFIGURATION;
     }
-    int rc = sl_io_mkdir(s->dir, 0755);
+    int rc = sl_io_mkdir(s->dir, sl_io_dir_mode());
     if (rc == -EEXIST)
         return 0;
     if (rc == 0)

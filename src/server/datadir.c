@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/io.h"
 #include "base/log.h"
 
 /* The holder's PID as the lock file states it, or 0 when it does not say
@@ -28,8 +29,7 @@ static long holder_pid(int fd)
     return end != text && pid > 0 ? pid : 0;
 }
 
-static int refuse_in_use(const char *path, const char *lock_path, int fd, char *err,
-                         size_t err_len)
+static int refuse_in_use(const char *path, const char *lock_path, int fd, char *err, size_t err_len)
 {
     long pid = holder_pid(fd);
     char who[48];
@@ -54,10 +54,39 @@ static void write_pid(int fd, const char *lock_path)
         sl_log_warn("cannot write this process's pid into %s: %s", lock_path, strerror(errno));
 }
 
+/* The directory's permission bits become the configured ones (sl_io_dir_mode).
+ * A directory made by an older sluiced (0755) or by hand may let every
+ * local user read the files inside, which older servers made 0644: with
+ * the top level closed, nobody else reaches them, whatever their own
+ * modes. Special bits (a setgid directory for group ownership) stay. A
+ * failure is logged: the server can still run, the operator must fix it. */
+static void set_mode(const char *path)
+{
+    struct stat st;
+    mode_t want = sl_io_dir_mode();
+    if (stat(path, &st) != 0) {
+        sl_log_warn("data directory %s: cannot read its mode: %s", path, strerror(errno));
+        return;
+    }
+    mode_t have = st.st_mode & 0777;
+    if (have == want)
+        return;
+    mode_t mode = (st.st_mode & 07000) | want;
+    const char *setting = want & 0070 ? "true" : "false";
+    if (chmod(path, mode) != 0) {
+        sl_log_warn("data directory %s: mode %04o, cannot change it to %04o "
+                    "(system.group_access = %s): %s",
+                    path, (unsigned)have, (unsigned)want, setting, strerror(errno));
+        return;
+    }
+    sl_log_warn("data directory %s: mode %04o changed to %04o (system.group_access = %s)", path,
+                (unsigned)have, (unsigned)want, setting);
+}
+
 int sl_datadir_lock(const char *path, int *lock_fd, char *err, size_t err_len)
 {
     *lock_fd = -1;
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+    if (mkdir(path, sl_io_dir_mode()) != 0 && errno != EEXIST) {
         snprintf(err, err_len, "cannot create the data directory %s: %s", path, strerror(errno));
         return -SL_ERR_CANNOT_CREATE_BASE_DIRECTORY;
     }
@@ -68,7 +97,7 @@ int sl_datadir_lock(const char *path, int *lock_fd, char *err, size_t err_len)
         return -SL_ERR_INVALID_CONFIGURATION;
     }
     /* No O_TRUNC: a refused server must leave the holder's file as it is. */
-    int fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, sl_io_file_mode());
     if (fd < 0) {
         snprintf(err, err_len, "cannot open the lock file %s: %s", lock_path, strerror(errno));
         return -SL_ERR_CANNOT_OPEN_DATABASE;
@@ -87,6 +116,7 @@ int sl_datadir_lock(const char *path, int *lock_fd, char *err, size_t err_len)
         return rc;
     }
     write_pid(fd, lock_path);
+    set_mode(path);
     *lock_fd = fd;
     return 0;
 }

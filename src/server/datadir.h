@@ -21,8 +21,10 @@
 #define SL_DATADIR_LOCK_FILE "sluiced.lock"
 
 /* Creates path when it is absent (its parent must exist), then takes the
- * lock. 0 with *lock_fd the descriptor to keep open for the life of the
- * process; or a negative error with err saying why:
+ * lock, then gives the directory the permission bits of sl_io_dir_mode()
+ * (logged when they change: an existing directory may be wider). 0 with
+ * *lock_fd the descriptor to keep open for the life of the process; or a
+ * negative error with err saying why:
  * "data directory D is in use by another sluiced (pid N, lock D/sluiced.lock)..."
  * when another process holds it, in which case nothing in the directory
  * was created or changed. */

@@ -13,6 +13,7 @@
 
 #include "auth/secret.h"
 #include "base/clock.h"
+#include "base/io.h"
 #include "base/log.h"
 #include "server/datadir.h"
 #include "server/test_faults.h"
@@ -310,6 +311,16 @@ static int start_loop(sl_server_t *srv, char *err, size_t err_len)
     return 0;
 }
 
+/* Files and directories are created with explicit modes (base/io.h); the
+ * umask is set to match, so neither a permissive caller (umask 000) widens
+ * what the server makes nor does anything created outside those calls end
+ * up wider. */
+static void set_file_modes(const sl_config_t *cfg)
+{
+    sl_io_set_group_access(cfg->system.group_access);
+    umask(cfg->system.group_access ? 027 : 077);
+}
+
 /* Start-up order: bind the listener, lock the data directory, then the
  * metadata, then the loop (docs/architecture.md, "Start-up"). */
 int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t err_len)
@@ -327,6 +338,7 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
         snprintf(err, err_len, "cannot create the frame pool: %s", strerror(-rc));
         return rc;
     }
+    set_file_modes(cfg);
     rc = bind_listener(srv, err, err_len);
     if (rc == 0)
         rc = sl_datadir_lock(cfg->system.path, &srv->lock_fd, err, err_len);

@@ -965,6 +965,7 @@ static void set_every_row(sl_config_t *cfg)
     set_or_fail(cfg, "server.password_hash_threads", "2");
     set_or_fail(cfg, "server.password_hash_queue_max", "4096");
     set_or_fail(cfg, "system.path", "dir \"q\" \\ back\ttab\nnl\x01 \xC3\xA9 '#");
+    set_or_fail(cfg, "system.group_access", "true");
     set_or_fail(cfg, "system.logging.level", "warn");
     set_or_fail(cfg, "system.partition.validate_checksum", "false");
     set_or_fail(cfg, "system.sharding.shards", "64");

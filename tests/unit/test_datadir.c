@@ -63,8 +63,9 @@ static void assert_held_by(const fixture_t *f, long pid)
     assert_true(sl_datadir_lock(f->data, &fd, err, sizeof(err)) < 0);
     assert_int_equal(fd, -1);
     char want[3 * PATH_MAX];
-    snprintf(want, sizeof(want), "data directory %s is in use by another sluiced (pid %ld, lock %s)",
-             f->data, pid, f->lock);
+    snprintf(want, sizeof(want),
+             "data directory %s is in use by another sluiced (pid %ld, lock %s)", f->data, pid,
+             f->lock);
     if (!strstr(err, want))
         fail_msg("got \"%s\", want \"%s\"", err, want);
 }

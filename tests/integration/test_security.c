@@ -1,0 +1,212 @@
+/* What the real sluiced lets other people see: the modes of everything it
+ * creates in its data directory, whatever the umask it was started with
+ * (owner only, or group-readable with system.group_access), and the
+ * tightening of an existing data directory that is wider. */
+#define _GNU_SOURCE /* nftw and its FTW_* flags */
+#include <ftw.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+// clang-format off
+#include <cmocka.h>
+// clang-format on
+
+#include <sluice/client.h>
+
+#include "harness.h"
+
+#define OK(expr) assert_int_equal((expr), 0)
+
+/* Starts sluiced or ends the program as skipped (no io_uring here). */
+static void start(th_server_t *srv, const th_options_t *opt)
+{
+    if (!th_start(srv, opt)) {
+        fprintf(stderr, "io_uring is unavailable here: skipped\n");
+        exit(77);
+    }
+}
+
+static void data_path(const th_server_t *srv, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/data", srv->data_dir);
+}
+
+/* --- file modes --------------------------------------------------------------------------- */
+
+/* The walk's expectations and findings (nftw has no context pointer). */
+static struct {
+    mode_t file_mode, dir_mode;
+    unsigned files, dirs;
+    /* Names that must turn up, so the walk is known to cover each kind of
+     * file the server writes. */
+    bool journal, snapshot, superblock, lock, segment, index, offset, purge_gen;
+} walk;
+
+static int check_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)type;
+    const char *name = path + ftw->base;
+    mode_t mode = st->st_mode & 07777;
+    if (S_ISDIR(st->st_mode)) {
+        if (mode != walk.dir_mode)
+            fail_msg("%s: directory mode %04o, want %04o", path, mode, walk.dir_mode);
+        walk.dirs++;
+        return 0;
+    }
+    if (!S_ISREG(st->st_mode))
+        fail_msg("%s: neither a file nor a directory (mode %o)", path, st->st_mode);
+    if (mode != walk.file_mode)
+        fail_msg("%s: file mode %04o, want %04o", path, mode, walk.file_mode);
+    walk.files++;
+    size_t len = strlen(name);
+    walk.journal |= strcmp(name, "journal.wal") == 0;
+    walk.snapshot |= strcmp(name, "snapshot.bin") == 0;
+    walk.superblock |= strncmp(name, "superblock.", 11) == 0;
+    walk.lock |= strcmp(name, "sluiced.lock") == 0;
+    walk.segment |= len > 4 && strcmp(name + len - 4, ".log") == 0;
+    walk.index |= len > 6 && strcmp(name + len - 6, ".index") == 0;
+    walk.offset |= strstr(path, "/offsets/consumers/") != NULL;
+    walk.purge_gen |= strcmp(name, "purge.gen") == 0;
+    return 0;
+}
+
+/* Every directory (the data directory included) and file under the server's
+ * data directory has exactly these modes, and each kind of file is there. */
+static void assert_modes(const th_server_t *srv, mode_t file_mode, mode_t dir_mode)
+{
+    char data[320];
+    data_path(srv, data, sizeof(data));
+    memset(&walk, 0, sizeof(walk));
+    walk.file_mode = file_mode;
+    walk.dir_mode = dir_mode;
+    OK(nftw(data, check_entry, 16, FTW_PHYS));
+    assert_true(walk.journal && walk.snapshot && walk.superblock && walk.lock);
+    assert_true(walk.segment && walk.index && walk.offset && walk.purge_gen);
+    assert_true(walk.dirs >= 8);
+}
+
+/* Streams, an enforce_fsync topic with messages (segments and indexes on
+ * disk), a stored consumer offset, a purge (purge.gen), and enough metadata
+ * operations for a checkpoint (snapshot, superblocks): every kind of file. */
+static void write_everything(const th_server_t *srv)
+{
+    sl_client_t *c = th_client(srv->port, "iggy", "iggy");
+    assert_non_null(c);
+    OK(sl_client_create_stream(c, "s", NULL));
+    sl_topic_options_t fsync = {.set = SL_TOPIC_OPT_ENFORCE_FSYNC, .enforce_fsync = true};
+    OK(sl_client_create_topic(c, sl_id_name("s"), "t", 2, &fsync, NULL));
+    OK(sl_client_create_topic(c, sl_id_name("s"), "purged", 1, &fsync, NULL));
+    for (uint32_t p = 0; p < 2; p++) {
+        sl_send_message_t m = {.id = {p + 1, 0}, .payload = "hello", .payload_len = 5};
+        sl_send_result_t r;
+        OK(sl_client_send_messages(c, sl_id_name("s"), sl_id_name("t"),
+                                   sl_partitioning_partition(p), &m, 1, &r));
+        OK(sl_client_send_messages(c, sl_id_name("s"), sl_id_name("purged"),
+                                   sl_partitioning_partition(0), &m, 1, &r));
+    }
+    OK(sl_client_store_consumer_offset(c, sl_consumer_single(sl_id_num(7)), sl_id_name("s"),
+                                       sl_id_name("t"), 0, 0, 0));
+    OK(sl_client_purge_topic(c, sl_id_name("s"), sl_id_name("purged")));
+    sl_client_close(c);
+}
+
+/* With umask 000, a fresh data directory: directories 0700, files 0600. */
+static void test_owner_only_whatever_the_umask(void **state)
+{
+    (void)state;
+    th_server_t srv;
+    th_options_t opt = {.umask_zero = true,
+                        .extra_config = "[metadata]\ncheckpoint_interval = 4\n"};
+    start(&srv, &opt);
+    write_everything(&srv);
+    assert_modes(&srv, 0600, 0700);
+    /* A restart with the same umask recovers and adds nothing wider. */
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+    th_options_t again = opt;
+    again.data_dir = srv.data_dir;
+    again.extra_config = NULL;
+    start(&srv, &again);
+    assert_modes(&srv, 0600, 0700);
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+    th_cleanup(&srv);
+}
+
+/* system.group_access = true: directories 0750, files 0640. */
+static void test_group_access_whatever_the_umask(void **state)
+{
+    (void)state;
+    static const char *const env[] = {"IGGY_SYSTEM_GROUP_ACCESS=true", NULL};
+    th_server_t srv;
+    th_options_t opt = {.umask_zero = true,
+                        .env = env,
+                        .extra_config = "[metadata]\ncheckpoint_interval = 4\n"};
+    start(&srv, &opt);
+    write_everything(&srv);
+    assert_modes(&srv, 0640, 0750);
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+    th_cleanup(&srv);
+}
+
+static mode_t dir_mode(const char *path)
+{
+    struct stat st;
+    OK(stat(path, &st));
+    return st.st_mode & 07777;
+}
+
+/* An existing data directory wider than the setting (an older server's
+ * 0755): its mode is set at start, with a log line; a group-access start
+ * widens it to 0750 the same way, keeping a setgid bit. */
+static void test_existing_directory_is_tightened(void **state)
+{
+    (void)state;
+    th_server_t srv;
+    start(&srv, NULL);
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+    char data[320];
+    data_path(&srv, data, sizeof(data));
+    OK(chmod(data, 0755));
+
+    th_options_t again = {.data_dir = srv.data_dir};
+    start(&srv, &again);
+    assert_int_equal(dir_mode(data), 0700);
+    char want[512];
+    snprintf(want, sizeof(want),
+             "data directory %s: mode 0755 changed to 0700 (system.group_access = false)", data);
+    assert_non_null(strstr(th_log(&srv), want));
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+
+    OK(chmod(data, 02700));
+    static const char *const env[] = {"IGGY_SYSTEM_GROUP_ACCESS=true", NULL};
+    again.env = env;
+    start(&srv, &again);
+    assert_int_equal(dir_mode(data), 02750);
+    snprintf(want, sizeof(want),
+             "data directory %s: mode 0700 changed to 0750 (system.group_access = true)", data);
+    assert_non_null(strstr(th_log(&srv), want));
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+
+    /* Already right: nothing is said. */
+    start(&srv, &again);
+    assert_null(strstr(th_log(&srv), "changed to"));
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+    th_cleanup(&srv);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_owner_only_whatever_the_umask),
+        cmocka_unit_test(test_group_access_whatever_the_umask),
+        cmocka_unit_test(test_existing_directory_is_tightened),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
