@@ -61,17 +61,17 @@ static int create_root(sl_server_t *srv, char *err, size_t err_len)
     sl_buf_init(&body, 0);
     sl_buf_init(&reply, 0);
     sl_meta_entry_t e;
-    int rc = sl_meta_root_entry(&body, sl_span_str(username), sl_span_str(phc),
-                                sl_meta_store_last_op(srv->store) + 1, &e);
+    /* Op and timestamp are chosen by sl_server_commit like any entry's: the
+     * timestamp, now, is the root user's created_at. */
+    int rc = sl_meta_root_entry(&body, sl_span_str(username), sl_span_str(phc), 0, 0, &e);
     if (rc == 0)
-        rc = sl_meta_store_commit(srv->store, &e, &reply);
+        rc = sl_server_commit(srv, &e, &reply);
     sl_buf_free(&body);
     sl_buf_free(&reply);
     if (rc != 0) {
         snprintf(err, err_len, "cannot create the root user: %s", sl_strerror(rc));
         return rc;
     }
-    srv->last_timestamp = sl_meta_store_last_timestamp(srv->store);
     if (cfg->root.password[0])
         sl_log_info("created the root user '%s' with the configured password", username);
     else

@@ -145,9 +145,8 @@ static void test_group_access_whatever_the_umask(void **state)
     (void)state;
     static const char *const env[] = {"IGGY_SYSTEM_GROUP_ACCESS=true", NULL};
     th_server_t srv;
-    th_options_t opt = {.umask_zero = true,
-                        .env = env,
-                        .extra_config = "[metadata]\ncheckpoint_interval = 4\n"};
+    th_options_t opt = {
+        .umask_zero = true, .env = env, .extra_config = "[metadata]\ncheckpoint_interval = 4\n"};
     start(&srv, &opt);
     write_everything(&srv);
     assert_modes(&srv, 0640, 0750);

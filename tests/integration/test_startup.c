@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 // clang-format off
 #include <cmocka.h>
@@ -226,11 +227,79 @@ static void test_second_server_on_a_data_dir_is_refused(void **state)
     th_cleanup(&first);
 }
 
+/* --- the root user's created_at ---------------------------------------------------------- */
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* The root user's created_at as GetUser and GetUsers report it (equal). */
+static uint64_t root_created_at(const th_server_t *srv)
+{
+    sl_client_t *c = th_client(srv->port, "iggy", "iggy");
+    assert_non_null(c);
+    const sl_user_t *u;
+    OK(sl_client_get_user(c, sl_id_num(0), &u));
+    assert_non_null(u);
+    uint64_t created = u->created_at_us;
+    const sl_user_t *items;
+    uint32_t n;
+    OK(sl_client_get_users(c, &items, &n));
+    bool seen = false;
+    for (uint32_t i = 0; i < n; i++) {
+        if (items[i].id == 0) {
+            assert_int_equal(items[i].created_at_us, created);
+            seen = true;
+        }
+    }
+    assert_true(seen);
+    /* Enough metadata operations for a checkpoint (interval 4): the
+     * snapshot carries the root user too. */
+    for (int i = 0; i < 4; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "s-%llu-%d", (unsigned long long)now_us(), i);
+        OK(sl_client_create_stream(c, name, NULL));
+    }
+    sl_client_close(c);
+    return created;
+}
+
+/* The root user is created at first start, and says so: its created_at lies
+ * between the test's clock before the start and after it, and stays the
+ * same after a SIGTERM restart (journal replay), a SIGKILL restart and a
+ * restart from a snapshot. */
+static void test_root_created_at_is_its_creation_time(void **state)
+{
+    (void)state;
+    th_server_t srv;
+    th_options_t opt = {.extra_config = "[metadata]\ncheckpoint_interval = 4\n"};
+    uint64_t before = now_us();
+    start(&srv, &opt);
+    uint64_t after = now_us();
+    uint64_t created = root_created_at(&srv);
+    if (created < before || created > after)
+        fail_msg("root created_at %llu is not between %llu and %llu", (unsigned long long)created,
+                 (unsigned long long)before, (unsigned long long)after);
+    static const int stops[] = {SIGTERM, SIGKILL, SIGTERM};
+    for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++) {
+        th_stop(&srv, stops[i]);
+        th_options_t again = {.data_dir = srv.data_dir};
+        start(&srv, &again);
+        assert_int_equal(root_created_at(&srv), created);
+    }
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+    th_cleanup(&srv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_port_taken_touches_nothing),
         cmocka_unit_test(test_second_server_on_a_data_dir_is_refused),
+        cmocka_unit_test(test_root_created_at_is_its_creation_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
