@@ -294,12 +294,44 @@ static void test_root_created_at_is_its_creation_time(void **state)
     th_cleanup(&srv);
 }
 
+/* --- what the log says about the metadata ------------------------------------------------ */
+
+/* "fresh" only when the data directory had no metadata; a restart before
+ * any checkpoint (every op still in the journal) is "recovered". */
+static void test_log_tells_fresh_from_recovered(void **state)
+{
+    (void)state;
+    th_server_t srv;
+    start(&srv, NULL);
+    const char *log = th_log(&srv);
+    assert_non_null(strstr(log, "metadata: fresh, checkpoint op 0, 0 entries replayed"));
+    assert_null(strstr(log, "metadata: recovered"));
+    sl_client_t *c = th_client(srv.port, "iggy", "iggy");
+    assert_non_null(c);
+    OK(sl_client_create_stream(c, "one", NULL));
+    sl_client_close(c);
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+
+    th_options_t again = {.data_dir = srv.data_dir};
+    start(&srv, &again);
+    log = th_log(&srv);
+    /* root, a login, a stream, a logout: at least four journaled entries. */
+    const char *line = strstr(log, "metadata: recovered, checkpoint op 0, ");
+    if (!line)
+        fail_msg("no \"metadata: recovered\" line in:\n%s", log);
+    assert_true(atoi(line + strlen("metadata: recovered, checkpoint op 0, ")) >= 4);
+    assert_null(strstr(log, "metadata: fresh"));
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+    th_cleanup(&srv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_port_taken_touches_nothing),
         cmocka_unit_test(test_second_server_on_a_data_dir_is_refused),
         cmocka_unit_test(test_root_created_at_is_its_creation_time),
+        cmocka_unit_test(test_log_tells_fresh_from_recovered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
