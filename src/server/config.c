@@ -114,7 +114,7 @@ static const sl_setting_t settings[] = {
     {"root.password", SL_SETTING_STRING, FIELD(root.password), "", SL_PASSWORD_LEN_MIN,
      SL_PASSWORD_LEN_MAX, "IGGY_ROOT_PASSWORD",
      SL_SETTING_ENV_ONLY | SL_SETTING_OPTIONAL | SL_SETTING_SECRET,
-     "Root password at first start; without it a random one is logged once."},
+     "Root password at first start; without it a random one goes to <system.path>/root_password."},
 };
 /* clang-format on */
 

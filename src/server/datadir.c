@@ -126,3 +126,23 @@ void sl_datadir_unlock(int lock_fd)
     if (lock_fd >= 0)
         close(lock_fd);
 }
+
+int sl_datadir_write_private(const char *dir, const char *name, const char *text, char *path)
+{
+    int len = snprintf(path, PATH_MAX, "%s/%s", dir, name);
+    if (len < 0 || len >= PATH_MAX)
+        return -ENAMETOOLONG;
+    int fd = sl_io_open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return fd;
+    /* A file left from an earlier first start may have had another mode. */
+    int rc = fchmod(fd, 0600) == 0 ? 0 : -errno;
+    if (rc == 0)
+        rc = sl_io_pwrite_all(fd, text, strlen(text), 0);
+    if (rc == 0)
+        rc = sl_io_fsync(fd);
+    sl_io_close(fd);
+    if (rc == 0)
+        rc = sl_io_fsync_dir(dir);
+    return rc;
+}

@@ -32,4 +32,15 @@ SL_WUR int sl_datadir_lock(const char *path, int *lock_fd, char *err, size_t err
 /* Releases the lock (closes the descriptor); -1 is ignored. */
 void sl_datadir_unlock(int lock_fd);
 
+/* The file the generated root password is written to, in the data
+ * directory: only its owner may read it (docs/security.md). */
+#define SL_DATADIR_ROOT_PASSWORD_FILE "root_password"
+
+/* Writes text into <dir>/<name>, replacing what was there, with mode 0600
+ * whatever system.group_access says (a secret is for the owner alone), and
+ * makes it durable (the file and its directory entry). Its path goes to
+ * path (PATH_MAX bytes). 0 or -errno. */
+SL_WUR int sl_datadir_write_private(const char *dir, const char *name, const char *text,
+                                    char *path);
+
 #endif

@@ -4,6 +4,7 @@
 #include "server/server.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,19 +40,30 @@ static int machine_decode(void *ctx, sl_span_t bytes)
 
 /* --- first boot: the root user (defaults.md 2) ---------------------------------- */
 
-static int create_root(sl_server_t *srv, char *err, size_t err_len)
+/* A generated root password is written to a file only the server's user can
+ * read, never to the log: the log is kept in memory for GetSnapshot, which
+ * a user with read_servers alone may take, and is often collected by
+ * others (journald, container logs). The file comes before the commit, so
+ * a crash between the two leaves no root user whose password is lost. */
+static int save_generated_password(sl_server_t *srv, const char *password, char *path, char *err,
+                                   size_t err_len)
 {
-    const sl_config_t *cfg = &srv->cfg;
-    char generated[41];
-    const char *username = cfg->root.username[0] ? cfg->root.username : "iggy";
-    const char *password = cfg->root.password;
-    if (!cfg->root.password[0]) {
-        if (sl_password_generate(generated, 24) != 0) {
-            snprintf(err, err_len, "cannot draw a random root password");
-            return -SL_ERR_ERROR;
-        }
-        password = generated;
+    char text[SL_PASSWORD_LEN_MAX + 2];
+    snprintf(text, sizeof(text), "%s\n", password);
+    int rc =
+        sl_datadir_write_private(srv->cfg.system.path, SL_DATADIR_ROOT_PASSWORD_FILE, text, path);
+    memset(text, 0, sizeof(text));
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot write the generated root password to %s/%s: %s",
+                 srv->cfg.system.path, SL_DATADIR_ROOT_PASSWORD_FILE, strerror(-rc));
+        return -SL_ERR_ERROR;
     }
+    return 0;
+}
+
+static int commit_root(sl_server_t *srv, const char *username, const char *password, char *err,
+                       size_t err_len)
+{
     char phc[SL_PASSWORD_HASH_MAX];
     if (sl_password_hash(sl_span_str(password), phc) != 0) {
         snprintf(err, err_len, "cannot hash the root password");
@@ -68,19 +80,37 @@ static int create_root(sl_server_t *srv, char *err, size_t err_len)
         rc = sl_server_commit(srv, &e, &reply);
     sl_buf_free(&body);
     sl_buf_free(&reply);
-    if (rc != 0) {
+    if (rc != 0)
         snprintf(err, err_len, "cannot create the root user: %s", sl_strerror(rc));
+    return rc;
+}
+
+static int create_root(sl_server_t *srv, char *err, size_t err_len)
+{
+    const sl_config_t *cfg = &srv->cfg;
+    const char *username = cfg->root.username[0] ? cfg->root.username : "iggy";
+    if (cfg->root.password[0]) {
+        int rc = commit_root(srv, username, cfg->root.password, err, err_len);
+        if (rc == 0)
+            sl_log_info("created the root user '%s' with the configured password", username);
         return rc;
     }
-    if (cfg->root.password[0])
-        sl_log_info("created the root user '%s' with the configured password", username);
-    else
-        sl_log_warn("created the root user '%s' with the password '%s' (shown once: store it "
-                    "now; set IGGY_ROOT_USERNAME and IGGY_ROOT_PASSWORD before the first start "
-                    "to choose them)",
-                    username, password);
+    char generated[41], path[PATH_MAX];
+    if (sl_password_generate(generated, 24) != 0) {
+        snprintf(err, err_len, "cannot draw a random root password");
+        return -SL_ERR_ERROR;
+    }
+    int rc = save_generated_password(srv, generated, path, err, err_len);
+    if (rc == 0)
+        rc = commit_root(srv, username, generated, err, err_len);
     memset(generated, 0, sizeof(generated));
-    return 0;
+    if (rc == 0)
+        sl_log_warn("created the root user '%s' with a generated password, written to %s "
+                    "(readable only by the user sluiced runs as): store it and delete the file; "
+                    "set IGGY_ROOT_USERNAME and IGGY_ROOT_PASSWORD before the first start to "
+                    "choose them",
+                    username, path);
+    return rc;
 }
 
 /* --- sessions ----------------------------------------------------------------- */

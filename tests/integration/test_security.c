@@ -1,7 +1,9 @@
 /* What the real sluiced lets other people see: the modes of everything it
  * creates in its data directory, whatever the umask it was started with
  * (owner only, or group-readable with system.group_access), and the
- * tightening of an existing data directory that is wider. */
+ * tightening of an existing data directory that is wider; the generated
+ * root password, which goes to a private file and never into the log or
+ * a GetSnapshot archive. */
 #define _GNU_SOURCE /* nftw and its FTW_* flags */
 #include <ftw.h>
 #include <setjmp.h>
@@ -15,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zip.h>
 // clang-format off
 #include <cmocka.h>
 // clang-format on
@@ -37,6 +40,12 @@ static void start(th_server_t *srv, const th_options_t *opt)
 static void data_path(const th_server_t *srv, char *out, size_t cap)
 {
     snprintf(out, cap, "%s/data", srv->data_dir);
+}
+
+static bool exists_file(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
 }
 
 /* --- file modes --------------------------------------------------------------------------- */
@@ -200,12 +209,122 @@ static void test_existing_directory_is_tightened(void **state)
     th_cleanup(&srv);
 }
 
+/* --- the generated root password -------------------------------------------------------- */
+
+/* Reads a whole file into buf (NUL-terminated); returns its length. */
+static size_t read_text(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("cannot open %s", path);
+    size_t n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return n;
+}
+
+/* Counts the archive's entries whose bytes contain needle; every entry must
+ * read back whole. *entries gets the number of entries. */
+static unsigned zip_entries_containing(const uint8_t *zip, size_t len, const char *needle,
+                                       unsigned *entries)
+{
+    zip_error_t ze;
+    zip_error_init(&ze);
+    zip_source_t *src = zip_source_buffer_create(zip, len, 0, &ze);
+    assert_non_null(src);
+    zip_t *za = zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &ze);
+    if (!za)
+        fail_msg("the snapshot is not a ZIP archive: %s", zip_error_strerror(&ze));
+    unsigned found = 0;
+    *entries = (unsigned)zip_get_num_entries(za, 0);
+    for (unsigned i = 0; i < *entries; i++) {
+        zip_stat_t st;
+        OK(zip_stat_index(za, i, 0, &st));
+        char *text = malloc(st.size + 1);
+        assert_non_null(text);
+        zip_file_t *f = zip_fopen_index(za, i, 0);
+        assert_non_null(f);
+        assert_true(zip_fread(f, text, st.size) == (zip_int64_t)st.size);
+        zip_fclose(f);
+        text[st.size] = '\0';
+        if (memmem(text, st.size, needle, strlen(needle)))
+            found++;
+        free(text);
+    }
+    zip_discard(za);
+    zip_error_fini(&ze);
+    return found;
+}
+
+/* Without root credentials the server generates a password: it is in
+ * <data>/root_password (0600, even started with umask 000) and works for a
+ * login, the log says where it is but not what it is, and a user with only
+ * read_servers finds it in no GetSnapshot entry (ServerLogs included). */
+static void test_generated_root_password_is_private(void **state)
+{
+    (void)state;
+    th_server_t srv;
+    th_options_t opt = {.no_root_credentials = true, .umask_zero = true};
+    start(&srv, &opt);
+    char data[320], file[400];
+    data_path(&srv, data, sizeof(data));
+    snprintf(file, sizeof(file), "%s/root_password", data);
+    char want[512];
+    snprintf(want, sizeof(want),
+             "created the root user 'iggy' with a generated password, written to %s ", file);
+    assert_non_null(strstr(th_log(&srv), want));
+    struct stat st;
+    OK(stat(file, &st));
+    assert_int_equal(st.st_mode & 07777, 0600);
+    char password[128];
+    size_t n = read_text(file, password, sizeof(password));
+    assert_true(n > 16 && password[n - 1] == '\n');
+    password[n - 1] = '\0';
+    assert_null(strstr(th_log(&srv), password));
+
+    sl_client_t *root = th_client(srv.port, "iggy", password);
+    assert_non_null(root);
+    sl_permission_set_t perms = {.read_servers = true};
+    OK(sl_client_create_user(root, "monitor", "monitor-pass", SL_USER_STATUS_ACTIVE, &perms, NULL));
+    sl_client_close(root);
+    sl_client_t *monitor = th_client(srv.port, "monitor", "monitor-pass");
+    assert_non_null(monitor);
+    static const uint8_t logs = SL_SNAPSHOT_TYPE_SERVER_LOGS, all = SL_SNAPSHOT_TYPE_ALL;
+    const uint8_t *zip;
+    size_t len;
+    unsigned entries;
+    OK(sl_client_get_snapshot(monitor, SL_SNAPSHOT_COMPRESSION_STORED, &logs, 1, &zip, &len));
+    /* The ServerLogs entry is the real log: it has the line naming the file. */
+    assert_int_equal(zip_entries_containing(zip, len, want, &entries), 1);
+    assert_int_equal(entries, 1);
+    assert_int_equal(zip_entries_containing(zip, len, password, &entries), 0);
+    OK(sl_client_get_snapshot(monitor, SL_SNAPSHOT_COMPRESSION_DEFLATED, &all, 1, &zip, &len));
+    assert_int_equal(zip_entries_containing(zip, len, password, &entries), 0);
+    assert_int_equal(entries, 5);
+    sl_client_close(monitor);
+
+    /* A restart keeps the stored root user: the file is not written again. */
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+    OK(unlink(file));
+    th_options_t again = opt;
+    again.data_dir = srv.data_dir;
+    start(&srv, &again);
+    assert_false(exists_file(file));
+    assert_null(strstr(th_log(&srv), "generated password"));
+    root = th_client(srv.port, "iggy", password);
+    assert_non_null(root);
+    sl_client_close(root);
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+    th_cleanup(&srv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_owner_only_whatever_the_umask),
         cmocka_unit_test(test_group_access_whatever_the_umask),
         cmocka_unit_test(test_existing_directory_is_tightened),
+        cmocka_unit_test(test_generated_root_password_is_private),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

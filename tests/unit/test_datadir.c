@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/io.h"
 #include "server/datadir.h"
 #include "tu_tmpdir.h"
 
@@ -159,6 +160,36 @@ static void test_missing_parent(void **state)
     assert_non_null(strstr(err, "No such file or directory"));
 }
 
+/* A private file is 0600 whatever the group setting and whatever mode an
+ * earlier file of that name had, and replaces its contents. */
+static void test_write_private(void **state)
+{
+    fixture_t *f = *state;
+    mode_t saved = umask(0);
+    char path[PATH_MAX], old[PATH_MAX];
+    assert_true(tu_path(old, f->root, "secret"));
+    FILE *fp = fopen(old, "w");
+    assert_non_null(fp);
+    fputs("an older and longer secret\n", fp);
+    fclose(fp);
+    assert_int_equal(chmod(old, 0644), 0);
+    sl_io_set_group_access(true);
+    assert_int_equal(sl_datadir_write_private(f->root, "secret", "s3cret\n", path), 0);
+    sl_io_set_group_access(false);
+    umask(saved);
+    assert_string_equal(path, old);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    char text[64] = "";
+    fp = fopen(path, "r");
+    assert_non_null(fp);
+    size_t n = fread(text, 1, sizeof(text) - 1, fp);
+    fclose(fp);
+    text[n] = '\0';
+    assert_string_equal(text, "s3cret\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -166,6 +197,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_killed_holder_leaves_no_stale_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_holder, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_parent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_private, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
