@@ -5,6 +5,7 @@
  * root password, which goes to a private file and never into the log or
  * a GetSnapshot archive. */
 #define _GNU_SOURCE /* nftw and its FTW_* flags */
+#include <fcntl.h>
 #include <ftw.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -318,6 +319,108 @@ static void test_generated_root_password_is_private(void **state)
     th_cleanup(&srv);
 }
 
+/* --- nothing secret in a snapshot -------------------------------------------------------- */
+
+/* The named entry's text (NUL-terminated, malloc'd), or NULL. */
+static char *zip_entry_text(const uint8_t *zip, size_t len, const char *name)
+{
+    zip_error_t ze;
+    zip_error_init(&ze);
+    zip_source_t *src = zip_source_buffer_create(zip, len, 0, &ze);
+    assert_non_null(src);
+    zip_t *za = zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &ze);
+    assert_non_null(za);
+    char *text = NULL;
+    zip_stat_t st;
+    if (zip_stat(za, name, 0, &st) == 0) {
+        text = malloc(st.size + 1);
+        assert_non_null(text);
+        zip_file_t *f = zip_fopen(za, name, 0);
+        assert_non_null(f);
+        assert_true(zip_fread(f, text, st.size) == (zip_int64_t)st.size);
+        zip_fclose(f);
+        text[st.size] = '\0';
+    }
+    zip_discard(za);
+    zip_error_fini(&ze);
+    return text;
+}
+
+/* A process whose arguments hold a secret, as someone typing
+ * `sluice -p PASSWORD` would leave: sh stays alive while sleep runs. */
+static pid_t spawn_with_secret_argv(const char *secret)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* Its own group, so the test ends sh and sleep together; no output
+         * pipe of ours kept open by a leftover sleep. */
+        setpgid(0, 0);
+        int null_fd = open("/dev/null", O_RDWR);
+        dup2(null_fd, 0);
+        dup2(null_fd, 1);
+        dup2(null_fd, 2);
+        execl("/bin/sh", "sh", "-c", "sleep 30; exit 0", "sh", secret, (char *)NULL);
+        _exit(127);
+    }
+    /* Wait until the exec shows in /proc: the argument is really there. */
+    char path[64], cmdline[512];
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+    for (int i = 0; i < 500; i++) {
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(cmdline, 1, sizeof(cmdline), f) : 0;
+        if (f)
+            fclose(f);
+        if (memmem(cmdline, n, secret, strlen(secret)))
+            return pid;
+        usleep(10 * 1000);
+    }
+    fail_msg("the child's command line never showed its argument");
+    return -1;
+}
+
+/* GetSnapshot with every section: no process's arguments (a marker in a
+ * child's argv), no configured secret (the root password, given by the
+ * environment) in any entry; the process list still lists the child. */
+static void test_snapshot_holds_no_secret(void **state)
+{
+    (void)state;
+    static const char root_password[] = "Configured-R00t-Secret";
+    static const char typed[] = "--password=Typed-Secret-7731";
+    th_server_t srv;
+    th_options_t opt = {.root_username = "admin", .root_password = root_password};
+    start(&srv, &opt);
+    pid_t child = spawn_with_secret_argv(typed);
+    sl_client_t *c = th_client(srv.port, "admin", root_password);
+    assert_non_null(c);
+    static const uint8_t all = SL_SNAPSHOT_TYPE_ALL, ps = SL_SNAPSHOT_TYPE_PROCESS_LIST;
+    const uint8_t *zip;
+    size_t len;
+    unsigned entries;
+    OK(sl_client_get_snapshot(c, SL_SNAPSHOT_COMPRESSION_DEFLATED, &all, 1, &zip, &len));
+    assert_int_equal(zip_entries_containing(zip, len, "Typed-Secret-7731", &entries), 0);
+    assert_int_equal(entries, 5);
+    assert_int_equal(zip_entries_containing(zip, len, root_password, &entries), 0);
+    OK(sl_client_get_snapshot(c, SL_SNAPSHOT_COMPRESSION_STORED, &ps, 1, &zip, &len));
+    char *list = zip_entry_text(zip, len, "process_list.txt");
+    assert_non_null(list);
+    assert_null(strstr(list, "Typed-Secret-7731"));
+    char line[64];
+    snprintf(line, sizeof(line), "\n%7d %7d ", (int)child, (int)getpid());
+    const char *at = strstr(list, line);
+    if (!at)
+        fail_msg("the child %d is not listed:\n%s", (int)child, list);
+    const char *end = strchr(at + 1, '\n');
+    assert_non_null(end);
+    assert_true(end - at > 4 && memcmp(end - 3, " sh", 3) == 0);
+    free(list);
+    sl_client_close(c);
+    kill(-child, SIGKILL);
+    waitpid(child, NULL, 0);
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+    th_cleanup(&srv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -325,6 +428,7 @@ int main(void)
         cmocka_unit_test(test_group_access_whatever_the_umask),
         cmocka_unit_test(test_existing_directory_is_tightened),
         cmocka_unit_test(test_generated_root_password_is_private),
+        cmocka_unit_test(test_snapshot_holds_no_secret),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
