@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "auth/secret.h"
@@ -299,6 +300,13 @@ static int bind_listener(sl_server_t *srv, char *err, size_t err_len)
 {
     const sl_config_address_t *a = &srv->cfg.tcp.address;
     int rc = sl_loop_listen(a->host, a->port, SOMAXCONN, &srv->listen_fd);
+    /* EADDRINUSE may be a predecessor's socket on its way out (server.h). */
+    for (uint32_t i = 0; rc == -EADDRINUSE && i < SL_LISTEN_RETRY_MS / SL_LISTEN_RETRY_STEP_MS;
+         i++) {
+        struct timespec step = {0, (long)SL_LISTEN_RETRY_STEP_MS * 1000000L};
+        nanosleep(&step, NULL);
+        rc = sl_loop_listen(a->host, a->port, SOMAXCONN, &srv->listen_fd);
+    }
     if (rc != 0) {
         srv->listen_fd = -1;
         snprintf(err, err_len, "cannot listen on %s: %s", a->text, strerror(-rc));

@@ -40,6 +40,15 @@
  * data_maintenance.messages.interval default, 1 minute). */
 #define SL_RETENTION_INTERVAL_US (60u * 1000000u)
 
+/* How long start-up retries a listen address that is in use, and how often.
+ * A sluiced killed a moment ago leaves its listening socket open for some
+ * milliseconds after its exit (io_uring drops the pending accept's hold on
+ * it from a kernel worker), so a supervisor's immediate restart would find
+ * the port taken; a port that another server really holds is reported
+ * after this long. */
+#define SL_LISTEN_RETRY_MS      2000u
+#define SL_LISTEN_RETRY_STEP_MS 20u
+
 typedef struct sl_server sl_server_t;
 
 /* One connection's session (lifecycle.md). */
