@@ -15,6 +15,7 @@
 
 static sl_io_hook_fn io_hook;
 static void *io_hook_ctx;
+static bool io_group_access;
 
 static const char *const io_call_names[SL_IO_CALL_COUNT] = {
     [SL_IO_OPEN] = "open",           [SL_IO_WRITE] = "write",     [SL_IO_PWRITE] = "pwrite",
@@ -27,6 +28,21 @@ static const char *const io_call_names[SL_IO_CALL_COUNT] = {
 const char *sl_io_call_name(sl_io_call_t call)
 {
     return (unsigned)call < SL_IO_CALL_COUNT ? io_call_names[call] : "?";
+}
+
+void sl_io_set_group_access(bool group)
+{
+    io_group_access = group;
+}
+
+mode_t sl_io_file_mode(void)
+{
+    return io_group_access ? 0640 : 0600;
+}
+
+mode_t sl_io_dir_mode(void)
+{
+    return io_group_access ? 0750 : 0700;
 }
 
 void sl_io_set_hook(sl_io_hook_fn fn, void *ctx)
@@ -349,7 +365,7 @@ int sl_io_read_file(const char *path, sl_buf_t *out, size_t max)
 
 int sl_io_write_file_synced(const char *path, sl_span_t data)
 {
-    int fd = sl_io_open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fd = sl_io_open(path, O_WRONLY | O_CREAT | O_TRUNC, sl_io_file_mode());
     if (fd < 0)
         return fd;
     int rc = sl_io_pwrite_all(fd, data.ptr, data.len, 0);

@@ -65,6 +65,16 @@ typedef int (*sl_io_hook_fn)(void *ctx, sl_io_op_t *op);
  * hook was installed are matched by path too. */
 void sl_io_set_hook(sl_io_hook_fn fn, void *ctx);
 
+/* --- the modes of what the process creates ---------------------------------------------- */
+
+/* The server's files hold password hashes, token digests and every message: by default only the
+ * owner may read them (files 0600, directories 0700); with group access on, the group may read
+ * them too (0640, 0750), never write. Callers that create a file or directory pass these modes.
+ * Process-wide: set once at start-up, before anything is created (default: owner only). */
+void sl_io_set_group_access(bool group);
+mode_t sl_io_file_mode(void);
+mode_t sl_io_dir_mode(void);
+
 /* --- the wrappers: -errno on failure ----------------------------------------------------- */
 
 SL_WUR int sl_io_open(const char *path, int flags, mode_t mode); /* fd */

@@ -293,7 +293,7 @@ int sl_meta_journal_open(sl_meta_journal_t **out, const char *dir, sl_meta_journ
     snprintf(j->dir, sizeof(j->dir), "%s", dir); /* fits: the longer paths above did */
     /* A leftover of a rewrite that did not reach its rename: the journal itself is whole. */
     sl_io_unlink(j->tmp_path);
-    j->fd = sl_io_open(j->path, O_RDWR | O_CREAT, 0644);
+    j->fd = sl_io_open(j->path, O_RDWR | O_CREAT, sl_io_file_mode());
     if (j->fd < 0) {
         snprintf(err, err_len, "metadata journal %s: cannot open: %s", j->path, strerror(-j->fd));
         sl_meta_journal_close(j);
@@ -493,7 +493,7 @@ int sl_meta_journal_rewrite(sl_meta_journal_t *j, uint64_t checkpoint_op)
     size_t from = first_slot_after(j, checkpoint_op);
     if (from == 0)
         return 0; /* nothing covered by the checkpoint */
-    int fd = sl_io_open(j->tmp_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    int fd = sl_io_open(j->tmp_path, O_RDWR | O_CREAT | O_TRUNC, sl_io_file_mode());
     if (fd < 0) {
         sl_log_error("metadata journal %s: cannot create: %s", j->tmp_path, strerror(-fd));
         return -SL_ERR_CANNOT_WRITE_TO_FILE;

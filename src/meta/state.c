@@ -380,7 +380,7 @@ int sl_meta_apply(sl_meta_t *m, const sl_meta_entry_t *e, sl_buf_t *reply)
 /* --- root bootstrap ------------------------------------------------------------------- */
 
 int sl_meta_root_entry(sl_buf_t *body, sl_span_t username, sl_span_t phc_hash, uint64_t op,
-                       sl_meta_entry_t *e)
+                       uint64_t timestamp, sl_meta_entry_t *e)
 {
     uint8_t perms_bytes[16];
     sl_buf_t perms;
@@ -400,14 +400,14 @@ int sl_meta_root_entry(sl_buf_t *body, sl_span_t username, sl_span_t phc_hash, u
         return rc;
     *e = (sl_meta_entry_t){
         .op = op,
-        .timestamp = SL_META_ROOT_CREATED_AT,
+        .timestamp = timestamp,
         .operation = SL_OP_CREATE_USER,
         .body = sl_span(body->data + start, body->len - start),
     };
     return 0;
 }
 
-int sl_meta_bootstrap_root(sl_meta_t *m, sl_span_t username, sl_span_t phc_hash)
+int sl_meta_bootstrap_root(sl_meta_t *m, sl_span_t username, sl_span_t phc_hash, uint64_t timestamp)
 {
     if (m->users.count > 0)
         return -SL_ERR_USER_ALREADY_EXISTS;
@@ -415,7 +415,7 @@ int sl_meta_bootstrap_root(sl_meta_t *m, sl_span_t username, sl_span_t phc_hash)
     sl_buf_init(&body, 0);
     sl_buf_init(&reply, 0);
     sl_meta_entry_t e;
-    int rc = sl_meta_root_entry(&body, username, phc_hash, m->last_op + 1, &e);
+    int rc = sl_meta_root_entry(&body, username, phc_hash, m->last_op + 1, timestamp, &e);
     if (rc == 0)
         rc = sl_meta_apply(m, &e, &reply);
     if (rc == 0) {

@@ -170,24 +170,25 @@ int sl_meta_apply(sl_meta_t *m, const sl_meta_entry_t *e, sl_buf_t *reply) SL_WU
 
 /* --- root user ------------------------------------------------------------------------ */
 
-#define SL_META_ROOT_CREATED_AT 1u
-
 /* The journal entry that creates the root user on first boot: a CreateUser
- * (141) from the internal client 0, acting user 0, request 0, timestamp
- * SL_META_ROOT_CREATED_AT, body = the admitted CreateUser body (written to
- * body, which must outlive *e) for username/phc_hash, status active and all
- * ten global permissions. Applied to a state without users it creates user
- * 0 with created_at 1 through the ordinary CreateUser path, so the journal
- * and snapshots need nothing special. op is the next log position (1 on a
- * fresh log). 0 or -SL_ERR_INVALID_COMMAND for fields that cannot be
- * encoded. */
+ * (141) from the internal client 0, acting user 0, request 0, at op and
+ * timestamp, body = the admitted CreateUser body (written to body, which
+ * must outlive *e) for username/phc_hash, status active and all ten global
+ * permissions. Applied to a state without users it creates user 0 through
+ * the ordinary CreateUser path, with the entry's timestamp as its
+ * created_at (the server passes the time of creation, so replay and
+ * snapshots keep it), so the journal and snapshots need nothing special.
+ * op is the next log position (1 on a fresh log). 0 or
+ * -SL_ERR_INVALID_COMMAND for fields that cannot be encoded. */
 int sl_meta_root_entry(sl_buf_t *body, sl_span_t username, sl_span_t phc_hash, uint64_t op,
-                       sl_meta_entry_t *e) SL_WUR;
-/* Builds the root entry with op = sl_meta_last_op + 1 and applies it.
+                       uint64_t timestamp, sl_meta_entry_t *e) SL_WUR;
+/* Builds the root entry with op = sl_meta_last_op + 1 and the given
+ * timestamp (the root user's created_at) and applies it.
  * -SL_ERR_USER_ALREADY_EXISTS when the state has users already, else as
  * sl_meta_root_entry, or the rejection code when apply refused it (43 for a
  * username outside 3..50 bytes). */
-int sl_meta_bootstrap_root(sl_meta_t *m, sl_span_t username, sl_span_t phc_hash) SL_WUR;
+int sl_meta_bootstrap_root(sl_meta_t *m, sl_span_t username, sl_span_t phc_hash,
+                           uint64_t timestamp) SL_WUR;
 
 /* --- client table and preflight (framing.md 5-6.1) ------------------------------------ */
 

@@ -78,7 +78,7 @@ static int make_dir(sl_meta_store_t *s, const char *data_dir, char *err, size_t 
         snprintf(err, err_len, "metadata: data directory path too long: %s", data_dir);
         return -SL_ERR_INVALID_CONFIGURATION;
     }
-    int rc = sl_io_mkdir(s->dir, 0755);
+    int rc = sl_io_mkdir(s->dir, sl_io_dir_mode());
     if (rc == -EEXIST)
         return 0;
     if (rc == 0)
@@ -187,7 +187,6 @@ static int recover_checkpoint(sl_meta_store_t *s, char *err, size_t err_len)
     if (rc < 0)
         return rc;
     const sl_meta_vsr_state_t *vsr = &s->superblock.vsr;
-    s->info.fresh = !s->superblock.found;
     s->info.superblock_sequence = s->superblock.sequence;
     if (s->superblock.found &&
         (vsr->replica_count != 1 || vsr->replica_id != 0 || !sl_u128_is_zero(vsr->cluster))) {
@@ -246,6 +245,8 @@ static int recover_journal(sl_meta_store_t *s, char *err, size_t err_len)
     if (rc < 0)
         return rc;
     s->info.torn_bytes = info.torn_bytes;
+    /* No checkpoint and no journaled op: nothing was ever committed here. */
+    s->info.fresh = !s->superblock.found && info.entries == 0;
     uint64_t base = s->last_op;
     if (info.entries && info.last_op > base && info.first_op > base + 1) {
         snprintf(err, err_len,
@@ -294,9 +295,11 @@ int sl_meta_store_open(sl_meta_store_t **out, const char *data_dir,
         sl_meta_store_close(s);
         return rc;
     }
-    sl_log_info("metadata: recovered op %" PRIu64 " (checkpoint op %" PRIu64 ", %" PRIu64
-                " journal entries replayed)",
-                s->last_op, s->info.checkpoint_op, s->info.replayed);
+    /* The owner logs the summary (fresh or recovered) at info level. */
+    sl_log_debug("metadata: %s at op %" PRIu64 " (checkpoint op %" PRIu64 ", %" PRIu64
+                 " journal entries replayed)",
+                 s->info.fresh ? "fresh" : "recovered", s->last_op, s->info.checkpoint_op,
+                 s->info.replayed);
     *out = s;
     return 0;
 }

@@ -41,7 +41,7 @@ typedef struct sl_meta_store sl_meta_store_t;
 
 /* What open found and what checkpoints did since, for logs, stats and tests. */
 typedef struct sl_meta_store_info {
-    bool fresh;                   /* no superblock: started from an empty machine */
+    bool fresh;                   /* no superblock and no journal entry: nothing existed */
     bool rolled_forward;          /* open finished a checkpoint's snapshot rename */
     uint64_t superblock_sequence; /* of the newest superblock record (0 when fresh) */
     uint64_t checkpoint_op;       /* op of the snapshot in force (0: none) */

@@ -96,6 +96,9 @@ static const sl_setting_t settings[] = {
     {"system.path", SL_SETTING_STRING, FIELD(system.path), "local_data", 1,
      SL_CONFIG_PATH_CAPACITY - 1, "IGGY_SYSTEM_PATH", 0,
      "Data directory (streams, metadata); relative paths start at the working directory."},
+    {"system.group_access", SL_SETTING_BOOL, FIELD(system.group_access), "false", 0, 1,
+     "IGGY_SYSTEM_GROUP_ACCESS", 0,
+     "Let the group read the data (files 0640, directories 0750); else owner only (0600, 0700)."},
     {"system.logging.level", SL_SETTING_LOG_LEVEL, FIELD(system.logging.level), "info", 0, 0,
      "IGGY_SYSTEM_LOGGING_LEVEL", 0, "Log level: error, warn, info, debug or trace."},
     {"system.logging.repeat_burst", SL_SETTING_U32, FIELD(system.logging.repeat_burst), "10", 0,
@@ -118,7 +121,7 @@ static const sl_setting_t settings[] = {
     {"root.password", SL_SETTING_STRING, FIELD(root.password), "", SL_PASSWORD_LEN_MIN,
      SL_PASSWORD_LEN_MAX, "IGGY_ROOT_PASSWORD",
      SL_SETTING_ENV_ONLY | SL_SETTING_OPTIONAL | SL_SETTING_SECRET,
-     "Root password at first start; without it a random one is logged once."},
+     "Root password at first start; without it a random one goes to <system.path>/root_password."},
 };
 /* clang-format on */
 

@@ -77,6 +77,7 @@ typedef struct sl_config {
     } server;
     struct {
         char path[SL_CONFIG_PATH_CAPACITY];
+        bool group_access; /* group may read: 0640 / 0750 instead of 0600 / 0700 */
         struct {
             sl_log_level_t level;
             uint32_t repeat_burst;     /* lines per call site and window; 0: no limit */

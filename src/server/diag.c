@@ -272,8 +272,15 @@ static void section_filesystem(const char *root, sl_buf_t *b)
 
 /* --- ProcessList ---------------------------------------------------------- */
 
-/* One /proc/<pid> as a line: pid, ppid, state, RSS, threads, name, command
- * line. A process that exits meanwhile is skipped. */
+/* One /proc/<pid> as a line: pid, ppid, state, RSS, threads and name. A
+ * process that exits meanwhile is skipped.
+ *
+ * No command lines: arguments are where people put secrets (`sluice -p
+ * PASSWORD`, `mysql -pX`, `curl -u user:pass`), and a snapshot goes to any
+ * user with read_servers and often to a support ticket. The name is the
+ * kernel's (comm: the executable's file name, at most 15 bytes), which
+ * tells the processes apart without anything typed after the program.
+ * docs/security.md, "Diagnostic snapshots". */
 static bool put_process(sl_buf_t *b, long pid, long page_kib, char *scratch)
 {
     char path[64];
@@ -285,7 +292,11 @@ static bool put_process(sl_buf_t *b, long pid, long page_kib, char *scratch)
     if (open_paren == NULL || close_paren == NULL || close_paren < open_paren)
         return false;
     *close_paren = '\0';
-    const char *name = open_paren + 1;
+    char *name = open_paren + 1;
+    /* A process may name itself anything: no control bytes into the text. */
+    for (char *c = name; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
     /* After "(comm)": state ppid ... num_threads is the 18th, rss the 22nd. */
     char state = '?';
     long long ppid = 0, threads = 0, rss_pages = 0;
@@ -294,20 +305,8 @@ static bool put_process(sl_buf_t *b, long pid, long page_kib, char *scratch)
                "%*s %*s %lld",
                &state, &ppid, &threads, &rss_pages) != 4)
         return false;
-    char cmdline[SL_DIAG_CMDLINE_MAX + 1];
-    snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
-    long n = read_file(path, cmdline, sizeof(cmdline));
-    if (n < 0)
-        n = 0;
-    /* Arguments are NUL-separated and NUL-terminated: show them spaced. */
-    while (n > 0 && cmdline[n - 1] == '\0')
-        n--;
-    cmdline[n] = '\0';
-    for (long i = 0; i < n; i++)
-        if ((unsigned char)cmdline[i] < 0x20 || cmdline[i] == 0x7f)
-            cmdline[i] = ' ';
-    put_fmt(b, "%7ld %7lld %c %10lld %7lld %-16s %s\n", pid, ppid, state, rss_pages * page_kib,
-            threads, name, cmdline);
+    put_fmt(b, "%7ld %7lld %c %10lld %7lld %s\n", pid, ppid, state, rss_pages * page_kib, threads,
+            name);
     return true;
 }
 
@@ -333,8 +332,7 @@ static void section_processes(sl_buf_t *b, char *scratch)
         put_fmt(b, "/proc: cannot open: %s\n", strerror(errno));
         return;
     }
-    put_fmt(b, "%7s %7s %c %10s %7s %-16s %s\n", "PID", "PPID", 'S', "RSS_KIB", "THREADS", "NAME",
-            "COMMAND");
+    put_fmt(b, "%7s %7s %c %10s %7s %s\n", "PID", "PPID", 'S', "RSS_KIB", "THREADS", "NAME");
     unsigned listed = 0;
     bool truncated = false;
     struct dirent *de;

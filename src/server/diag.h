@@ -19,7 +19,6 @@
 #define SL_DIAG_FS_DEPTH_MAX   16u
 #define SL_DIAG_PROCESSES_MAX  20000u
 #define SL_DIAG_SECTION_MAX    (8u * 1024u * 1024u) /* bytes of text per entry */
-#define SL_DIAG_CMDLINE_MAX    200u                 /* bytes of a process's command line */
 #define SL_DIAG_PROC_FILE_MAX  (64u * 1024u)        /* bytes read of one /proc file */
 
 /* What the caller knows and diag does not look up itself. Borrowed for the

@@ -52,7 +52,7 @@ int main(int argc, char **argv)
     int rc = sl_server_open(&server, &cfg, err, sizeof(err));
     if (rc != 0) {
         sl_log_error("%s", err);
-        bool no_uring = server.loop == NULL && strstr(err, "io_uring") != NULL;
+        bool no_uring = server.io_uring_failed;
         sl_server_close(&server);
         return no_uring ? EXIT_NO_IO_URING : 1;
     }

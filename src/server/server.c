@@ -4,14 +4,20 @@
 #include "server/server.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "auth/secret.h"
 #include "base/clock.h"
+#include "base/io.h"
 #include "base/log.h"
+#include "server/datadir.h"
 #include "server/test_faults.h"
 #include "wire/cmd_system.h"
 #include "wire/codec.h"
@@ -35,19 +41,30 @@ static int machine_decode(void *ctx, sl_span_t bytes)
 
 /* --- first boot: the root user (defaults.md 2) ---------------------------------- */
 
-static int create_root(sl_server_t *srv, char *err, size_t err_len)
+/* A generated root password is written to a file only the server's user can
+ * read, never to the log: the log is kept in memory for GetSnapshot, which
+ * a user with read_servers alone may take, and is often collected by
+ * others (journald, container logs). The file comes before the commit, so
+ * a crash between the two leaves no root user whose password is lost. */
+static int save_generated_password(sl_server_t *srv, const char *password, char *path, char *err,
+                                   size_t err_len)
 {
-    const sl_config_t *cfg = &srv->cfg;
-    char generated[41];
-    const char *username = cfg->root.username[0] ? cfg->root.username : "iggy";
-    const char *password = cfg->root.password;
-    if (!cfg->root.password[0]) {
-        if (sl_password_generate(generated, 24) != 0) {
-            snprintf(err, err_len, "cannot draw a random root password");
-            return -SL_ERR_ERROR;
-        }
-        password = generated;
+    char text[SL_PASSWORD_LEN_MAX + 2];
+    snprintf(text, sizeof(text), "%s\n", password);
+    int rc =
+        sl_datadir_write_private(srv->cfg.system.path, SL_DATADIR_ROOT_PASSWORD_FILE, text, path);
+    memset(text, 0, sizeof(text));
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot write the generated root password to %s/%s: %s",
+                 srv->cfg.system.path, SL_DATADIR_ROOT_PASSWORD_FILE, strerror(-rc));
+        return -SL_ERR_ERROR;
     }
+    return 0;
+}
+
+static int commit_root(sl_server_t *srv, const char *username, const char *password, char *err,
+                       size_t err_len)
+{
     char phc[SL_PASSWORD_HASH_MAX];
     if (sl_password_hash(sl_span_str(password), phc) != 0) {
         snprintf(err, err_len, "cannot hash the root password");
@@ -57,26 +74,44 @@ static int create_root(sl_server_t *srv, char *err, size_t err_len)
     sl_buf_init(&body, 0);
     sl_buf_init(&reply, 0);
     sl_meta_entry_t e;
-    int rc = sl_meta_root_entry(&body, sl_span_str(username), sl_span_str(phc),
-                                sl_meta_store_last_op(srv->store) + 1, &e);
+    /* Op and timestamp are chosen by sl_server_commit like any entry's: the
+     * timestamp, now, is the root user's created_at. */
+    int rc = sl_meta_root_entry(&body, sl_span_str(username), sl_span_str(phc), 0, 0, &e);
     if (rc == 0)
-        rc = sl_meta_store_commit(srv->store, &e, &reply);
+        rc = sl_server_commit(srv, &e, &reply);
     sl_buf_free(&body);
     sl_buf_free(&reply);
-    if (rc != 0) {
+    if (rc != 0)
         snprintf(err, err_len, "cannot create the root user: %s", sl_strerror(rc));
+    return rc;
+}
+
+static int create_root(sl_server_t *srv, char *err, size_t err_len)
+{
+    const sl_config_t *cfg = &srv->cfg;
+    const char *username = cfg->root.username[0] ? cfg->root.username : "iggy";
+    if (cfg->root.password[0]) {
+        int rc = commit_root(srv, username, cfg->root.password, err, err_len);
+        if (rc == 0)
+            sl_log_info("created the root user '%s' with the configured password", username);
         return rc;
     }
-    srv->last_timestamp = sl_meta_store_last_timestamp(srv->store);
-    if (cfg->root.password[0])
-        sl_log_info("created the root user '%s' with the configured password", username);
-    else
-        sl_log_warn("created the root user '%s' with the password '%s' (shown once: store it "
-                    "now; set IGGY_ROOT_USERNAME and IGGY_ROOT_PASSWORD before the first start "
-                    "to choose them)",
-                    username, password);
+    char generated[41], path[PATH_MAX];
+    if (sl_password_generate(generated, 24) != 0) {
+        snprintf(err, err_len, "cannot draw a random root password");
+        return -SL_ERR_ERROR;
+    }
+    int rc = save_generated_password(srv, generated, path, err, err_len);
+    if (rc == 0)
+        rc = commit_root(srv, username, generated, err, err_len);
     memset(generated, 0, sizeof(generated));
-    return 0;
+    if (rc == 0)
+        sl_log_warn("created the root user '%s' with a generated password, written to %s "
+                    "(readable only by the user sluiced runs as): store it and delete the file; "
+                    "set IGGY_ROOT_USERNAME and IGGY_ROOT_PASSWORD before the first start to "
+                    "choose them",
+                    username, path);
+    return rc;
 }
 
 /* --- sessions ----------------------------------------------------------------- */
@@ -224,15 +259,6 @@ static void on_tick(void *ctx, sl_loop_t *loop)
 
 /* --- life cycle ------------------------------------------------------------------ */
 
-static int make_dir(const char *path, char *err, size_t err_len)
-{
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-        snprintf(err, err_len, "cannot create the data directory %s: %s", path, strerror(errno));
-        return -SL_ERR_CANNOT_CREATE_BASE_DIRECTORY;
-    }
-    return 0;
-}
-
 static int open_metadata(sl_server_t *srv, char *err, size_t err_len)
 {
     int rc = sl_meta_create(srv->cfg.metadata.clients_table_max, sl_span_str(SL_SERVER_VERSION),
@@ -267,40 +293,36 @@ static int open_metadata(sl_server_t *srv, char *err, size_t err_len)
     return 0;
 }
 
-int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t err_len)
+/* The listener comes first: a server that cannot serve must not create or
+ * change its data directory. The socket is the server's (the loop is given
+ * it and leaves it open); SOMAXCONN holds the connections that arrive while
+ * the metadata is recovered. */
+static int bind_listener(sl_server_t *srv, char *err, size_t err_len)
 {
-    memset(srv, 0, sizeof(*srv));
-    srv->cfg = *cfg;
-    srv->start_us = sl_clock_realtime_us();
-    srv->frame_max = (uint32_t)cfg->message_bus.max_message_size;
-    sl_buf_init(&srv->admitted, srv->frame_max);
-    int rc = sl_frame_pool_create(SL_LOOP_BUF_SIZE_DEFAULT, srv->frame_max,
-                                  cfg->message_bus.frame_pool_idle_max, &srv->frame_pool);
+    const sl_config_address_t *a = &srv->cfg.tcp.address;
+    int rc = sl_loop_listen(a->host, a->port, SOMAXCONN, &srv->listen_fd);
+    /* EADDRINUSE may be a predecessor's socket on its way out (server.h). */
+    for (uint32_t i = 0; rc == -EADDRINUSE && i < SL_LISTEN_RETRY_MS / SL_LISTEN_RETRY_STEP_MS;
+         i++) {
+        struct timespec step = {0, (long)SL_LISTEN_RETRY_STEP_MS * 1000000L};
+        nanosleep(&step, NULL);
+        rc = sl_loop_listen(a->host, a->port, SOMAXCONN, &srv->listen_fd);
+    }
     if (rc != 0) {
-        snprintf(err, err_len, "cannot create the frame pool: %s", strerror(-rc));
-        return rc;
+        srv->listen_fd = -1;
+        snprintf(err, err_len, "cannot listen on %s: %s", a->text, strerror(-rc));
+        return -SL_ERR_CANNOT_BIND_TO_SOCKET;
     }
-    rc = make_dir(cfg->system.path, err, err_len);
-    if (rc == 0)
-        rc = open_metadata(srv, err, err_len);
-    if (rc == 0 && sl_sysinfo_init(&srv->sysinfo, cfg->system.path, SL_SERVER_VERSION) != 0) {
-        snprintf(err, err_len, "cannot read process information");
-        rc = -SL_ERR_ERROR;
-    }
-    if (rc != 0)
-        return rc;
-    rc = sl_hash_pool_create(cfg->server.password_hash_threads, cfg->server.password_hash_queue_max,
-                             &srv->hash_pool);
-    if (rc != 0) {
-        snprintf(err, err_len, "cannot start the password hashing threads: %s", strerror(-rc));
-        return rc;
-    }
+    return 0;
+}
 
+static int start_loop(sl_server_t *srv, char *err, size_t err_len)
+{
+    const sl_config_t *cfg = &srv->cfg;
     bool test_faults = sl_test_faults_init();
     sl_loop_config_t lc;
     sl_loop_config_init(&lc);
-    lc.host = cfg->tcp.address.host;
-    lc.port = cfg->tcp.address.port;
+    lc.listen_fd = srv->listen_fd;
     lc.max_frame = srv->frame_max;
     lc.max_conns = cfg->tcp.max_connections;
     lc.frames_per_turn = cfg->server.per_connection_work_max;
@@ -315,8 +337,10 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
     lc.event_fd = sl_hash_pool_event_fd(srv->hash_pool);
     lc.on_event = sl_hashing_on_event;
     lc.ctx = srv;
-    rc = sl_loop_create(&lc, &srv->loop);
+    int rc = sl_loop_create(&lc, &srv->loop);
     if (rc != 0) {
+        /* The socket is bound already: what failed is the ring or its buffers. */
+        srv->io_uring_failed = true;
         snprintf(err, err_len, "cannot start the io_uring event loop on %s: %s",
                  cfg->tcp.address.text, sl_loop_diagnose(rc));
         return rc;
@@ -324,6 +348,54 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
     sl_log_info(cfg->tcp.address.ipv6 ? "listening on [%s]:%u" : "listening on %s:%u",
                 cfg->tcp.address.host, sl_loop_port(srv->loop));
     return 0;
+}
+
+/* Files and directories are created with explicit modes (base/io.h); the
+ * umask is set to match, so neither a permissive caller (umask 000) widens
+ * what the server makes nor does anything created outside those calls end
+ * up wider. */
+static void set_file_modes(const sl_config_t *cfg)
+{
+    sl_io_set_group_access(cfg->system.group_access);
+    umask(cfg->system.group_access ? 027 : 077);
+}
+
+/* Start-up order: bind the listener, lock the data directory, then the
+ * metadata, then the loop (docs/architecture.md, "Start-up"). */
+int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t err_len)
+{
+    memset(srv, 0, sizeof(*srv));
+    srv->listen_fd = -1;
+    srv->lock_fd = -1;
+    srv->cfg = *cfg;
+    srv->start_us = sl_clock_realtime_us();
+    srv->frame_max = (uint32_t)cfg->message_bus.max_message_size;
+    sl_buf_init(&srv->admitted, srv->frame_max);
+    int rc = sl_frame_pool_create(SL_LOOP_BUF_SIZE_DEFAULT, srv->frame_max,
+                                  cfg->message_bus.frame_pool_idle_max, &srv->frame_pool);
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot create the frame pool: %s", strerror(-rc));
+        return rc;
+    }
+    set_file_modes(cfg);
+    rc = bind_listener(srv, err, err_len);
+    if (rc == 0)
+        rc = sl_datadir_lock(cfg->system.path, &srv->lock_fd, err, err_len);
+    if (rc == 0)
+        rc = open_metadata(srv, err, err_len);
+    if (rc == 0 && sl_sysinfo_init(&srv->sysinfo, cfg->system.path, SL_SERVER_VERSION) != 0) {
+        snprintf(err, err_len, "cannot read process information");
+        rc = -SL_ERR_ERROR;
+    }
+    if (rc != 0)
+        return rc;
+    rc = sl_hash_pool_create(cfg->server.password_hash_threads, cfg->server.password_hash_queue_max,
+                             &srv->hash_pool);
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot start the password hashing threads: %s", strerror(-rc));
+        return rc;
+    }
+    return start_loop(srv, err, err_len);
 }
 
 int sl_server_run(sl_server_t *srv)
@@ -352,6 +424,9 @@ void sl_server_close(sl_server_t *srv)
 {
     if (srv->loop)
         sl_loop_destroy(srv->loop);
+    /* The loop leaves the socket it was given open. */
+    if (srv->listen_fd >= 0)
+        close(srv->listen_fd);
     /* After the loop: its ring no longer reads the pool's eventfd. */
     sl_hash_pool_destroy(srv->hash_pool);
     sl_partitions_close(&srv->partitions);
@@ -372,5 +447,9 @@ void sl_server_close(sl_server_t *srv)
     free(srv->staged_bases);
     free(srv->staged_picks);
     sl_buf_free(&srv->admitted);
+    /* Last: every file of the data directory is closed. */
+    sl_datadir_unlock(srv->lock_fd);
     memset(srv, 0, sizeof(*srv));
+    srv->listen_fd = -1;
+    srv->lock_fd = -1;
 }

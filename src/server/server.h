@@ -40,6 +40,15 @@
  * data_maintenance.messages.interval default, 1 minute). */
 #define SL_RETENTION_INTERVAL_US (60u * 1000000u)
 
+/* How long start-up retries a listen address that is in use, and how often.
+ * A sluiced killed a moment ago leaves its listening socket open for some
+ * milliseconds after its exit (io_uring drops the pending accept's hold on
+ * it from a kernel worker), so a supervisor's immediate restart would find
+ * the port taken; a port that another server really holds is reported
+ * after this long. */
+#define SL_LISTEN_RETRY_MS      2000u
+#define SL_LISTEN_RETRY_STEP_MS 20u
+
 typedef struct sl_server sl_server_t;
 
 /* One connection's session (lifecycle.md). */
@@ -90,7 +99,10 @@ typedef struct sl_staged_send {
 
 struct sl_server {
     sl_config_t cfg;
+    int listen_fd; /* bound before the data directory is touched; -1 when none */
+    int lock_fd;   /* the data directory's owner lock (datadir.h); -1 when not held */
     sl_loop_t *loop;
+    bool io_uring_failed; /* sl_server_open failed creating the ring (exit 77) */
     /* Request-frame buffers: the loop takes them, partitions and
      * messages.c give them back. Outlives the loop and the partitions. */
     sl_frame_pool_t *frame_pool;
@@ -122,8 +134,10 @@ struct sl_server {
     volatile int stop_signal; /* the signal that asked us to stop, for the log */
 };
 
-/* Opens the data directory, recovers the metadata, creates the root user on
- * first boot, and sets up the listener. err gets a message for the log. */
+/* Binds the listener, then locks the data directory, recovers the metadata,
+ * creates the root user on first boot, and sets up the loop on the bound
+ * socket. err gets a message for the log; after a failure io_uring_failed
+ * tells whether the ring was what failed. sl_server_close in either case. */
 int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t err_len) SL_WUR;
 /* Serves until sl_server_stop; returns 0 or -errno of the ring. */
 int sl_server_run(sl_server_t *srv) SL_WUR;

@@ -228,7 +228,7 @@ void sl_offsets_free(sl_partition_t *p)
  * case it was longer (a corrupt one). */
 static int write_record(const char *path, uint64_t offset, bool known, bool fsync)
 {
-    int fd = sl_io_open(path, O_WRONLY | O_CREAT, 0644);
+    int fd = sl_io_open(path, O_WRONLY | O_CREAT, sl_io_file_mode());
     if (fd < 0) {
         sl_log_error("consumer offset %s: cannot open: %s", path, strerror(-fd));
         return -SL_ERR_CANNOT_OPEN_CONSUMER_OFFSETS_FILE;
@@ -260,10 +260,11 @@ static int ensure_dirs(sl_partition_t *p)
     if (p->offsets_dirs)
         return 0;
     char dir[PATH_MAX];
-    int rc = sl_offsets_dir_path(dir, p->dir, NULL) ? sl_io_mkdir(dir, 0755) : -ENAMETOOLONG;
+    mode_t mode = sl_io_dir_mode();
+    int rc = sl_offsets_dir_path(dir, p->dir, NULL) ? sl_io_mkdir(dir, mode) : -ENAMETOOLONG;
     for (int k = 0; k < 2 && (rc == 0 || rc == -EEXIST); k++) {
         sl_offsets_kind_t kind = k == 0 ? SL_OFFSETS_CONSUMER : SL_OFFSETS_GROUP;
-        rc = sl_offsets_dir_path(dir, p->dir, kind_dir(kind)) ? sl_io_mkdir(dir, 0755)
+        rc = sl_offsets_dir_path(dir, p->dir, kind_dir(kind)) ? sl_io_mkdir(dir, mode)
                                                               : -ENAMETOOLONG;
     }
     if (rc < 0 && rc != -EEXIST) {

@@ -100,7 +100,7 @@ static int make_dirs(const char *path)
             continue;
         char saved = buf[i];
         buf[i] = '\0';
-        int rc = sl_io_mkdir(buf, 0755);
+        int rc = sl_io_mkdir(buf, sl_io_dir_mode());
         buf[i] = saved;
         if (rc < 0 && rc != -EEXIST)
             return rc;

@@ -77,12 +77,12 @@ int sl_segment_create(sl_segment_t *s, const char *dir, uint64_t start, uint64_t
     if (!sl_segment_path(log_path, dir, start, SL_SEGMENT_LOG_EXT) ||
         !sl_segment_path(index_path, dir, start, SL_SEGMENT_INDEX_EXT))
         return -SL_ERR_CANNOT_CREATE_SEGMENT_LOG_FILE;
-    int fd = sl_io_open(log_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    int fd = sl_io_open(log_path, O_RDWR | O_CREAT | O_TRUNC, sl_io_file_mode());
     if (fd < 0) {
         sl_log_error("segment %s: cannot create: %s", log_path, strerror(-fd));
         return -SL_ERR_CANNOT_CREATE_SEGMENT_LOG_FILE;
     }
-    int index_fd = sl_io_open(index_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    int index_fd = sl_io_open(index_path, O_RDWR | O_CREAT | O_TRUNC, sl_io_file_mode());
     if (index_fd < 0) {
         sl_log_error("segment %s: cannot create: %s", index_path, strerror(-index_fd));
         sl_io_close(fd);
@@ -107,7 +107,7 @@ int sl_segment_open_active(sl_segment_t *s, const char *dir)
         sl_log_error("segment %s: cannot open: %s", log_path, strerror(-fd));
         return -SL_ERR_CANNOT_OPEN_PARTITION_LOG_FILE;
     }
-    int index_fd = sl_io_open(index_path, O_RDWR | O_CREAT, 0644);
+    int index_fd = sl_io_open(index_path, O_RDWR | O_CREAT, sl_io_file_mode());
     if (index_fd < 0) {
         sl_log_error("segment %s: cannot open: %s", index_path, strerror(-index_fd));
         sl_io_close(fd);

@@ -248,7 +248,7 @@ static int fix_index(const char *dir, uint64_t start, const sl_segment_recovery_
     if (!sl_segment_path(path, dir, start, SL_SEGMENT_INDEX_EXT))
         return -ENAMETOOLONG;
     int flags = rec->index_rebuild ? O_WRONLY | O_CREAT | O_TRUNC : O_WRONLY;
-    int fd = sl_io_open(path, flags, 0644);
+    int fd = sl_io_open(path, flags, sl_io_file_mode());
     if (fd < 0)
         return fd;
     int rc;

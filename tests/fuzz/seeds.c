@@ -359,7 +359,7 @@ static void seeds_meta_snapshot(void)
 {
     sl_meta_t *m;
     if (sl_meta_create(64, sl_span_str("0.1.0"), &m) != 0 ||
-        sl_meta_bootstrap_root(m, sl_span_str("iggy"), sl_span_str("$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo")) != 0)
+        sl_meta_bootstrap_root(m, sl_span_str("iggy"), sl_span_str("$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo"), 1) != 0)
         die("meta", "state");
     sl_buf_t b;
     sl_buf_init(&b, 0);

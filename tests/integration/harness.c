@@ -61,7 +61,13 @@ static pid_t spawn(th_server_t *srv, const th_options_t *opt)
         close(fd);
         unsetenv("IGGY_ROOT_USERNAME");
         unsetenv("IGGY_ROOT_PASSWORD");
-        if (opt && opt->root_username) {
+        for (size_t i = 0; opt && opt->env && opt->env[i]; i++)
+            putenv((char *)opt->env[i]);
+        if (opt && opt->umask_zero)
+            umask(0);
+        if (opt && opt->no_root_credentials) {
+            execl(sluiced_path(), "sluiced", "--config", srv->config_path, (char *)NULL);
+        } else if (opt && opt->root_username) {
             setenv("IGGY_ROOT_USERNAME", opt->root_username, 1);
             setenv("IGGY_ROOT_PASSWORD", opt->root_password, 1);
             execl(sluiced_path(), "sluiced", "--config", srv->config_path, (char *)NULL);

@@ -25,6 +25,10 @@ typedef struct th_options {
     const char *extra_config; /* appended to the generated config file; on a
                                  restart (data_dir set) it rewrites the file */
     const char *data_dir;     /* reuse an existing directory (restart) */
+    /* Start-up and security tests; zero keeps the defaults above. */
+    bool no_root_credentials; /* neither variables nor the flag: a generated password */
+    const char *const *env;   /* NULL-terminated "NAME=value" list set in the child */
+    bool umask_zero;          /* start sluiced with umask 000 */
 } th_options_t;
 
 /* Starts sluiced and waits until it listens. Fails the test on error.

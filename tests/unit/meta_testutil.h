@@ -38,11 +38,15 @@ static inline void tm_init_cap(tm_t *t, uint32_t clients_max)
     sl_buf_init(&t->body, 0);
 }
 
-/* A state with the root user "iggy" (op 1, created_at 1). */
+/* The root user's created_at in these states (the golden replies carry it). */
+#define TM_ROOT_CREATED_AT 1u
+
+/* A state with the root user "iggy" (op 1, created_at TM_ROOT_CREATED_AT). */
 static inline void tm_init(tm_t *t)
 {
     tm_init_cap(t, SL_CLIENTS_TABLE_DEFAULT);
-    assert_int_equal(sl_meta_bootstrap_root(t->m, sl_span_str("iggy"), sl_span_str("$argon2id$r")),
+    assert_int_equal(sl_meta_bootstrap_root(t->m, sl_span_str("iggy"), sl_span_str("$argon2id$r"),
+                                            TM_ROOT_CREATED_AT),
                      0);
     t->op = sl_meta_last_op(t->m) + 1;
 }

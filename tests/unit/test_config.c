@@ -972,6 +972,7 @@ static void set_every_row(sl_config_t *cfg)
     set_or_fail(cfg, "server.password_hash_threads", "2");
     set_or_fail(cfg, "server.password_hash_queue_max", "4096");
     set_or_fail(cfg, "system.path", "dir \"q\" \\ back\ttab\nnl\x01 \xC3\xA9 '#");
+    set_or_fail(cfg, "system.group_access", "true");
     set_or_fail(cfg, "system.logging.level", "warn");
     set_or_fail(cfg, "system.logging.repeat_burst", "0");
     set_or_fail(cfg, "system.logging.repeat_window", "1 m");

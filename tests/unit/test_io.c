@@ -224,6 +224,32 @@ static void test_io_read_file_and_write_file_synced(void **state)
     sl_buf_free(&b);
 }
 
+/* The modes callers create with: owner only by default, group-readable on
+ * request; write_file_synced uses them (umask 000, so the mode is exact). */
+static void test_io_modes(void **state)
+{
+    io_fixture_t *f = *state;
+    mode_t saved = umask(0);
+    assert_int_equal(sl_io_file_mode(), 0600);
+    assert_int_equal(sl_io_dir_mode(), 0700);
+    char path[PATH_MAX];
+    path_of(f, "private", path);
+    assert_int_equal(sl_io_write_file_synced(path, sl_span("x", 1)), 0);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    sl_io_set_group_access(true);
+    assert_int_equal(sl_io_file_mode(), 0640);
+    assert_int_equal(sl_io_dir_mode(), 0750);
+    path_of(f, "shared", path);
+    assert_int_equal(sl_io_write_file_synced(path, sl_span("x", 1)), 0);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0640);
+    sl_io_set_group_access(false);
+    assert_int_equal(sl_io_file_mode(), 0600);
+    umask(saved);
+}
+
 typedef struct trace_log {
     sl_io_call_t calls[16];
     char names[16][32];
@@ -272,6 +298,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_io_short_write_then_enospc_tears_the_write, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_io_read_file_and_write_file_synced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_io_modes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_io_trace_sees_calls_in_order_with_paths, setup,
                                         teardown),
     };

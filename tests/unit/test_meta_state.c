@@ -194,7 +194,8 @@ static void test_capacity_eviction(void **state)
     (void)state;
     tm_t t;
     tm_init_cap(&t, SL_CLIENTS_TABLE_MIN);
-    assert_int_equal(sl_meta_bootstrap_root(t.m, sl_span_str("iggy"), sl_span_str("$h")), 0);
+    assert_int_equal(
+        sl_meta_bootstrap_root(t.m, sl_span_str("iggy"), sl_span_str("$h"), TM_ROOT_CREATED_AT), 0);
     t.op = sl_meta_last_op(t.m) + 1;
     assert_int_equal(tm_code(&t, SL_OP_CREATE_STREAM, 0, tm_body_stream(&t, "s")), 0);
     assert_int_equal(

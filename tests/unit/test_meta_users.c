@@ -81,7 +81,7 @@ static void test_root_bootstrap(void **state)
     tm_init(&t);
     const sl_meta_user_t *root = sl_meta_user_by_id(t.m, 0);
     assert_non_null(root);
-    assert_int_equal(root->created_at, SL_META_ROOT_CREATED_AT);
+    assert_int_equal(root->created_at, TM_ROOT_CREATED_AT);
     assert_int_equal(root->status, SL_USER_ACTIVE);
     assert_span_str(root->password_hash, "$argon2id$r");
     assert_int_equal(sl_meta_last_op(t.m), 1);
@@ -101,7 +101,7 @@ static void test_root_bootstrap(void **state)
     free(want);
     sl_buf_free(&got);
 
-    assert_int_equal(sl_meta_bootstrap_root(t.m, sl_span_str("other"), sl_span_str("$h")),
+    assert_int_equal(sl_meta_bootstrap_root(t.m, sl_span_str("other"), sl_span_str("$h"), 5),
                      -SL_ERR_USER_ALREADY_EXISTS);
 
     /* The journaled form: the same entry applied by hand gives the same state. */
@@ -110,9 +110,11 @@ static void test_root_bootstrap(void **state)
     sl_meta_entry_t e;
     sl_buf_t body;
     sl_buf_init(&body, 0);
-    assert_int_equal(
-        sl_meta_root_entry(&body, sl_span_str("iggy"), sl_span_str("$argon2id$r"), 1, &e), 0);
-    assert_int_equal(e.timestamp, 1);
+    assert_int_equal(sl_meta_root_entry(&body, sl_span_str("iggy"), sl_span_str("$argon2id$r"), 1,
+                                        TM_ROOT_CREATED_AT, &e),
+                     0);
+    assert_int_equal(e.op, 1);
+    assert_int_equal(e.timestamp, TM_ROOT_CREATED_AT);
     assert_int_equal(e.user_id, 0);
     assert_true(sl_u128_is_zero(e.client));
     assert_int_equal(e.operation, SL_OP_CREATE_USER);
@@ -122,9 +124,17 @@ static void test_root_bootstrap(void **state)
     sl_buf_free(&body);
     tm_free(&j);
 
+    /* The root user's created_at is the entry's timestamp, whatever it is
+     * (the server passes the time of creation). */
+    tm_init_cap(&j, SL_CLIENTS_TABLE_DEFAULT);
+    assert_int_equal(
+        sl_meta_bootstrap_root(j.m, sl_span_str("iggy"), sl_span_str("$h"), TM_T0 + 12345), 0);
+    assert_int_equal(sl_meta_user_by_id(j.m, 0)->created_at, TM_T0 + 12345);
+    tm_free(&j);
+
     /* A username outside 3..50 is refused like any CreateUser. */
     tm_init_cap(&j, SL_CLIENTS_TABLE_DEFAULT);
-    assert_int_equal(sl_meta_bootstrap_root(j.m, sl_span_str("ab"), sl_span_str("$h")),
+    assert_int_equal(sl_meta_bootstrap_root(j.m, sl_span_str("ab"), sl_span_str("$h"), 5),
                      -SL_ERR_INVALID_USERNAME);
     assert_null(sl_meta_user_by_id(j.m, 0));
     tm_free(&j);
