@@ -74,8 +74,8 @@ static uint8_t *build_frame(parts_ctx_t *c, int topic, size_t *len)
     uint64_t now = sl_clock_realtime_us();
     for (uint32_t i = 0; i < BATCH_MESSAGES; i++) {
         memset(payload, (int)(i * 131u), bytes);
-        if (sl_batch_add(&bb, (sl_u128_t){i + 1, (uint64_t)getpid()}, now,
-                         sl_span(payload, bytes), sl_span(NULL, 0)) != 0)
+        if (sl_batch_add(&bb, (sl_u128_t){i + 1, (uint64_t)getpid()}, now, sl_span(payload, bytes),
+                         sl_span(NULL, 0)) != 0)
             sb_die("cannot add message %u", i);
     }
     free(payload);
@@ -146,8 +146,8 @@ static void parts_round(parts_ctx_t *c, int r)
     printf("  round %d: 1 partition %.0f MB/s, %d partitions %.0f MB/s (%.1f %%); VmRSS MiB "
            "created %.1f, peak %.1f, after DeleteStream %.1f (it took %.0f ms), %d s later %.1f\n",
            r + 1, c->rate[ONE][r], c->o->partitions, c->rate[MANY][r], 100.0 * c->ratio[r],
-           c->rss_created[r], c->rss_peak[r], c->rss_deleted[r], c->delete_ms[r],
-           SETTLE_MS / 1000, c->rss_settled[r]);
+           c->rss_created[r], c->rss_peak[r], c->rss_deleted[r], c->delete_ms[r], SETTLE_MS / 1000,
+           c->rss_settled[r]);
 }
 
 static double median_of(const double *src, int n)
@@ -197,8 +197,9 @@ void sb_partitions_run(const sb_options_t *o, const char *host, uint16_t port, p
     printf("\nMany partitions (%d x %d-byte messages: %zu-byte SendMessages frames, Balanced, raw "
            "socket; per round %llu frames to a 1-partition topic (baseline) and to a %d-partition "
            "topic in %d interleaved slices; VmRSS of sluiced after every reply; %d rounds)\n",
-           BATCH_MESSAGES, o->partition_message_bytes, c->frame_len[MANY], (unsigned long long)(c->batches + SLICES - 1) / SLICES * SLICES,
-           o->partitions, SLICES, rounds);
+           BATCH_MESSAGES, o->partition_message_bytes, c->frame_len[MANY],
+           (unsigned long long)(c->batches + SLICES - 1) / SLICES * SLICES, o->partitions, SLICES,
+           rounds);
     printf("  idle VmRSS before: %.1f MiB\n", rss_mib(c));
     for (int r = 0; r < rounds; r++)
         parts_round(c, r);

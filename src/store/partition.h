@@ -78,12 +78,12 @@ typedef struct sl_partition_config {
     sl_partition_held_fn held;       /* NULL: malloc_usable_size(owner) when release is NULL too
                                       * (owner is malloc's), else the record's length */
     void *release_ctx;
-    sl_journal_bound_t *bound;       /* shared with the owner's other partitions; NULL: none.
-                                      * Create-only; it must outlive the partition */
-    sl_buf_t *read_buf;              /* scratch for the file reads of polls, shared with the
-                                      * owner's other partitions (one poll runs at a time), so
-                                      * read memory does not grow with partitions; NULL: the
-                                      * partition's own. Create-only; must outlive it */
+    sl_journal_bound_t *bound; /* shared with the owner's other partitions; NULL: none.
+                                * Create-only; it must outlive the partition */
+    sl_buf_t *read_buf;        /* scratch for the file reads of polls, shared with the
+                                * owner's other partitions (one poll runs at a time), so
+                                * read memory does not grow with partitions; NULL: the
+                                * partition's own. Create-only; must outlive it */
 } sl_partition_config_t;
 
 /* The config of one of partitions_count partitions of a topic: its options, max_topic_size

@@ -313,9 +313,8 @@ static void test_full_disk_refuses_at_the_bound(void **state)
     assert_non_null(c);
     sl_topic_options_t opt = {.set = SL_TOPIC_OPT_SEGMENT_SIZE, .segment_size = 4 * MIB};
     assert_int_equal(sl_client_create_stream(c, "full", NULL), 0);
-    assert_int_equal(sl_client_create_topic(c, sl_id_name("full"), "t", FULL_PARTITIONS, &opt,
-                                            NULL),
-                     0);
+    assert_int_equal(
+        sl_client_create_topic(c, sl_id_name("full"), "t", FULL_PARTITIONS, &opt, NULL), 0);
     uint8_t(*payloads)[PAYLOAD_SIZE] = calloc(PER_BATCH, PAYLOAD_SIZE);
     bool acked[FULL_TOTAL] = {false};
     assert_non_null(payloads);

@@ -52,7 +52,8 @@ static void test_classes(void **state)
     assert_int_equal(st.classes, 50);
     const uint32_t kib[] = {16, 20, 24, 28, 32, 40, 48, 56, 64, 80};
     for (uint32_t i = 0; i < sizeof(kib) / sizeof(kib[0]); i++)
-        assert_int_equal(sl_frame_pool_class_capacity(pool, i), kib[i] * KIB - SL_FRAME_POOL_PREFIX);
+        assert_int_equal(sl_frame_pool_class_capacity(pool, i),
+                         kib[i] * KIB - SL_FRAME_POOL_PREFIX);
     assert_int_equal(sl_frame_pool_class_capacity(pool, 44), 32 * MIB - SL_FRAME_POOL_PREFIX);
     assert_int_equal(sl_frame_pool_class_capacity(pool, 47), 56 * MIB - SL_FRAME_POOL_PREFIX);
     assert_int_equal(sl_frame_pool_class_capacity(pool, 48), 64 * MIB - SL_FRAME_POOL_PREFIX);
