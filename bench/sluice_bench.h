@@ -30,8 +30,11 @@ typedef struct sb_options {
     double durable_round_seconds_max; /* time cap of one durable round and figure */
     double message_seconds;           /* per message figure and round */
     int group_producers;              /* producers of the group-commit figure */
+    int partitions;                   /* of the many-partition figure's topic */
+    int partition_mb;                 /* MB sent to each of its two topics per round */
+    int partition_message_bytes;      /* payload of each of its 1000 messages per batch */
     bool run_rss, run_ping, run_durable, run_messages, run_group;
-    bool run_logins;
+    bool run_logins, run_partitions;
 } sb_options_t;
 
 /* --- process plumbing (sluice_bench_proc.c) ------------------------------------- */
@@ -200,6 +203,12 @@ void sb_messages_run(const sb_options_t *o, const char *host, uint16_t port, con
 /* Small batches to one enforce_fsync partition from one producer and from
  * o->group_producers at once, beside the fsync sink; sink files go to dir. */
 void sb_group_run(const sb_options_t *o, const char *host, uint16_t port, const char *dir);
+
+/* --- many partitions (sluice_bench_partitions.c) ------------------------------------ */
+
+/* Produce to o->partitions partitions round-robin beside one partition, with
+ * sluiced's VmRSS while producing and after DeleteStream. Needs server_pid. */
+void sb_partitions_run(const sb_options_t *o, const char *host, uint16_t port, pid_t server_pid);
 
 /* --- logins (sluice_bench_logins.c) ------------------------------------------------- */
 

@@ -121,7 +121,11 @@ static void usage(FILE *f)
             "  --dir DIR          where temporary data goes (default $TMPDIR or /tmp)\n"
             "  --message-seconds S  per message figure and round (default 0.5)\n"
             "  --producers N      producers of the group-commit figure (default 8, max 64)\n"
-            "  --only LIST        any of rss,ping,durable,messages,group,logins (default all)\n",
+            "  --partitions N     partitions of the many-partition figure (default 1000)\n"
+            "  --partition-mb M   MB sent per round to each of its topics (default 2000)\n"
+            "  --partition-message-bytes B  payload of its 1000 messages per batch (default 1000)\n"
+            "  --only LIST        any of rss,ping,durable,messages,group,logins,partitions\n"
+            "                     (default all but partitions)\n",
             SLUICE_BENCH_SLUICED);
 }
 
@@ -144,9 +148,10 @@ static void parse_only(sb_options_t *o, const char *list)
     o->run_messages = strstr(list, "messages") != NULL;
     o->run_group = strstr(list, "group") != NULL;
     o->run_logins = strstr(list, "logins") != NULL;
+    o->run_partitions = strstr(list, "partitions") != NULL;
     if (!o->run_rss && !o->run_ping && !o->run_durable && !o->run_messages && !o->run_group &&
-        !o->run_logins)
-        sb_die("--only takes rss, ping, durable, messages, group and/or logins");
+        !o->run_logins && !o->run_partitions)
+        sb_die("--only takes rss, ping, durable, messages, group, logins and/or partitions");
 }
 
 static void check_options(const sb_options_t *o)
@@ -163,6 +168,12 @@ static void check_options(const sb_options_t *o)
         sb_die("--message-seconds must be in (0, 60]");
     if (o->group_producers < 2 || o->group_producers > 64)
         sb_die("--producers must be 2..64");
+    if (o->partitions < 1 || o->partitions > 100000)
+        sb_die("--partitions must be 1..100000");
+    if (o->partition_mb < 1 || o->partition_mb > 100000)
+        sb_die("--partition-mb must be 1..100000");
+    if (o->partition_message_bytes < 1 || o->partition_message_bytes > 60000)
+        sb_die("--partition-message-bytes must be 1..60000");
 }
 
 /* One option of getopt_long; exits on --help and unknown options. */
@@ -208,6 +219,15 @@ static void apply_option(sb_options_t *o, int c, const char *arg)
     case 'P':
         o->group_producers = atoi(arg);
         break;
+    case 'N':
+        o->partitions = atoi(arg);
+        break;
+    case 'M':
+        o->partition_mb = atoi(arg);
+        break;
+    case 'B':
+        o->partition_message_bytes = atoi(arg);
+        break;
     case 'H':
         usage(stdout);
         exit(0);
@@ -234,20 +254,43 @@ static void parse_options(int argc, char **argv, sb_options_t *o)
                         .run_ping = true,
                         .run_durable = true,
                         .group_producers = 8,
+                        .partitions = 1000,
+                        .partition_mb = 2000,
+                        .partition_message_bytes = 1000,
                         .run_messages = true,
                         .run_group = true,
                         .run_logins = true};
     static const struct option longs[] = {
-        {"sluiced", 1, 0, 's'},   {"host", 1, 0, 'h'},        {"port", 1, 0, 'p'},
-        {"user", 1, 0, 'u'},      {"password", 1, 0, 'w'},    {"rounds", 1, 0, 'r'},
-        {"seconds", 1, 0, 't'},   {"connections", 1, 0, 'c'}, {"streams", 1, 0, 'n'},
-        {"dir", 1, 0, 'd'},       {"only", 1, 0, 'o'},        {"message-seconds", 1, 0, 'm'},
-        {"producers", 1, 0, 'P'}, {"help", 0, 0, 'H'},        {0, 0, 0, 0},
+        {"sluiced", 1, 0, 's'},      {"host", 1, 0, 'h'},
+        {"port", 1, 0, 'p'},         {"user", 1, 0, 'u'},
+        {"password", 1, 0, 'w'},     {"rounds", 1, 0, 'r'},
+        {"seconds", 1, 0, 't'},      {"connections", 1, 0, 'c'},
+        {"streams", 1, 0, 'n'},      {"dir", 1, 0, 'd'},
+        {"only", 1, 0, 'o'},         {"message-seconds", 1, 0, 'm'},
+        {"producers", 1, 0, 'P'},    {"partitions", 1, 0, 'N'},
+        {"partition-mb", 1, 0, 'M'}, {"partition-message-bytes", 1, 0, 'B'},
+        {"help", 0, 0, 'H'},         {0, 0, 0, 0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1)
         apply_option(o, c, optarg);
     check_options(o);
+}
+
+/* Page faults of a process so far (/proc/<pid>/stat: minflt, majflt); false
+ * when unreadable. Fresh memory costs one minor fault per page touched. */
+static bool page_faults(pid_t pid, unsigned long long *minor, unsigned long long *major)
+{
+    char path[64], text[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *p = strrchr(text, ')'); /* the command name may hold spaces */
+    return p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %llu %*u %llu", minor, major) == 2;
 }
 
 int main(int argc, char **argv)
@@ -285,12 +328,17 @@ int main(int argc, char **argv)
         sb_group_run(&o, host, port, port == own.port ? own.dir : o.dir);
     if (o.run_logins)
         sb_logins_run(&o, host, port);
+    if (o.run_partitions)
+        sb_partitions_run(&o, host, port, own.pid);
     if (own.pid > 0) {
         sb_memory_t end;
         if (sb_memory_read(own.pid, &end))
             printf("\nsluiced at the end: VmRSS %.1f MiB, RssAnon %.1f MiB, VmHWM %.1f MiB\n",
                    (double)end.rss_kb / 1024.0, (double)end.anon_kb / 1024.0,
                    (double)end.hwm_kb / 1024.0);
+        unsigned long long minor, major;
+        if (page_faults(own.pid, &minor, &major))
+            printf("  page faults of sluiced: %llu minor, %llu major\n", minor, major);
         sb_smaps_print(own.pid, 3, "    ");
         sb_sluiced_stop(&own);
     }

@@ -85,6 +85,7 @@ typedef struct sl_config {
         } logging;
         struct {
             bool validate_checksum;
+            uint64_t journal_memory_max; /* unflushed journals in all (store/partition.h) */
         } partition;
         struct {
             uint32_t shards; /* 0 = one per online core (sl_config_shard_count) */

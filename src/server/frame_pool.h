@@ -3,17 +3,23 @@
  * partition's journal), and whoever holds it last gives it back here, so
  * large frames reuse warm memory instead of a fresh allocation each.
  *
- * Size classes are powers of two from class_min (the loop's provided-buffer
- * size) up to the largest frame, the top class clipped to exactly what the
- * largest frame needs. A frame smaller than half the smallest class is
- * allocated at its own size and freed when it comes back: rounding it up
- * would make every small send pin a whole class in a partition's journal,
- * and the allocator's caches serve small sizes well.
+ * Size classes go in quarter steps between powers of two (16, 20, 24, 28,
+ * 32, 40 KiB ...) from class_min (the loop's provided-buffer size) up to
+ * the largest frame, the top class clipped to exactly what the largest
+ * frame needs, so a frame's buffer is at most a quarter larger than the
+ * frame (a 1 MiB SendMessages frame takes 1.25 MiB). A frame smaller than
+ * half the smallest class is allocated at its own size and freed when it
+ * comes back: rounding it up would make every small send pin a whole class
+ * in a partition's journal, and the allocator's caches serve small sizes
+ * well. Class buffers of 16 KiB and more are mapped (mmap) and unmapped
+ * directly, so one freed leaves the process's resident memory at once
+ * whatever malloc's thresholds have become (malloc's under
+ * AddressSanitizer, and when a mapping is refused).
  *
  * The bound: the buffers kept idle never add up to more than idle_max bytes
  * (counted at their class size); a buffer given back beyond that is freed.
  * Buffers in use are bounded by what holds them (connections x max_frame,
- * the partitions' flush gates), not by the pool.
+ * the partitions' journal bound), not by the pool.
  *
  * Threading: one owner thread (the loop's); nothing locks. */
 #ifndef SL_SERVER_FRAME_POOL_H
@@ -39,6 +45,7 @@ typedef struct sl_frame_pool_stats {
     uint64_t dropped;      /* class buffers freed on their way back: idle_max was reached */
     uint64_t idle_bytes;   /* of the buffers kept idle, at class size; <= idle_max */
     uint64_t idle_max;     /* the cap */
+    uint64_t out_bytes;    /* held by the buffers handed out (sl_frame_pool_held of each) */
     uint32_t idle_buffers; /* kept idle */
     uint32_t out_buffers;  /* handed out and not given back (small ones included) */
     uint32_t classes;      /* number of size classes */
@@ -67,6 +74,12 @@ void sl_frame_pool_put(sl_frame_pool_t *pool, void *frame);
 /* sl_frame_pool_put in the shape of sl_partition_release_fn, so partitions
  * give journaled frames back (ctx is the pool). */
 void sl_frame_pool_release(void *ctx, void *frame);
+
+/* The bytes of memory a buffer that is out holds, prefix included: its class
+ * size, or what a small frame was allocated with. In the shape of
+ * sl_partition_held_fn (ctx is the pool), so journals count what their
+ * frames really hold against the journal bound. */
+size_t sl_frame_pool_held(void *ctx, const void *frame);
 
 /* Frees every idle buffer (memory pressure, or to measure). */
 void sl_frame_pool_trim(sl_frame_pool_t *pool);

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,8 @@ void sl_partitions_init(sl_partitions_t *ps, const char *data_dir, uint64_t batc
     memset(ps, 0, sizeof(*ps));
     snprintf(ps->data_dir, sizeof(ps->data_dir), "%s", data_dir);
     ps->batch_max = batch_max;
+    sl_journal_bound_init(&ps->journal_bound, 0);
+    sl_buf_init(&ps->read_buf, 0);
 }
 
 static void stream_dir(const sl_partitions_t *ps, uint32_t s, char *out, size_t n)
@@ -90,14 +93,17 @@ sl_partition_t *sl_partitions_get(sl_partitions_t *ps, uint32_t stream_id, uint3
 
 /* --- opening and closing ------------------------------------------------------------ */
 
-static void partition_config(const sl_partitions_t *ps, const sl_meta_topic_t *mt,
+static void partition_config(sl_partitions_t *ps, const sl_meta_topic_t *mt,
                              sl_partition_config_t *cfg)
 {
     sl_partition_config_from_topic(&mt->config, mt->partitions_count, cfg);
     cfg->batch_max = ps->batch_max;
     cfg->created_revision = mt->created_at;
+    cfg->bound = &ps->journal_bound;
+    cfg->read_buf = &ps->read_buf;
     if (ps->frame_pool) {
         cfg->release = sl_frame_pool_release;
+        cfg->held = sl_frame_pool_held;
         cfg->release_ctx = ps->frame_pool;
     }
 }
@@ -147,14 +153,19 @@ static void open_partition(sl_partitions_t *ps, sl_topic_rt_t *rt, const sl_meta
     settle_purge(rt, mt, id);
 }
 
-static void close_partition(sl_partitions_t *ps, sl_topic_rt_t *rt, uint32_t id, bool remove)
+/* Closes partition id, flushing it first when its data stays (flush), and
+ * removes its directory (remove). A partition about to be deleted is not
+ * flushed: its journal is given back, not written. */
+static void close_partition(sl_partitions_t *ps, sl_topic_rt_t *rt, uint32_t id, bool flush,
+                            bool remove)
 {
     sl_partition_t *p = rt->partitions[id];
     if (p) {
-        if (!remove && sl_partition_flush(p) != 0)
+        if (flush && sl_partition_flush(p) != 0)
             sl_log_error("partition %u of topic %u: final flush failed", id, rt->topic_id);
         sl_partition_close(p);
         rt->partitions[id] = NULL;
+        ps->closed++;
     }
     if (remove) {
         char dir[4400];
@@ -230,7 +241,7 @@ static void sync_topic(sl_partitions_t *ps, sl_topic_rt_t *rt, const sl_meta_top
 {
     uint32_t want = mt->partitions_count;
     for (uint32_t id = want; id < rt->partitions_count; id++)
-        close_partition(ps, rt, id, true);
+        close_partition(ps, rt, id, false, true);
     if (!resize(rt, want)) {
         sl_log_error("out of memory for the partitions of topic %u", rt->topic_id);
         return;
@@ -259,7 +270,7 @@ static void drop_topic(sl_partitions_t *ps, uint32_t index, bool remove)
 {
     sl_topic_rt_t *rt = ps->topics[index];
     for (uint32_t id = 0; id < rt->partitions_count; id++)
-        close_partition(ps, rt, id, false);
+        close_partition(ps, rt, id, !remove, false);
     if (remove) {
         char dir[4400];
         topic_dir(ps, rt->stream_id, rt->topic_id, dir, sizeof(dir));
@@ -310,6 +321,20 @@ static bool still_in_meta(const sl_meta_t *meta, const sl_topic_rt_t *rt, bool *
     return mt && mt->created_at == rt->created_at;
 }
 
+/* After partitions went away: hands the heap's free pages back to the
+ * system. Their journals' frames were unmapped already (frame_pool.h), but
+ * what the partitions themselves held (index arrays, the journal arrays,
+ * offsets) came from the heap, whose top glibc trims only past a threshold
+ * it raised itself after the first Argon2id block was freed (38 MiB), and
+ * never below a live chunk. The polls' read scratch goes too (a poll grows
+ * it again). Deletes are rare: the walk over the heap is cheap next to the
+ * directory removals that come with them. */
+static void give_back_heap(sl_partitions_t *ps)
+{
+    sl_buf_free(&ps->read_buf);
+    malloc_trim(0);
+}
+
 static void drop_gone(sl_partitions_t *ps, const sl_meta_t *meta)
 {
     for (uint32_t i = ps->count; i-- > 0;) {
@@ -350,6 +375,7 @@ static void sweep_streams(sl_partitions_t *ps, const sl_meta_t *meta)
 
 void sl_partitions_sync(sl_partitions_t *ps, const sl_meta_t *meta, bool boot)
 {
+    uint64_t closed = ps->closed;
     drop_gone(ps, meta);
     if (boot)
         sweep_streams(ps, meta);
@@ -377,6 +403,8 @@ void sl_partitions_sync(sl_partitions_t *ps, const sl_meta_t *meta, bool boot)
             sync_topic(ps, rt, mt, true, boot);
         }
     }
+    if (ps->closed != closed)
+        give_back_heap(ps);
 }
 
 void sl_partitions_close(sl_partitions_t *ps)
@@ -386,6 +414,9 @@ void sl_partitions_close(sl_partitions_t *ps)
     free(ps->topics);
     ps->topics = NULL;
     ps->cap = 0;
+    /* Every journal went with its partition. */
+    sl_assert(ps->journal_bound.partitions == 0 && ps->journal_bound.held == 0);
+    sl_buf_free(&ps->read_buf);
 }
 
 /* --- statistics and maintenance --------------------------------------------------------- */

@@ -38,6 +38,13 @@ typedef struct sl_partitions {
     /* Where partitions give appended frames back once on disk (the
      * partitions' release hook); NULL: free(). Set before the first sync. */
     sl_frame_pool_t *frame_pool;
+    /* The bound on memory held by every partition's unflushed journal
+     * (system.partition.journal_memory_max); sl_journal_bound_init before
+     * the first sync, or max stays 0: no bound. */
+    sl_journal_bound_t journal_bound;
+    /* The read scratch every partition's polls share (one poll at a time). */
+    sl_buf_t read_buf;
+    uint64_t closed;        /* partitions closed so far (a sync that closes some trims) */
     sl_topic_rt_t **topics; /* sorted by (stream_id, topic_id) */
     uint32_t count;
     uint32_t cap;

@@ -289,6 +289,8 @@ static int open_metadata(sl_server_t *srv, char *err, size_t err_len)
     /* Every partition meta knows, open; leftovers of interrupted deletes gone. */
     sl_partitions_init(&srv->partitions, srv->cfg.system.path, srv->frame_max);
     srv->partitions.frame_pool = srv->frame_pool;
+    sl_journal_bound_init(&srv->partitions.journal_bound,
+                          srv->cfg.system.partition.journal_memory_max);
     sl_partitions_sync(&srv->partitions, srv->meta, true);
     return 0;
 }

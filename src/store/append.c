@@ -4,6 +4,7 @@
  * caller's buffers and the flush hands those same buffers to a vectored write. */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <sluice/error.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,10 +153,12 @@ static void drop_flushed(sl_partition_t *p, size_t n)
     for (size_t i = 0; i < n; i++) {
         p->journal_bytes -= p->journal[i].len;
         p->journal_messages -= p->journal[i].count;
+        sl_journal_held_sub(p, p->journal[i].held);
         sl_partition_release(p, &p->journal[i]);
     }
     memmove(p->journal, p->journal + n, (p->journal_count - n) * sizeof(*p->journal));
     p->journal_count -= n;
+    sl_journal_bound_update(p);
 }
 
 /* Writes the journal out, chunk by chunk (one per segment touched). *flushed gets how many
@@ -204,6 +207,14 @@ static bool gate_tripped(const sl_partition_t *p)
     return position + p->journal_bytes >= p->cfg.segment_size;
 }
 
+/* The memory a batch's owner holds (sl_partition_config_t.held). */
+static size_t owner_held(const sl_partition_t *p, const sl_partition_batch_t *b)
+{
+    if (p->cfg.held)
+        return p->cfg.held(p->cfg.release_ctx, b->owner);
+    return p->cfg.release ? b->len : malloc_usable_size(b->owner);
+}
+
 /* Stamps a batch (messages.md 3.3) and journals it. */
 static uint64_t journal_push(sl_partition_t *p, const sl_partition_batch_t *b, uint64_t timestamp)
 {
@@ -215,11 +226,15 @@ static uint64_t journal_push(sl_partition_t *p, const sl_partition_batch_t *b, u
     uint64_t base = p->next_offset;
     sl_batch_stamp(b->record, b->len, p->id, base, timestamp);
     sl_assert_debug(sl_batch_validate(sl_span(b->record, b->len), count) == 0);
+    size_t held = owner_held(p, b);
+    sl_assert(held >= b->len);
     p->journal[p->journal_count++] =
-        (journal_entry_t){b->owner, b->record, b->len, base, timestamp, count};
+        (journal_entry_t){b->owner, b->record, b->len, held, base, timestamp, count};
     p->next_offset = base + count;
     p->journal_bytes += b->len;
     p->journal_messages += count;
+    sl_journal_held_add(p, held);
+    sl_journal_bound_update(p);
     return base;
 }
 
@@ -232,8 +247,46 @@ static void rollback(sl_partition_t *p, size_t n)
         const journal_entry_t *e = &p->journal[--p->journal_count];
         p->journal_bytes -= e->len;
         p->journal_messages -= e->count;
+        sl_journal_held_sub(p, e->held);
         p->next_offset = e->base_offset;
     }
+    sl_journal_bound_update(p);
+}
+
+/* Failed early flushes one append tolerates before it gives up: on a full disk every journal
+ * fails alike, and trying them all would cost a failed write per partition per send. */
+#define BOUND_FAILURES_MAX 4u
+
+/* Flushes the oldest journals of cfg.bound (this partition's among them) until they hold at
+ * most its max. 0 when they do, else the error of the last failed flush: what failed stays
+ * journaled (it was acknowledged) and the caller must take back what it just added. */
+static int bound_settle(sl_partition_t *p)
+{
+    sl_journal_bound_t *b = p->cfg.bound;
+    if (!b || b->max == 0)
+        return 0;
+    int rc = 0;
+    unsigned failures = 0;
+    sl_partition_t *q = b->oldest;
+    /* Each turn flushes or skips one listed partition, so it ends within b->partitions turns. */
+    while (b->held > b->max && q && failures < BOUND_FAILURES_MAX) {
+        sl_partition_t *newer = q->bound_newer; /* a flush changes q's place, nobody else's */
+        size_t flushed;
+        b->early_flushes++;
+        int err = flush_journal(q, &flushed);
+        if (err < 0) {
+            sl_log_error("partition %s: early flush for the journal bound failed: %s", q->dir,
+                         sl_strerror(err));
+            rc = err;
+            failures++;
+        }
+        q = newer;
+    }
+    if (b->held <= b->max)
+        return 0;
+    sl_assert(rc < 0); /* the list only runs out once everything is flushed */
+    b->refused++;
+    return rc;
 }
 
 int sl_partition_append_many(sl_partition_t *p, const sl_partition_batch_t *batches, size_t n,
@@ -255,21 +308,25 @@ int sl_partition_append_many(sl_partition_t *p, const sl_partition_batch_t *batc
     for (size_t i = 0; i < n; i++)
         base_offsets[i] = journal_push(p, &batches[i], timestamp);
     p->last_timestamp = timestamp;
-    if (!gate_tripped(p)) {
+    int rc = 0;
+    if (gate_tripped(p)) {
+        size_t flushed;
+        rc = flush_journal(p, &flushed);
+    }
+    if (rc == 0)
+        rc = bound_settle(p);
+    /* Flushes take entries from the front, so the batches of this call that are still
+     * journaled are the last ones; those already on disk are acknowledged whatever failed. */
+    size_t pending = p->journal_count < n ? p->journal_count : n;
+    sl_assert(p->journal_count <= first + n);
+    if (rc == 0 || pending == 0) {
         *accepted = n;
         return 0;
     }
-    size_t flushed;
-    int rc = flush_journal(p, &flushed);
-    size_t ours = flushed > first ? flushed - first : 0;
-    if (rc == 0 || ours == n) {
-        *accepted = n;
-        return 0;
-    }
-    rollback(p, n - ours);
-    if (ours == 0)
+    rollback(p, pending);
+    if (pending == n)
         p->last_timestamp = previous;
-    *accepted = ours;
+    *accepted = n - pending;
     return rc;
 }
 

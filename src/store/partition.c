@@ -421,8 +421,12 @@ void sl_partition_close(sl_partition_t *p)
 {
     if (!p)
         return;
-    for (size_t i = 0; i < p->journal_count; i++)
+    for (size_t i = 0; i < p->journal_count; i++) {
+        sl_journal_held_sub(p, p->journal[i].held);
         sl_partition_release(p, &p->journal[i]);
+    }
+    p->journal_count = 0;
+    sl_journal_bound_update(p);
     for (size_t i = 0; i < p->segment_count; i++)
         sl_segment_close(&p->segments[i]);
     free(p->journal);
@@ -435,8 +439,9 @@ void sl_partition_close(sl_partition_t *p)
 
 void sl_partition_trim_read_buf(sl_partition_t *p)
 {
-    if (p->read_buf.cap > READ_BUF_KEEP)
-        sl_buf_free(&p->read_buf);
+    sl_buf_t *buf = p->cfg.read_buf ? p->cfg.read_buf : &p->read_buf;
+    if (buf->cap > READ_BUF_KEEP)
+        sl_buf_free(buf);
 }
 
 /* Deletes what dir holds, depth levels of directories deep, then dir itself. The depth is
@@ -557,6 +562,11 @@ uint64_t sl_partition_journal_messages(const sl_partition_t *p)
 uint64_t sl_partition_journal_bytes(const sl_partition_t *p)
 {
     return p->journal_bytes;
+}
+
+uint64_t sl_partition_journal_held(const sl_partition_t *p)
+{
+    return p->journal_held;
 }
 
 bool sl_partition_segment_info(const sl_partition_t *p, uint32_t i, sl_segment_info_t *out)

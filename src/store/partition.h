@@ -31,6 +31,32 @@ typedef struct sl_partition sl_partition_t;
 
 /* Gives back an allocation handed over with an append, once the partition is done with it. */
 typedef void (*sl_partition_release_fn)(void *ctx, void *owner);
+/* The bytes of memory an allocation handed over with an append holds (its capacity, whatever
+ * part of it the record fills); ctx is the config's release_ctx. */
+typedef size_t (*sl_partition_held_fn)(void *ctx, const void *owner);
+
+/* The bound on the memory that unflushed journals hold, shared by the partitions of one owner
+ * thread (the server has one for all its partitions). Every journaled batch counts with the
+ * memory its owner holds (held hook), not its record length. When an append brings the total
+ * above max, journals are flushed early, the partition whose oldest unflushed batch is oldest
+ * first, until the total is within max again; an append the bound cannot make room for (those
+ * flushes fail: a full disk) is refused and takes nothing, so the total stays within max.
+ * The fields are the store's: read them, never write them (sl_journal_bound_init sets up). */
+typedef struct sl_journal_bound {
+    uint64_t max;           /* bytes; 0: no bound */
+    uint64_t held;          /* bytes held by the journals of the partitions listed */
+    uint64_t early_flushes; /* flushes the bound started */
+    uint64_t refused;       /* appends refused because no room could be made */
+    /* Partitions whose journal holds something, in the order their oldest unflushed batch
+     * arrived: a partition joins at the newest end when its journal stops being empty and
+     * leaves when it is empty again. */
+    sl_partition_t *oldest, *newest;
+    uint32_t partitions;
+} sl_journal_bound_t;
+
+/* An empty bound of max bytes (0: none). Every partition using it must be closed before the
+ * bound goes away. */
+void sl_journal_bound_init(sl_journal_bound_t *b, uint64_t max);
 
 /* How one partition stores its messages: the topic's options (options.md 4.5) plus two server
  * settings. Zero in a numeric field means its default. */
@@ -49,7 +75,15 @@ typedef struct sl_partition_config {
     uint64_t created_revision;       /* the incarnation purge.gen records are matched against (the
                                       * server uses the topic's created_at); create-only */
     sl_partition_release_fn release; /* NULL: free(owner) */
+    sl_partition_held_fn held;       /* NULL: malloc_usable_size(owner) when release is NULL too
+                                      * (owner is malloc's), else the record's length */
     void *release_ctx;
+    sl_journal_bound_t *bound; /* shared with the owner's other partitions; NULL: none.
+                                * Create-only; it must outlive the partition */
+    sl_buf_t *read_buf;        /* scratch for the file reads of polls, shared with the
+                                * owner's other partitions (one poll runs at a time), so
+                                * read memory does not grow with partitions; NULL: the
+                                * partition's own. Create-only; must outlive it */
 } sl_partition_config_t;
 
 /* The config of one of partitions_count partitions of a topic: its options, max_topic_size
@@ -88,7 +122,8 @@ bool sl_partition_refused(int rc);
  * 0 or the error of sl_partition_append; what could not be written stays journaled. */
 SL_WUR int sl_partition_flush(sl_partition_t *p);
 
-/* Closes the files and releases the journal. Batches not flushed are lost: flush first. */
+/* Closes the files and releases the journal (its memory leaves cfg.bound). Batches not flushed
+ * are lost: flush first. */
 void sl_partition_close(sl_partition_t *p);
 
 /* Deletes a partition directory and everything in it (the partition must be closed).
@@ -124,13 +159,18 @@ typedef struct sl_partition_batch {
  * segment plus the journal at segment_size, or enforce_fsync) the journal is written out, with
  * rotation at segment_size, and with enforce_fsync fdatasynced before this returns.
  *
+ * Then, when the journals of cfg.bound hold more than its max, the oldest of them are flushed
+ * (sl_journal_bound_t), this partition's included.
+ *
  * On success the partition owns `owner` and *base_offset_out gets the batch's base offset: the
  * batch is acknowledged. On failure nothing is acknowledged: the caller keeps `owner` (its
  * record may be stamped already), the offsets are handed out again by the next append, the
  * bytes of the failed flush are cut off, earlier journaled batches stay journaled and are
  * written by a later flush. Errors: -SL_ERR_INVALID_MESSAGES_SIZE (a record larger than
  * batch_max), -SL_ERR_CANNOT_SAVE_MESSAGES_TO_SEGMENT, -SL_ERR_CANNOT_SAVE_INDEX_TO_SEGMENT,
- * -SL_ERR_CANNOT_SYNC_FILE, -SL_ERR_CANNOT_CREATE_SEGMENT_LOG_FILE. */
+ * -SL_ERR_CANNOT_SYNC_FILE, -SL_ERR_CANNOT_CREATE_SEGMENT_LOG_FILE: from this partition's flush,
+ * or from the early flush of another one when the bound could not be met without it (the
+ * batch would have taken the journals past cfg.bound's max). */
 SL_WUR int sl_partition_append(sl_partition_t *p, void *owner, uint8_t *record, size_t len,
                                uint64_t timestamp_us, uint64_t *base_offset_out);
 
@@ -199,6 +239,8 @@ uint32_t sl_partition_segments(const sl_partition_t *p);
 /* Messages and bytes in the journal, not yet on disk. */
 uint64_t sl_partition_journal_messages(const sl_partition_t *p);
 uint64_t sl_partition_journal_bytes(const sl_partition_t *p);
+/* Memory the journal's batches hold (cfg.held of each), what counts against cfg.bound. */
+uint64_t sl_partition_journal_held(const sl_partition_t *p);
 
 typedef struct sl_segment_info {
     uint64_t start_offset;

@@ -19,6 +19,7 @@ typedef struct journal_entry {
     void *owner;     /* released once the batch is on disk */
     uint8_t *record; /* inside owner */
     size_t len;
+    size_t held; /* memory owner holds, counted in journal_held and cfg.bound */
     uint64_t base_offset;
     uint64_t timestamp;
     uint32_t count;
@@ -51,6 +52,11 @@ struct sl_partition {
     size_t journal_cap;
     uint64_t journal_bytes;
     uint64_t journal_messages;
+    uint64_t journal_held;
+    /* Neighbours in cfg.bound's list, which holds the partition while its journal is not
+     * empty (journal_bound.c). */
+    sl_partition_t *bound_older, *bound_newer;
+    bool bound_listed;
     uint64_t next_offset;    /* the base offset of the next batch */
     uint64_t last_timestamp; /* newest base_timestamp stored */
     struct iovec *iov;       /* flush scratch, journal_cap entries */
@@ -93,6 +99,13 @@ void sl_partition_trim_read_buf(sl_partition_t *p);
 SL_WUR int sl_partition_purge_record(sl_partition_t *p);
 /* Deletes the oldest segment, which must be sealed. 0 or -SL_ERR_CANNOT_DELETE_FILE. */
 SL_WUR int sl_partition_delete_oldest(sl_partition_t *p);
+
+/* journal_bound.c, for append.c, retention.c and partition.c: an entry's memory counted in
+ * (after it joined the journal) and out (after it left), and the bound's list kept in step
+ * with whether the journal is empty. */
+void sl_journal_held_add(sl_partition_t *p, size_t held);
+void sl_journal_held_sub(sl_partition_t *p, size_t held);
+void sl_journal_bound_update(sl_partition_t *p);
 
 /* offsets.c, for partition.c: load at open, forget at purge, free at close. */
 SL_WUR int sl_offsets_load(sl_partition_t *p, char *err, size_t err_len);

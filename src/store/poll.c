@@ -146,7 +146,8 @@ static bool walk_segment(poll_ctx_t *c, const sl_segment_t *s, int fd, uint64_t 
 {
     sl_partition_t *p = c->p;
     sl_segment_cursor_t cursor;
-    sl_segment_cursor_init(&cursor, fd, pos, s->size, p->cfg.batch_max, &p->read_buf);
+    sl_buf_t *buf = p->cfg.read_buf ? p->cfg.read_buf : &p->read_buf;
+    sl_segment_cursor_init(&cursor, fd, pos, s->size, p->cfg.batch_max, buf);
     bool first = true;
     while (!c->stop) { /* bounded: each record moves the cursor forward */
         sl_span_t header, record;

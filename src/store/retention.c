@@ -111,10 +111,13 @@ int sl_partition_purge(sl_partition_t *p)
             sl_log_error("partition %s: purge failed and the active segment cannot reopen", p->dir);
         return rc;
     }
-    for (i = 0; i < p->journal_count; i++)
+    for (i = 0; i < p->journal_count; i++) {
+        sl_journal_held_sub(p, p->journal[i].held);
         sl_partition_release(p, &p->journal[i]);
+    }
     p->journal_count = 0;
     p->journal_bytes = p->journal_messages = 0;
+    sl_journal_bound_update(p);
     p->segment_count = 0;
     p->next_offset = 0;
     p->last_timestamp = 0;

@@ -216,6 +216,7 @@ static void test_defaults(void **state)
     assert_string_equal(cfg.system.path, "local_data");
     assert_int_equal(cfg.system.logging.level, SL_LOG_INFO);
     assert_true(cfg.system.partition.validate_checksum);
+    assert_int_equal(cfg.system.partition.journal_memory_max, 128u << 20);
     assert_int_equal(cfg.system.sharding.shards, 0);
     assert_string_equal(cfg.root.username, "");
     assert_string_equal(cfg.root.password, "");
@@ -977,6 +978,7 @@ static void set_every_row(sl_config_t *cfg)
     set_or_fail(cfg, "system.logging.repeat_burst", "0");
     set_or_fail(cfg, "system.logging.repeat_window", "1 m");
     set_or_fail(cfg, "system.partition.validate_checksum", "false");
+    set_or_fail(cfg, "system.partition.journal_memory_max", "2 MiB");
     set_or_fail(cfg, "system.sharding.shards", "64");
     set_or_fail(cfg, "root.username", "admin");
     set_or_fail(cfg, "root.password", "pa\"ss");
