@@ -301,6 +301,11 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
     lc.host = cfg->tcp.address.host;
     lc.port = cfg->tcp.address.port;
     lc.max_frame = srv->frame_max;
+    /* Until settings choose them: no timeouts, and a frame budget that
+     * holds at least one largest frame. */
+    if (lc.frame_budget < lc.max_frame)
+        lc.frame_budget = lc.max_frame;
+    lc.frame_timeout_ms = lc.reply_timeout_ms = 0;
     lc.max_conns = cfg->tcp.max_connections;
     lc.frames_per_turn = cfg->server.per_connection_work_max;
     lc.frame_pool = srv->frame_pool;
