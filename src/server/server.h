@@ -72,6 +72,11 @@ typedef struct sl_session {
     sl_hash_job_t *hash_job;
     sl_request_header_t hash_req;
     sl_span_t hash_body;
+    /* The login state the connection's limits were last set for
+     * (sl_session_sync_login), and since when it has been without a login
+     * (monotonic; tcp.login_timeout counts from there). */
+    bool limits_bound;
+    uint64_t unbound_since_us;
 } sl_session_t;
 
 /* A SendMessages to an enforce_fsync partition, journaled at the end of the
@@ -200,6 +205,12 @@ bool sl_hashing_same_hash(const sl_hash_job_t *job, const sl_meta_user_t *u);
 void sl_hashing_on_event(void *ctx, sl_loop_t *loop);
 /* on_close: the connection's waiting request, if any, will get no reply. */
 void sl_hashing_cancel(sl_session_t *s);
+
+/* server.c: the connection's frame limit and login clock follow the
+ * session's login state: SL_UNAUTH_FRAME_MAX and a running clock without a
+ * login, max_message_size with one. Called when the state may have moved
+ * (after each reply, on a rebind that unbinds another session, each tick). */
+void sl_session_sync_login(sl_session_t *s);
 
 /* Journals and applies one entry built by admission; the reply body is
  * appended to reply. Chooses op and timestamp. 0 or the commit's error. */
