@@ -83,6 +83,9 @@ static const sl_setting_t settings[] = {
     {"message_bus.receive_memory_max", SL_SETTING_BYTES, FIELD(message_bus.receive_memory_max),
      "256 MiB", MIB, 64 * GIB, "IGGY_MESSAGE_BUS_RECEIVE_MEMORY_MAX", 0,
      "Bytes of request frames being received or handled at once; a frame beyond it waits."},
+    {"message_bus.reply_memory_max", SL_SETTING_BYTES, FIELD(message_bus.reply_memory_max),
+     "256 MiB", MIB, 64 * GIB, "IGGY_MESSAGE_BUS_REPLY_MEMORY_MAX", 0,
+     "Bytes of replies held until written; a poll gets what is left, or waits."},
     {"metadata.clients_table_max", SL_SETTING_U32, FIELD(metadata.clients_table_max), "8192",
      SL_CLIENTS_TABLE_MIN, SL_CLIENTS_TABLE_MAX, "IGGY_METADATA_CLIENTS_TABLE_MAX", 0,
      "Client-table slots for request deduplication; when full the oldest client is evicted."},
@@ -785,10 +788,11 @@ int sl_config_validate(const sl_config_t *cfg, char *err, size_t err_len)
         return fail(err, err_len,
                     "tcp.enabled is false, but TCP is the only transport Sluice "
                     "serves: there would be nothing to listen on");
-    if (cfg->message_bus.receive_memory_max < cfg->message_bus.max_message_size)
+    if (cfg->message_bus.receive_memory_max < cfg->message_bus.max_message_size ||
+        cfg->message_bus.reply_memory_max < cfg->message_bus.max_message_size)
         return fail(err, err_len,
-                    "message_bus.receive_memory_max must be at least "
-                    "message_bus.max_message_size (%llu bytes): the largest frame must fit",
+                    "message_bus.receive_memory_max and message_bus.reply_memory_max must be at "
+                    "least message_bus.max_message_size (%llu bytes): the largest frame must fit",
                     (unsigned long long)cfg->message_bus.max_message_size);
     if (cfg->metadata.checkpoint_interval > cfg->metadata.journal_slots)
         return fail(err, err_len,

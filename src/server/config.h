@@ -65,6 +65,7 @@ typedef struct sl_config {
         uint64_t max_message_size;    /* bytes of a frame, header included */
         uint64_t frame_pool_idle_max; /* idle frame buffers kept (server/frame_pool.h) */
         uint64_t receive_memory_max;  /* request frames being received or handled */
+        uint64_t reply_memory_max;    /* reply buffers held by sessions */
     } message_bus;
     struct {
         uint32_t clients_table_max;

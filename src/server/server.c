@@ -142,27 +142,20 @@ static void send_stale_eviction(sl_session_t *s, sl_u128_t client)
     }
 }
 
-/* A connection that once polled a large batch does not keep a large
- * buffer while it idles. */
-#define SESSION_BUFFER_KEEP (1024u * 1024u)
-
-/* A reply is written: its buffer shrinks, and the session's limits follow
- * a login or logout it answered before the next header is read (lockstep). */
+/* A reply is written: the session's limits follow a login or logout it
+ * answered before the next header is read (lockstep), and its reply bytes
+ * are released (reply_budget.c). */
 static void on_sent(void *ctx, sl_conn_t *conn)
 {
     (void)ctx;
     sl_session_t *s = sl_conn_user(conn);
     if (!s)
         return;
+    sl_reply_budget_sent(s);
     if (s->evict_after_reply) {
         s->evict_after_reply = 0;
         send_stale_eviction(s, s->evict_client);
         return;
-    }
-    if (s->reply_body.cap > SESSION_BUFFER_KEEP) {
-        size_t max = s->reply_body.max;
-        sl_buf_free(&s->reply_body);
-        sl_buf_init(&s->reply_body, max);
     }
     sl_session_sync_login(s);
 }
@@ -175,6 +168,7 @@ static void on_close(void *ctx, sl_conn_t *conn)
         return;
     sl_hashing_cancel(s);
     sl_admit_disconnect(s);
+    sl_reply_budget_close(s);
     /* Swap-remove from the registry. */
     sl_session_t *last = srv->sessions[--srv->sessions_count];
     srv->sessions[s->index] = last;
@@ -241,6 +235,9 @@ static void on_tick(void *ctx, sl_loop_t *loop)
     retention_tick(srv);
     uint64_t now = sl_clock_monotonic_us();
     login_timeouts(srv, now);
+    /* Parked polls resume when a reply is written or a connection closes;
+     * the tick tries too, so no release can be missed for long. */
+    sl_reply_budget_resume(srv);
     if (!srv->cfg.heartbeat.enabled)
         return;
     uint64_t limit = srv->cfg.heartbeat.interval_us * 6 / 5;

@@ -2,11 +2,12 @@
  * against the real server: a connection that has not logged in may not
  * declare more than a login needs; after a login, frames being received
  * share message_bus.receive_memory_max; bare connections are closed after
- * tcp.login_timeout, a trickled frame after tcp.frame_timeout. Memory is
- * read from /proc/<pid>/status (VmRSS) with the margins stated at each
- * check; waits are for something the test can see (a closed socket, a line
- * in the server's log, a finished thread), bounded only so that a hang
- * becomes a failure. */
+ * tcp.login_timeout, a trickled frame after tcp.frame_timeout; clients that
+ * poll and never read share message_bus.reply_memory_max and are closed
+ * after tcp.reply_timeout. Memory is read from /proc/<pid>/status (VmRSS)
+ * with the margins stated at each check; waits are for something the test
+ * can see (a closed socket, a line in the server's log, a finished
+ * thread), bounded only so that a hang becomes a failure. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -359,20 +360,195 @@ static void test_frame_timeout_closes_trickler(void **state)
     th_cleanup(&srv);
 }
 
+/* --- replies nobody reads: the reply budget ------------------------------------------- */
+
+#define BIG_BATCHES    16
+#define BIG_PER_BATCH  16
+#define BIG_PAYLOAD    (64u * 1024u)
+#define SMALL_MESSAGES 10
+#define SMALL_PAYLOAD  100
+
+/* Stream "r": topic "big" holds 16 MiB (16 batches of 16 x 64 KiB), topic
+ * "small" ten 100-byte messages. */
+static void make_data(uint16_t port)
+{
+    sl_client_t *c = th_client(port, "iggy", "iggy");
+    assert_non_null(c);
+    assert_int_equal(sl_client_create_stream(c, "r", NULL), 0);
+    assert_int_equal(sl_client_create_topic(c, sl_id_name("r"), "big", 1, NULL, NULL), 0);
+    assert_int_equal(sl_client_create_topic(c, sl_id_name("r"), "small", 1, NULL, NULL), 0);
+    uint8_t *payload = calloc(1, BIG_PAYLOAD);
+    assert_non_null(payload);
+    sl_send_message_t msgs[BIG_PER_BATCH];
+    for (uint32_t b = 0; b < BIG_BATCHES; b++) {
+        for (uint32_t j = 0; j < BIG_PER_BATCH; j++)
+            msgs[j] = (sl_send_message_t){.payload = payload, .payload_len = BIG_PAYLOAD};
+        sl_send_result_t res;
+        assert_int_equal(sl_client_send_messages(c, sl_id_name("r"), sl_id_name("big"),
+                                                 sl_partitioning_partition(0), msgs, BIG_PER_BATCH,
+                                                 &res),
+                         0);
+    }
+    for (uint32_t j = 0; j < SMALL_MESSAGES; j++)
+        msgs[j] = (sl_send_message_t){.payload = payload, .payload_len = SMALL_PAYLOAD};
+    sl_send_result_t res;
+    assert_int_equal(sl_client_send_messages(c, sl_id_name("r"), sl_id_name("small"),
+                                             sl_partitioning_partition(0), msgs, SMALL_MESSAGES,
+                                             &res),
+                     0);
+    free(payload);
+    sl_client_close(c);
+}
+
+/* Sends a PollMessages for every message of topic "big" and reads nothing. */
+static void send_big_poll(raw_session_t *r)
+{
+    sl_buf_t b;
+    sl_buf_init(&b, 0);
+    sl_poll_messages_request_t q = {
+        .consumer = {SL_CONSUMER_SINGLE, sl_ident_number(1)},
+        .stream_id = sl_ident_name("r"),
+        .topic_id = sl_ident_name("big"),
+        .partition = {true, 0},
+        .strategy = {SL_STRATEGY_OFFSET, 0},
+        .count = BIG_BATCHES * BIG_PER_BATCH,
+    };
+    assert_int_equal(sl_poll_messages_request_encode(&b, &q), 0);
+    sl_request_header_t h = {
+        .size = (uint32_t)(SL_HEADER_SIZE + b.len),
+        .client = r->client,
+        .request = r->request,
+        .operation = SL_OP_NON_REPLICATED,
+        .session = r->session,
+        .code = SL_CMD_POLL_MESSAGES,
+    };
+    uint8_t hdr[SL_HEADER_SIZE];
+    sl_request_header_encode(hdr, &h);
+    assert_true(th_send_all(r->fd, hdr, sizeof(hdr)));
+    assert_true(th_send_all(r->fd, b.data, b.len));
+    sl_buf_free(&b);
+}
+
+static uint32_t poll_count(sl_client_t *c, const char *topic, uint32_t count)
+{
+    sl_polled_messages_t out;
+    assert_int_equal(sl_client_poll_messages(c, sl_consumer_single(sl_id_num(2)), sl_id_name("r"),
+                                             sl_id_name(topic), 0, sl_poll_offset(0), count, false,
+                                             &out),
+                     0);
+    return out.count;
+}
+
+#define LAZY 50
+
+/* Fifty logged-in clients poll all 16 MiB of "big" and never read. With
+ * reply_memory_max = 64 MiB the server builds the replies that fit (two:
+ * each buffer is counted at its capacity, 32 MiB) and parks the rest; its
+ * memory grows by about the budget, not by 50 x 16 MiB (800 MiB without
+ * it). Another client's ping and its poll of small messages are answered
+ * meanwhile. */
+static void test_unread_polls_bounded(void **state)
+{
+    (void)state;
+    th_server_t srv;
+    th_options_t opt = {.extra_config = "[message_bus]\nreply_memory_max = \"64 MiB\"\n"
+                                        "[system.logging]\nlevel = \"debug\"\n"};
+    if (!th_start(&srv, &opt))
+        skip();
+    make_data(srv.port);
+    raw_session_t *lazy[LAZY];
+    for (int i = 0; i < LAZY; i++)
+        lazy[i] = session_login(srv.port);
+    long idle = rss_kib(srv.pid);
+    for (int i = 0; i < LAZY; i++)
+        send_big_poll(lazy[i]);
+    /* Every poll is either answered (bytes arrive) or parked (logged). */
+    unsigned served = 0, parked = 0;
+    for (int t = 0; t < WAIT_MS / 10 && served + parked < LAZY; t++) {
+        sleep_ms(10);
+        served = 0;
+        for (int i = 0; i < LAZY; i++)
+            served += th_readable(lazy[i]->fd, 0);
+        parked = count_in_log(&srv, "poll parked");
+    }
+    assert_int_equal(served + parked, LAZY);
+    long grown = rss_kib(srv.pid) - idle;
+    fprintf(stderr,
+            "test_limits: RSS %ld KiB idle, %+ld KiB with %u polls answered and %u parked, "
+            "nothing read\n",
+            idle, grown, served, parked);
+    /* The 64 MiB budget, plus 32 MiB for everything else. */
+    assert_true(grown < (64 + 32) * 1024);
+    assert_true(served >= 1 && parked >= 1);
+
+    sl_client_t *c = th_client(srv.port, "iggy", "iggy");
+    assert_non_null(c);
+    assert_int_equal(sl_client_ping(c), 0);
+    assert_int_equal(poll_count(c, "small", SMALL_MESSAGES), SMALL_MESSAGES);
+    sl_client_close(c);
+    for (int i = 0; i < LAZY; i++)
+        session_free(lazy[i]);
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+    th_cleanup(&srv);
+}
+
+/* reply_timeout = 1 s: ten clients poll 16 MiB each and never read. Those
+ * answered are closed once their reply has waited 1 s, which lets the
+ * parked ones in turn: all ten end up answered and closed. Then a reader
+ * polls everything and gets it. */
+static void test_reply_timeout_releases_budget(void **state)
+{
+    (void)state;
+    th_server_t srv;
+    th_options_t opt = {.extra_config = "[message_bus]\nreply_memory_max = \"64 MiB\"\n"};
+    const char *names[] = {"IGGY_TCP_REPLY_TIMEOUT"}, *values[] = {"1 s"};
+    if (!start_with_tcp(&srv, &opt, names, values, 1))
+        skip();
+    make_data(srv.port);
+    enum { FEW = 10 };
+    raw_session_t *lazy[FEW];
+    for (int i = 0; i < FEW; i++)
+        lazy[i] = session_login(srv.port);
+    for (int i = 0; i < FEW; i++)
+        send_big_poll(lazy[i]);
+    /* Reading a reply here would complete it: wait for the server's word
+     * first, then check each socket is closed. */
+    wait_log(&srv, "closed: its reply was not read within 1000 ms", FEW);
+    for (int i = 0; i < FEW; i++)
+        assert_true(th_wait_closed(lazy[i]->fd, WAIT_MS));
+    assert_int_equal(count_in_log(&srv, "closed: its reply was not read within 1000 ms"), FEW);
+    for (int i = 0; i < FEW; i++)
+        session_free(lazy[i]);
+
+    sl_client_options_t o = {.request_timeout_ms = WAIT_MS};
+    sl_client_t *c = NULL;
+    assert_int_equal(sl_client_connect("127.0.0.1", srv.port, &o, &c), 0);
+    assert_int_equal(sl_client_login(c, "iggy", "iggy", NULL), 0);
+    assert_int_equal(poll_count(c, "big", BIG_BATCHES * BIG_PER_BATCH),
+                     BIG_BATCHES * BIG_PER_BATCH);
+    sl_client_close(c);
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+    th_cleanup(&srv);
+}
+
 /* A budget smaller than the largest frame could never admit it: sluiced
  * refuses to start and says why. */
 static void test_budgets_below_max_message_size_refused(void **state)
 {
     (void)state;
     th_server_t srv;
-    th_options_t opt = {.extra_config = "[message_bus]\nreceive_memory_max = \"32 MiB\"\n"};
-    int status = 0;
-    bool started = th_try_start(&srv, &opt, &status);
-    if (started)
-        th_stop(&srv, SIGKILL);
-    assert_false(started);
-    assert_non_null(strstr(th_log(&srv), "must be at least message_bus.max_message_size"));
-    th_cleanup(&srv);
+    const char *budgets[] = {"[message_bus]\nreceive_memory_max = \"32 MiB\"\n",
+                             "[message_bus]\nreply_memory_max = \"32 MiB\"\n"};
+    for (int i = 0; i < 2; i++) {
+        th_options_t opt = {.extra_config = budgets[i]};
+        int status = 0;
+        bool started = th_try_start(&srv, &opt, &status);
+        if (started)
+            th_stop(&srv, SIGKILL);
+        assert_false(started);
+        assert_non_null(strstr(th_log(&srv), "must be at least message_bus.max_message_size"));
+        th_cleanup(&srv);
+    }
 }
 
 int main(void)
@@ -382,6 +558,8 @@ int main(void)
         cmocka_unit_test(test_receive_budget_after_login),
         cmocka_unit_test(test_login_timeout_frees_slots),
         cmocka_unit_test(test_frame_timeout_closes_trickler),
+        cmocka_unit_test(test_unread_polls_bounded),
+        cmocka_unit_test(test_reply_timeout_releases_budget),
         cmocka_unit_test(test_budgets_below_max_message_size_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

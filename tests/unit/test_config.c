@@ -210,6 +210,7 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.message_bus.max_message_size, SL_FRAME_MAX_DEFAULT);
     assert_int_equal(cfg.message_bus.frame_pool_idle_max, 64u << 20);
     assert_int_equal(cfg.message_bus.receive_memory_max, SL_LOOP_FRAME_BUDGET_DEFAULT);
+    assert_int_equal(cfg.message_bus.reply_memory_max, 256u << 20);
     assert_int_equal(cfg.tcp.login_timeout_us, 10u * 1000000u);
     assert_int_equal(cfg.tcp.frame_timeout_us, SL_LOOP_FRAME_TIMEOUT_MS_DEFAULT * 1000ull);
     assert_int_equal(cfg.tcp.reply_timeout_us, SL_LOOP_REPLY_TIMEOUT_MS_DEFAULT * 1000ull);
@@ -636,9 +637,12 @@ static void test_validation(void **state)
 
     /* The budgets hold the largest frame. */
     sl_config_defaults(&cfg);
-    cfg.message_bus.receive_memory_max = cfg.message_bus.max_message_size - 1;
+    cfg.message_bus.reply_memory_max = cfg.message_bus.max_message_size - 1;
     assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), -SL_ERR_INVALID_CONFIGURATION);
     assert_contains(err, "must be at least message_bus.max_message_size");
+    sl_config_defaults(&cfg);
+    cfg.message_bus.receive_memory_max = cfg.message_bus.max_message_size - 1;
+    assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), -SL_ERR_INVALID_CONFIGURATION);
     cfg.message_bus.receive_memory_max = cfg.message_bus.max_message_size;
     assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), 0);
 
@@ -974,6 +978,7 @@ static void set_every_row(sl_config_t *cfg)
     set_or_fail(cfg, "message_bus.max_message_size", "1048577");
     set_or_fail(cfg, "message_bus.frame_pool_idle_max", "0");
     set_or_fail(cfg, "message_bus.receive_memory_max", "3 MiB");
+    set_or_fail(cfg, "message_bus.reply_memory_max", "1048577");
     set_or_fail(cfg, "metadata.clients_table_max", "2");
     set_or_fail(cfg, "metadata.checkpoint_interval", "7");
     set_or_fail(cfg, "metadata.journal_slots", "9");
