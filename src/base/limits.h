@@ -106,12 +106,33 @@
 /* The preallocation grows by this much beyond the reserve at a time: one fallocate per ~800
  * small entries rather than one per entry. */
 #define SL_META_JOURNAL_RESERVE_STEP (256u * 1024u)
+/* --- before login (lifecycle.md 2-3, commands.md 1, 39, 40, 45) ---------- */
+
+/* The largest login body without a context: ClientVersionInfo (protocol
+ * u32, two Names of up to 255 bytes), username (Name), password (u8 length,
+ * up to 255 bytes) and context_len (u32): 1032 bytes. The token shape
+ * (ClientVersionInfo, u8-length token, context_len) is smaller, 776 bytes;
+ * Ping and Logout bodies are empty. */
+#define SL_LOGIN_BODY_MAX                                                                          \
+    (4u + 2u * (1u + SL_NAME_LEN_MAX) + (1u + SL_NAME_LEN_MAX) + (1u + SL_PASSWORD_WIRE_MAX) + 4u)
+/* The largest frame a connection that has not logged in may declare: every
+ * request allowed before a login (Ping, LoginRegister, LoginRegisterWith-
+ * PersonalAccessToken, Logout) fits, with 2808 bytes to spare for a login
+ * context, which the server ignores and both SDKs leave empty. A larger
+ * declaration closes the connection before anything is reserved for it, so
+ * an unauthenticated client pins at most this much frame memory. */
+#define SL_UNAUTH_FRAME_MAX 4096u
 
 /* --- relations between limits ------------------------------------------- */
 
 _Static_assert(SL_FRAME_MAX_DEFAULT > SL_HEADER_SIZE + SL_BATCH_HEADER_SIZE + SL_FRAME_HEADER_SIZE,
                "a frame must hold at least one message");
 _Static_assert(SL_OPTIONS_BYTES_MAX < SL_FRAME_MAX_DEFAULT, "a frame must hold a full options block");
+_Static_assert(SL_LOGIN_BODY_MAX == 1032u, "the login body arithmetic of the comment");
+_Static_assert(SL_UNAUTH_FRAME_MAX >= SL_HEADER_SIZE + SL_LOGIN_BODY_MAX,
+               "a connection that has not logged in can send the largest login");
+_Static_assert(SL_UNAUTH_FRAME_MAX <= 1024u * 1024u,
+               "the pre-login cap stays below the smallest max_message_size");
 _Static_assert(SL_SEGMENT_SIZE_DEFAULT % SL_SEGMENT_SIZE_ALIGN == 0, "default segment size aligned");
 _Static_assert(SL_TOKEN_TEXT_LEN == (SL_TOKEN_RAW_BYTES + 2) / 3 * 4, "token is base64 of raw bytes");
 _Static_assert(SL_TOKEN_TEXT_LEN <= SL_NAME_LEN_MAX, "token fits a u8 length");

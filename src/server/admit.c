@@ -94,8 +94,10 @@ static void unbind_others(sl_server_t *srv, const sl_session_t *keep)
 {
     for (uint32_t i = 0; i < srv->sessions_count; i++) {
         sl_session_t *o = srv->sessions[i];
-        if (o != keep && o->bound && sl_u128_eq(o->client, keep->client))
+        if (o != keep && o->bound && sl_u128_eq(o->client, keep->client)) {
             o->bound = false;
+            sl_session_sync_login(o); /* its next header meets the pre-login limit */
+        }
     }
 }
 

@@ -46,6 +46,15 @@ static const sl_setting_t settings[] = {
     {"tcp.max_connections", SL_SETTING_U32, FIELD(tcp.max_connections), "10000", 1, 1000000,
      "IGGY_TCP_MAX_CONNECTIONS", 0,
      "Client connections open at once; a connection beyond it is closed on accept."},
+    {"tcp.login_timeout", SL_SETTING_DURATION, FIELD(tcp.login_timeout_us), "10 s", US_PER_S,
+     US_PER_H, "IGGY_TCP_LOGIN_TIMEOUT", 0,
+     "A connection not logged in this long after it opened (or logged out) is closed."},
+    {"tcp.frame_timeout", SL_SETTING_DURATION, FIELD(tcp.frame_timeout_us), "30 s", US_PER_S,
+     US_PER_D, "IGGY_TCP_FRAME_TIMEOUT", 0,
+     "A request not complete this long after its first byte arrived closes the connection."},
+    {"tcp.reply_timeout", SL_SETTING_DURATION, FIELD(tcp.reply_timeout_us), "30 s", US_PER_S,
+     US_PER_D, "IGGY_TCP_REPLY_TIMEOUT", 0,
+     "A reply the client has not taken whole this long after it was sent closes the connection."},
     {"quic.enabled", SL_SETTING_BOOL, FIELD(quic.enabled), "false", 0, 1, "IGGY_QUIC_ENABLED", 0,
      "Reported only (cluster metadata): Sluice does not serve QUIC."},
     {"quic.address", SL_SETTING_ADDRESS, FIELD(quic.address), "127.0.0.1:8080", 0, 0,
@@ -71,6 +80,12 @@ static const sl_setting_t settings[] = {
     {"message_bus.frame_pool_idle_max", SL_SETTING_BYTES, FIELD(message_bus.frame_pool_idle_max),
      "64 MiB", 0, 64 * GIB, "IGGY_MESSAGE_BUS_FRAME_POOL_IDLE_MAX", 0,
      "Bytes of request-frame buffers kept for reuse while idle; beyond it they are freed."},
+    {"message_bus.receive_memory_max", SL_SETTING_BYTES, FIELD(message_bus.receive_memory_max),
+     "256 MiB", MIB, 64 * GIB, "IGGY_MESSAGE_BUS_RECEIVE_MEMORY_MAX", 0,
+     "Bytes of request frames being received or handled at once; a frame beyond it waits."},
+    {"message_bus.reply_memory_max", SL_SETTING_BYTES, FIELD(message_bus.reply_memory_max),
+     "256 MiB", MIB, 64 * GIB, "IGGY_MESSAGE_BUS_REPLY_MEMORY_MAX", 0,
+     "Bytes of replies held until written; a poll gets what is left, or waits."},
     {"metadata.clients_table_max", SL_SETTING_U32, FIELD(metadata.clients_table_max), "8192",
      SL_CLIENTS_TABLE_MIN, SL_CLIENTS_TABLE_MAX, "IGGY_METADATA_CLIENTS_TABLE_MAX", 0,
      "Client-table slots for request deduplication; when full the oldest client is evicted."},
@@ -787,6 +802,12 @@ int sl_config_validate(const sl_config_t *cfg, char *err, size_t err_len)
         return fail(err, err_len,
                     "tcp.enabled is false, but TCP is the only transport Sluice "
                     "serves: there would be nothing to listen on");
+    if (cfg->message_bus.receive_memory_max < cfg->message_bus.max_message_size ||
+        cfg->message_bus.reply_memory_max < cfg->message_bus.max_message_size)
+        return fail(err, err_len,
+                    "message_bus.receive_memory_max and message_bus.reply_memory_max must be at "
+                    "least message_bus.max_message_size (%llu bytes): the largest frame must fit",
+                    (unsigned long long)cfg->message_bus.max_message_size);
     if (cfg->metadata.checkpoint_interval > cfg->metadata.journal_slots)
         return fail(err, err_len,
                     "metadata.checkpoint_interval (%u) exceeds metadata.journal_slots (%u): the "

@@ -50,6 +50,9 @@ typedef struct sl_config {
         bool enabled;
         sl_config_address_t address;
         uint32_t max_connections;
+        uint64_t login_timeout_us; /* connect (or logout) to a login */
+        uint64_t frame_timeout_us; /* a request frame's first byte to its last */
+        uint64_t reply_timeout_us; /* a reply's first byte sent to its last */
     } tcp;
     sl_config_reported_listener_t quic;
     sl_config_reported_listener_t http;
@@ -61,6 +64,8 @@ typedef struct sl_config {
     struct {
         uint64_t max_message_size;    /* bytes of a frame, header included */
         uint64_t frame_pool_idle_max; /* idle frame buffers kept (server/frame_pool.h) */
+        uint64_t receive_memory_max;  /* request frames being received or handled */
+        uint64_t reply_memory_max;    /* reply buffers held by sessions */
     } message_bus;
     struct {
         uint32_t clients_table_max;

@@ -15,7 +15,15 @@
  * usually arrive whole in one provided buffer and are copied once. Bytes
  * past the end of a frame (a client that pipelines) are kept in a spill
  * buffer, also from the pool, until the frame is answered. Every buffer
- * goes back to the pool, never to free(). */
+ * goes back to the pool, never to free().
+ *
+ * What a header may claim. A size above the connection's frame limit closes
+ * the connection at once, so a client that has not logged in cannot make
+ * the server reserve more than a login needs. A size within it, above one
+ * receive buffer, is reserved against the loop's frame budget before the
+ * buffer is taken; when the budget is spent the header waits
+ * (SL_CONN_WAIT) with no receive armed, and whatever else its receive
+ * brought waits in the spill. */
 #include "server/conn.h"
 
 #include <arpa/inet.h>
@@ -29,6 +37,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "wire/header.h"
 
@@ -79,6 +88,8 @@ sl_conn_t *sl_conn_new(sl_loop_t *loop, int fd)
     sl_dlist_init(&c->all_link);
     sl_dlist_init(&c->run_link);
     sl_dlist_init(&c->starve_link);
+    sl_dlist_init(&c->wait_link);
+    c->frame_limit = loop->cfg.max_frame;
     /* Replies are whole frames written at once; Nagle would only delay the
      * last segment of each until the client's delayed ACK. */
     int one = 1;
@@ -93,6 +104,7 @@ static void conn_frame_release(sl_conn_t *c)
     sl_frame_pool_put(c->loop->pool, c->frame);
     c->frame = NULL;
     c->frame_size = c->frame_have = 0;
+    sl_loop_budget_release(c->loop, c);
 }
 
 static void conn_iov_release(sl_conn_t *c)
@@ -135,6 +147,7 @@ void sl_conn_close(sl_conn_t *c)
     if (c->closing)
         return;
     c->closing = true;
+    sl_loop_budget_leave(c->loop, c);
     /* The receive and the send point into this connection's memory: ask the
      * kernel to let go of them; their completions bring inflight to 0. */
     if (c->recv_armed)
@@ -146,16 +159,18 @@ void sl_conn_close(sl_conn_t *c)
 
 /* --- frame assembly -------------------------------------------------------- */
 
-/* The header is complete: check its size (framing.md 9: out of range closes
- * the connection) and allocate the whole frame. */
-static int conn_start_body(sl_conn_t *c)
+static void conn_frame_complete(sl_conn_t *c)
+{
+    c->state = SL_CONN_READY;
+    c->frame_start_us = 0;
+}
+
+/* The frame's bytes are reserved (c->reserved): take its buffer and copy
+ * the header to its start. */
+static int conn_alloc_frame(sl_conn_t *c)
 {
     uint32_t size = sl_header_size(c->hdr);
-    if (size < SL_HEADER_SIZE || size > c->loop->cfg.max_frame) {
-        c->loop->stats.bad_frames++;
-        sl_log_debug("conn %u (%s): frame size %u out of range", c->id, c->peer, size);
-        return -EPROTO;
-    }
+    sl_assert(c->reserved == size || (c->reserved == 0 && size <= c->loop->cfg.buf_size));
     c->frame = sl_frame_pool_get(c->loop->pool, size);
     if (!c->frame) {
         sl_log_warn("conn %u: no memory for a %u-byte frame", c->id, size);
@@ -165,8 +180,42 @@ static int conn_start_body(sl_conn_t *c)
     c->frame_size = size;
     c->frame_have = SL_HEADER_SIZE;
     c->hdr_have = 0;
-    c->state = size == SL_HEADER_SIZE ? SL_CONN_READY : SL_CONN_BODY;
+    c->state = SL_CONN_BODY;
+    if (size == SL_HEADER_SIZE)
+        conn_frame_complete(c);
     return 0;
+}
+
+/* The header is complete: check its size (framing.md 9: out of range closes
+ * the connection; so does a size above this connection's limit), reserve
+ * it and allocate the whole frame, or wait for the budget. */
+static int conn_start_body(sl_conn_t *c)
+{
+    sl_loop_t *loop = c->loop;
+    uint32_t size = sl_header_size(c->hdr);
+    if (size < SL_HEADER_SIZE || size > loop->cfg.max_frame) {
+        loop->stats.bad_frames++;
+        sl_log_debug("conn %u (%s): frame size %u out of range", c->id, c->peer, size);
+        return -EPROTO;
+    }
+    if (size > c->frame_limit) {
+        loop->stats.over_limit++;
+        sl_log_info("conn %u (%s): closed: it declared a %u-byte frame, above the %u bytes it "
+                    "may send now",
+                    c->id, c->peer, size, c->frame_limit);
+        return -EPROTO;
+    }
+    /* A frame that fits one receive buffer is part of what every connection
+     * may cost, like its spill: it never waits, so a ping or a login gets
+     * through while large frames queue for the budget. */
+    if (size > loop->cfg.buf_size && !sl_loop_budget_take(loop, c, size)) {
+        /* The wait is the server's doing: the frame's clock restarts when
+         * its bytes are granted. */
+        c->state = SL_CONN_WAIT;
+        c->frame_start_us = 0;
+        return 0;
+    }
+    return conn_alloc_frame(c);
 }
 
 /* Consumes bytes into the frame being assembled and stops at its end.
@@ -175,6 +224,8 @@ static int64_t conn_feed(sl_conn_t *c, const uint8_t *data, uint32_t n)
 {
     uint32_t used = 0;
     if (c->state == SL_CONN_HEAD) {
+        if (c->frame_start_us == 0 && n > 0)
+            c->frame_start_us = sl_clock_monotonic_us();
         uint32_t take = SL_HEADER_SIZE - c->hdr_have;
         take = take < n ? take : n;
         memcpy(c->hdr + c->hdr_have, data, take);
@@ -193,7 +244,7 @@ static int64_t conn_feed(sl_conn_t *c, const uint8_t *data, uint32_t n)
         c->frame_have += take;
         used += take;
         if (c->frame_have == c->frame_size)
-            c->state = SL_CONN_READY;
+            conn_frame_complete(c);
     }
     return used;
 }
@@ -240,6 +291,7 @@ static void conn_feed_spill(sl_conn_t *c)
 static void conn_arm_recv(sl_conn_t *c)
 {
     const sl_loop_config_t *cfg = &c->loop->cfg;
+    sl_assert(c->state == SL_CONN_HEAD || c->state == SL_CONN_BODY);
     if (c->starved)
         sl_loop_starve(c->loop, c, false);
     struct io_uring_sqe *sqe = sl_loop_sqe(c->loop);
@@ -311,7 +363,7 @@ void sl_conn_on_recv(sl_conn_t *c, int res, uint32_t flags)
     } else if (res > 0 && !c->closing) {
         c->frame_have += (uint32_t)res;
         if (c->frame_have == c->frame_size)
-            c->state = SL_CONN_READY;
+            conn_frame_complete(c);
     }
     if (c->closing) {
         conn_maybe_dead(c);
@@ -334,6 +386,25 @@ static void conn_deliver(sl_conn_t *c)
     loop->cfg.cb.on_frame(loop->cfg.ctx, c, c->frame, c->frame_size);
 }
 
+/* A header waiting for the frame budget: false while it still waits (the
+ * loop queues the connection again when its bytes are granted). */
+static bool conn_wait_budget(sl_conn_t *c)
+{
+    if (c->loop->stopping) {
+        sl_conn_close(c); /* a partly read frame is abandoned, as in conn_read_more */
+        return false;
+    }
+    if (c->reserved == 0)
+        return false;
+    if (conn_alloc_frame(c) != 0) {
+        sl_conn_close(c);
+        return false;
+    }
+    if (c->state == SL_CONN_BODY)
+        c->frame_start_us = sl_clock_monotonic_us();
+    return true;
+}
+
 bool sl_conn_step(sl_conn_t *c, uint32_t budget)
 {
     /* Each pass delivers one frame or feeds the spill up to the end of the
@@ -352,6 +423,10 @@ bool sl_conn_step(sl_conn_t *c, uint32_t budget)
         case SL_CONN_HANDLER:
         case SL_CONN_SENDING:
             return false; /* lockstep: wait for the answer */
+        case SL_CONN_WAIT:
+            if (!conn_wait_budget(c))
+                return false;
+            break;
         case SL_CONN_HEAD:
         case SL_CONN_BODY:
             if (c->spill) {
@@ -388,6 +463,8 @@ uint8_t *sl_conn_take_frame(sl_conn_t *c)
         return NULL;
     uint8_t *frame = c->frame;
     c->frame = NULL;
+    /* Its bytes are the new owner's to account for (a partition's journal). */
+    sl_loop_budget_release(c->loop, c);
     return frame;
 }
 
@@ -437,6 +514,7 @@ static void conn_send_finished(sl_conn_t *c)
 {
     sl_loop_t *loop = c->loop;
     conn_iov_release(c);
+    c->reply_start_us = 0;
     if (loop->cfg.cb.on_sent)
         loop->cfg.cb.on_sent(loop->cfg.ctx, c);
     if (c->closing) {
@@ -510,6 +588,7 @@ static int conn_reply(sl_conn_t *c, const struct iovec *iov, int iovcnt, bool cl
     }
     c->close_after_send = close_after;
     c->state = SL_CONN_SENDING;
+    c->reply_start_us = sl_clock_monotonic_us();
     if (n == 0) {
         conn_send_finished(c); /* nothing to write is written at once */
         return 0;
@@ -541,7 +620,51 @@ int sl_conn_send_final(sl_conn_t *c, const void *bytes, size_t len)
     return n == (ssize_t)len ? 0 : -EAGAIN;
 }
 
+/* --- timeouts --------------------------------------------------------------- */
+
+void sl_conn_check_timeouts(sl_conn_t *c, uint64_t now, uint64_t frame_us, uint64_t reply_us)
+{
+    if (c->closing)
+        return;
+    /* A frame being assembled: its first byte arrived, its last has not. A
+     * starved receive is waiting for the server's buffers, not the client. */
+    bool reading = (c->state == SL_CONN_HEAD || c->state == SL_CONN_BODY) && !c->starved;
+    if (frame_us && reading && c->frame_start_us && now - c->frame_start_us > frame_us) {
+        c->loop->stats.frame_timeouts++;
+        sl_log_info("conn %u (%s): closed: a frame was still incomplete %llu ms after its first "
+                    "byte (%u of %u bytes)",
+                    c->id, c->peer, (unsigned long long)(frame_us / 1000u),
+                    c->state == SL_CONN_HEAD ? c->hdr_have : c->frame_have,
+                    c->state == SL_CONN_HEAD ? SL_HEADER_SIZE : c->frame_size);
+        sl_conn_close(c);
+        return;
+    }
+    bool sending = c->state == SL_CONN_SENDING && c->send_armed;
+    if (reply_us && sending && c->reply_start_us && now - c->reply_start_us > reply_us) {
+        c->loop->stats.reply_timeouts++;
+        sl_log_info("conn %u (%s): closed: its reply was not read within %llu ms", c->id, c->peer,
+                    (unsigned long long)(reply_us / 1000u));
+        sl_conn_close(c);
+    }
+}
+
 /* --- accessors ------------------------------------------------------------- */
+
+void sl_conn_set_frame_limit(sl_conn_t *c, uint32_t bytes)
+{
+    uint32_t max = c->loop->cfg.max_frame;
+    c->frame_limit = bytes < SL_HEADER_SIZE ? SL_HEADER_SIZE : bytes > max ? max : bytes;
+}
+
+uint32_t sl_conn_frame_limit(const sl_conn_t *c)
+{
+    return c->frame_limit;
+}
+
+bool sl_conn_replying(const sl_conn_t *c)
+{
+    return c->state == SL_CONN_SENDING;
+}
 
 void *sl_conn_user(const sl_conn_t *c)
 {

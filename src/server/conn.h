@@ -81,6 +81,7 @@ static inline uint64_t sl_ud(const void *ptr, unsigned tag)
 
 typedef enum sl_conn_state {
     SL_CONN_HEAD,    /* assembling the 256-byte header */
+    SL_CONN_WAIT,    /* header complete, waiting for the frame budget */
     SL_CONN_BODY,    /* size known: receiving straight into the frame */
     SL_CONN_READY,   /* a whole frame waits for its turn */
     SL_CONN_HANDLER, /* delivered; the handler has not answered yet */
@@ -99,6 +100,7 @@ struct sl_conn {
     bool dead;    /* on loop->dead, waiting for on_close and free */
     bool queued;  /* linked on loop->runq (or the batch being run) */
     bool starved; /* linked on loop->starved: waits for receive buffers */
+    bool waiting; /* linked on loop->waiters: waits for the frame budget */
     bool recv_armed;
     bool send_armed;
     bool close_after_send;
@@ -106,6 +108,7 @@ struct sl_conn {
     sl_dlink_t all_link;    /* loop->conns */
     sl_dlink_t run_link;    /* loop->runq */
     sl_dlink_t starve_link; /* loop->starved */
+    sl_dlink_t wait_link;   /* loop->waiters */
     struct sl_conn *dead_next;
 
     /* Read side: the header collects here first; once its size is known the
@@ -113,6 +116,9 @@ struct sl_conn {
      * to its start. */
     uint8_t hdr[SL_HEADER_SIZE];
     uint32_t hdr_have;
+    uint32_t frame_limit;    /* largest frame the next header may declare */
+    uint32_t reserved;       /* bytes of the loop's frame budget held for this frame */
+    uint64_t frame_start_us; /* monotonic: first byte of the frame being read; 0 none */
     uint8_t *frame;
     uint32_t frame_size;
     uint32_t frame_have;
@@ -129,6 +135,7 @@ struct sl_conn {
     struct iovec iov_inline[SL_CONN_IOV_INLINE];
     struct iovec iov_capped; /* faults.send_max */
     struct msghdr msg;
+    uint64_t reply_start_us; /* monotonic: when the reply being written was armed */
 
     char peer[SL_CONN_PEER_LEN];
 };
@@ -168,6 +175,9 @@ struct sl_loop {
     sl_dlink_t conns;
     sl_dlink_t runq;
     sl_dlink_t starved; /* receives that met an empty buffer ring, oldest first */
+    sl_dlink_t waiters; /* headers waiting for the frame budget, oldest first */
+    uint64_t budget_used;
+    bool tearing_down; /* destroy: connections are freed without waking others */
     struct sl_conn *dead;
     sl_loop_stats_t stats;
 };
@@ -179,6 +189,14 @@ void sl_loop_enqueue(sl_loop_t *loop, sl_conn_t *conn);
  * buffers are back, or takes it off that list. */
 void sl_loop_starve(sl_loop_t *loop, sl_conn_t *conn, bool starve);
 void sl_loop_buf_return(sl_loop_t *loop, uint16_t bid);
+/* Reserves size bytes of the frame budget for c (c->reserved), or puts c
+ * at the end of the waiting list and returns false: nobody overtakes a
+ * frame that waits. sl_loop_budget_release gives c's bytes back and grants
+ * waiting frames in order, queueing their connections to run. */
+bool sl_loop_budget_take(sl_loop_t *loop, sl_conn_t *conn, uint32_t size);
+void sl_loop_budget_release(sl_loop_t *loop, sl_conn_t *conn);
+/* Takes a closing connection off the waiting list. */
+void sl_loop_budget_leave(sl_loop_t *loop, sl_conn_t *conn);
 const uint8_t *sl_loop_buf(const sl_loop_t *loop, uint16_t bid);
 
 /* conn.c, for loop.c */
@@ -189,6 +207,10 @@ void sl_conn_on_send(sl_conn_t *conn, int res);
 /* Delivers up to budget frames and keeps a receive armed; true when work
  * is left over for the next turn. */
 bool sl_conn_step(sl_conn_t *conn, uint32_t budget);
+/* Closes the connection (logged at info) when the frame it is sending has
+ * taken longer than frame_us since its first byte, or the reply it is
+ * reading longer than reply_us since it was armed (0: no limit). */
+void sl_conn_check_timeouts(sl_conn_t *conn, uint64_t now_us, uint64_t frame_us, uint64_t reply_us);
 
 /* The text of sl_loop_diagnose from explicit facts (tested directly):
  * disabled = kernel.io_uring_disabled (-1 unknown), seccomp = the Seccomp

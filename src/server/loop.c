@@ -21,6 +21,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "wire/header.h"
 
 /* Completions taken from the ring per peek. */
 #define SL_LOOP_CQE_BATCH 64u
@@ -35,6 +36,9 @@ void sl_loop_config_init(sl_loop_config_t *cfg)
         .listen_fd = -1,
         .event_fd = -1,
         .max_frame = SL_FRAME_MAX_DEFAULT,
+        .frame_budget = SL_LOOP_FRAME_BUDGET_DEFAULT,
+        .frame_timeout_ms = SL_LOOP_FRAME_TIMEOUT_MS_DEFAULT,
+        .reply_timeout_ms = SL_LOOP_REPLY_TIMEOUT_MS_DEFAULT,
         .max_conns = SL_LOOP_MAX_CONNS_DEFAULT,
         .frames_per_turn = SL_LOOP_FRAMES_PER_TURN_DEFAULT,
         .tick_ms = SL_LOOP_TICK_MS_DEFAULT,
@@ -50,8 +54,8 @@ static bool loop_config_ok(const sl_loop_config_t *cfg)
     bool pow2 = cfg->buf_count && (cfg->buf_count & (cfg->buf_count - 1)) == 0;
     return cfg->cb.on_frame && pow2 && cfg->buf_count <= SL_LOOP_BUF_COUNT_MAX &&
            cfg->buf_size >= SL_HEADER_SIZE && cfg->max_frame >= SL_HEADER_SIZE &&
-           cfg->max_conns > 0 && cfg->frames_per_turn > 0 && cfg->tick_ms > 0 &&
-           cfg->ring_entries >= 8 && (cfg->listen_fd >= 0 || cfg->host) &&
+           cfg->frame_budget >= cfg->max_frame && cfg->max_conns > 0 && cfg->frames_per_turn > 0 &&
+           cfg->tick_ms > 0 && cfg->ring_entries >= 8 && (cfg->listen_fd >= 0 || cfg->host) &&
            (cfg->event_fd < 0 || cfg->on_event);
 }
 
@@ -181,6 +185,7 @@ int sl_loop_create(const sl_loop_config_t *cfg, sl_loop_t **out)
     sl_dlist_init(&loop->conns);
     sl_dlist_init(&loop->runq);
     sl_dlist_init(&loop->starved);
+    sl_dlist_init(&loop->waiters);
     loop->tick_ts.tv_sec = cfg->tick_ms / 1000;
     loop->tick_ts.tv_nsec = (long long)(cfg->tick_ms % 1000) * 1000000;
     int err = loop_pool_init(loop);
@@ -207,7 +212,9 @@ void sl_loop_destroy(sl_loop_t *loop)
     if (loop->ring_ok)
         io_uring_queue_exit(&loop->ring);
     /* Only a failed run leaves connections; the ring is gone, so the kernel
-     * holds none of their memory any more. */
+     * holds none of their memory any more. Their budget goes back without
+     * granting it to the others, which are about to be freed too. */
+    loop->tearing_down = true;
     for (uint32_t n = loop->nconns; n > 0 && !sl_dlist_empty(&loop->conns); n--) {
         sl_conn_t *c = SL_CONTAINER_OF(loop->conns.next, sl_conn_t, all_link);
         sl_dlist_remove(&c->all_link);
@@ -271,6 +278,70 @@ static void loop_unstarve(sl_loop_t *loop)
         sl_loop_starve(loop, c, false);
         sl_loop_enqueue(loop, c);
     }
+}
+
+/* --- the frame budget ---------------------------------------------------------- */
+
+bool sl_loop_budget_take(sl_loop_t *loop, sl_conn_t *c, uint32_t size)
+{
+    sl_assert(c->reserved == 0 && !c->waiting);
+    if (sl_dlist_empty(&loop->waiters) && loop->budget_used + size <= loop->cfg.frame_budget) {
+        loop->budget_used += size;
+        c->reserved = size;
+        return true;
+    }
+    c->waiting = true;
+    sl_dlist_push(&loop->waiters, &c->wait_link);
+    loop->stats.budget_waits++;
+    return false;
+}
+
+static void loop_wait_remove(sl_conn_t *c)
+{
+    if (!c->waiting)
+        return;
+    c->waiting = false;
+    sl_dlist_remove(&c->wait_link);
+}
+
+/* Grants waiting frames in arrival order while they fit; the first that
+ * does not fit stops the walk, so a large frame is not starved by smaller
+ * ones behind it. The budget holds at least one largest frame, so the head
+ * always fits once enough is released. */
+static void loop_budget_grant(sl_loop_t *loop)
+{
+    for (uint32_t i = 0; i < loop->nconns && !sl_dlist_empty(&loop->waiters); i++) {
+        sl_conn_t *c = SL_CONTAINER_OF(loop->waiters.next, sl_conn_t, wait_link);
+        uint32_t size = sl_header_size(c->hdr);
+        if (loop->budget_used + size > loop->cfg.frame_budget)
+            return;
+        loop->budget_used += size;
+        c->reserved = size;
+        loop_wait_remove(c);
+        sl_loop_enqueue(loop, c);
+    }
+}
+
+void sl_loop_budget_release(sl_loop_t *loop, sl_conn_t *c)
+{
+    if (c->reserved == 0)
+        return;
+    sl_assert(loop->budget_used >= c->reserved);
+    loop->budget_used -= c->reserved;
+    c->reserved = 0;
+    if (!loop->tearing_down)
+        loop_budget_grant(loop);
+}
+
+void sl_loop_budget_leave(sl_loop_t *loop, sl_conn_t *c)
+{
+    if (!c->waiting)
+        return;
+    /* The frame behind it may fit where this one did not. */
+    bool head = loop->waiters.next == &c->wait_link;
+    loop_wait_remove(c);
+    if (head && !loop->tearing_down)
+        loop_budget_grant(loop);
 }
 
 const uint8_t *sl_loop_buf(const sl_loop_t *loop, uint16_t bid)
@@ -386,11 +457,30 @@ static void loop_close_all(sl_loop_t *loop)
     }
 }
 
+/* The tick's look at every connection for the two timeouts (conn.c says
+ * what is timed). Bounded by the connection count; a closed connection
+ * stays on the list until it is reaped, so the walk stays valid. */
+static void loop_check_timeouts(sl_loop_t *loop)
+{
+    uint64_t frame_us = (uint64_t)loop->cfg.frame_timeout_ms * 1000u;
+    uint64_t reply_us = (uint64_t)loop->cfg.reply_timeout_ms * 1000u;
+    if (frame_us == 0 && reply_us == 0)
+        return;
+    uint64_t now = sl_clock_monotonic_us();
+    sl_dlink_t *n = loop->conns.next;
+    for (uint32_t i = 0; i < loop->nconns && n != &loop->conns; i++) {
+        sl_conn_t *c = SL_CONTAINER_OF(n, sl_conn_t, all_link);
+        n = n->next;
+        sl_conn_check_timeouts(c, now, frame_us, reply_us);
+    }
+}
+
 static void loop_on_tick(sl_loop_t *loop, int res)
 {
     loop->tick_armed = false;
     if (res == -ECANCELED || loop->finishing)
         return;
+    loop_check_timeouts(loop);
     if (loop->accept_retry && !loop->stopping)
         loop_arm_accept(loop);
     if (loop->stopping && sl_clock_monotonic_us() >= loop->stop_deadline_us) {
@@ -534,6 +624,7 @@ static void loop_reap(sl_loop_t *loop)
         if (c->queued)
             sl_dlist_remove(&c->run_link);
         sl_loop_starve(loop, c, false);
+        sl_loop_budget_leave(loop, c);
         sl_dlist_remove(&c->all_link);
         loop->nconns--;
         loop->stats.closed++;
@@ -626,6 +717,11 @@ void sl_loop_stats(const sl_loop_t *loop, sl_loop_stats_t *out)
 {
     *out = loop->stats;
     out->conns = loop->nconns;
+    out->budget_used = loop->budget_used;
+    out->budget_waiting = 0;
+    const sl_dlink_t *n = loop->waiters.next;
+    for (uint32_t i = 0; i < loop->nconns && n != &loop->waiters; i++, n = n->next)
+        out->budget_waiting++;
 }
 
 sl_frame_pool_t *sl_loop_frame_pool(const sl_loop_t *loop)

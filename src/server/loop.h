@@ -13,6 +13,22 @@
  * sl_conn_done or sl_conn_close, now or later (from another callback on the
  * same thread), and until a reply has been completely written.
  *
+ * Memory and time a client can hold (docs/configuration.md, "Memory").
+ * - Each connection has a frame limit (sl_conn_set_frame_limit): a header
+ *   declaring more closes the connection before anything is reserved. The
+ *   loop knows no commands; the server lowers the limit until a login.
+ * - Every frame larger than one receive buffer (buf_size) is reserved
+ *   against one budget (cfg.frame_budget) from the moment its header
+ *   arrives until its buffer goes back to the pool or the handler takes it.
+ *   A frame that does not fit waits with its receive not armed, behind every
+ *   frame that waited before it, until bytes come back; the loop learns that
+ *   a waiting client went away only when its turn comes. Smaller frames are
+ *   part of what each connection costs (like its spill) and never wait.
+ * - A frame must be complete within frame_timeout_ms of its first byte, and
+ *   a reply written within reply_timeout_ms; the tick closes connections
+ *   past either. Only the client's own sending and reading are timed: a
+ *   frame waiting for the budget or held by the handler never times out.
+ *
  * Ownership and lifetimes.
  * - The frame passed to on_frame is owned by the loop and stays valid until
  *   the reply has been written (on_sent), until sl_conn_done, or until
@@ -49,6 +65,12 @@ typedef struct sl_conn sl_conn_t;
 #define SL_LOOP_TICK_MS_DEFAULT 1000u
 /* How long a stopping loop waits for handlers to answer before it closes. */
 #define SL_LOOP_STOP_GRACE_MS_DEFAULT 5000u
+/* Bytes of frames held at once (message_bus.receive_memory_max). */
+#define SL_LOOP_FRAME_BUDGET_DEFAULT (256ull * 1024u * 1024u)
+/* A frame's first byte to its last, and a reply's first send to its last
+ * byte taken by the client (tcp.frame_timeout, tcp.reply_timeout). */
+#define SL_LOOP_FRAME_TIMEOUT_MS_DEFAULT 30000u
+#define SL_LOOP_REPLY_TIMEOUT_MS_DEFAULT 30000u
 /* Submission queue entries; the kernel sizes the completion queue twice. */
 #define SL_LOOP_RING_ENTRIES_DEFAULT 1024u
 /* Provided receive buffers: count (a power of two) and size of each. A
@@ -98,11 +120,19 @@ typedef struct sl_loop_config {
     int event_fd;
     void (*on_event)(void *ctx, sl_loop_t *loop);
     /* Largest frame, header included; a bigger size field closes the
-     * connection. Frame memory is bounded by max_conns * max_frame (plus a
-     * 16-byte prefix each) and the frame pool's idle cap. */
+     * connection. Each connection's own limit (sl_conn_set_frame_limit)
+     * starts here and never exceeds it. */
     uint32_t max_frame;
-    uint32_t max_conns;       /* more are accepted and closed at once */
-    uint32_t frames_per_turn; /* per connection */
+    /* Bytes of frames above buf_size reserved at once, counted at their
+     * declared size from header to release (the pool may round a buffer up
+     * to its size class, less than twice). At least max_frame, so the
+     * largest frame always fits. Frame memory is bounded by this, buf_size
+     * per connection and the pool's idle cap. */
+    uint64_t frame_budget;
+    uint32_t frame_timeout_ms; /* first byte to last of one frame; 0: none */
+    uint32_t reply_timeout_ms; /* first send to last byte of one reply; 0: none */
+    uint32_t max_conns;        /* more are accepted and closed at once */
+    uint32_t frames_per_turn;  /* per connection */
     uint32_t tick_ms;
     uint32_t stop_grace_ms;
     uint32_t ring_entries;
@@ -128,8 +158,14 @@ typedef struct sl_loop_stats {
     uint64_t refused; /* accepted then closed at once: at max_conns or stopping */
     uint64_t closed;
     uint64_t frames;
-    uint64_t bad_frames; /* size < 256 or above max_frame */
-    uint64_t enobufs;    /* receives that found the buffer ring empty */
+    uint64_t bad_frames;     /* size < 256 or above max_frame */
+    uint64_t enobufs;        /* receives that found the buffer ring empty */
+    uint64_t over_limit;     /* headers above their connection's frame limit (closed) */
+    uint64_t budget_waits;   /* frames that waited for the frame budget */
+    uint64_t frame_timeouts; /* connections closed: a frame took too long */
+    uint64_t reply_timeouts; /* connections closed: a reply was not taken in time */
+    uint64_t budget_used;    /* bytes of the frame budget reserved now */
+    uint32_t budget_waiting; /* connections waiting for the frame budget now */
     uint32_t conns;
 } sl_loop_stats_t;
 
@@ -190,6 +226,15 @@ void sl_conn_close(sl_conn_t *conn);
  * sl_frame_pool_put on sl_loop_frame_pool (never free()). NULL if taken or
  * none is delivered. The handler must still answer. */
 uint8_t *sl_conn_take_frame(sl_conn_t *conn);
+
+/* The largest frame (header included) this connection may declare from its
+ * next header on, clamped to 256..max_frame. New connections start at
+ * max_frame; sluiced lowers it until a login and raises it after one. A
+ * frame already declared keeps the limit it was declared under. */
+void sl_conn_set_frame_limit(sl_conn_t *conn, uint32_t bytes);
+uint32_t sl_conn_frame_limit(const sl_conn_t *conn);
+/* True while a reply is being written: the bytes it points at are in use. */
+bool sl_conn_replying(const sl_conn_t *conn);
 
 void *sl_conn_user(const sl_conn_t *conn);
 void sl_conn_set_user(sl_conn_t *conn, void *user);

@@ -280,16 +280,43 @@ static void poll_messages(sl_read_t *c)
     uint64_t current = sl_partition_current_offset(p);
     if (q.count == 0 || sl_partition_empty(p) || !poll_start(p, &q, kind, key, &pq))
         return poll_empty(s, c->req, partition_id, current);
+    /* The reply fills what the reply budget grants; the store stops before
+     * a record that does not fit (res.out_full), so a poll may return
+     * fewer messages than asked, as the protocol allows. */
+    size_t want = srv->frame_max - SL_HEADER_SIZE;
+    size_t grant = sl_reply_budget_grant(s, want);
     sl_buf_reset(&s->reply_body);
+    s->reply_body.max = grant;
     size_t count_at = sl_poll_messages_reply_begin(&s->reply_body, partition_id, current);
     sl_partition_poll_result_t res;
-    if (sl_partition_poll(p, &pq, &s->reply_body, &res) != 0)
+    int rc = sl_partition_poll(p, &pq, &s->reply_body, &res);
+    s->reply_body.max = want;
+    sl_reply_budget_account(s);
+    if (rc != 0)
         return poll_empty(s, c->req, partition_id, 0);
+    if (res.messages == 0 && res.out_full && grant < want) {
+        /* Not one message fits what is left: wait for bytes to come back. */
+        sl_buf_reset(&s->reply_body);
+        return sl_reply_budget_park(s, c->req, c->body);
+    }
     sl_buf_patch_u32(&s->reply_body, count_at, res.messages);
     if (q.auto_commit && res.messages > 0 &&
         sl_offsets_store(p, kind, key, res.last_offset, false, true) != 0)
         sl_log_warn("auto-commit of offset %llu failed", (unsigned long long)res.last_offset);
     sl_reply_body(s, c->req, SL_OP_NON_REPLICATED);
+}
+
+void sl_messages_poll_resume(sl_session_t *s)
+{
+    /* The request is judged again as dispatch would judge it now: the
+     * session or its user may be gone, the topic deleted. */
+    sl_request_header_t req = s->parked_req;
+    if (!sl_admit_user_current(s) || !s->bound)
+        return sl_reply_status(s, &req, SL_ERR_UNAUTHENTICATED);
+    sl_arena_reset(&s->arena);
+    sl_buf_reset(&s->reply_body);
+    sl_read_t c = {s, &req, s->parked_body, s->server->meta, &s->reply_body};
+    poll_messages(&c);
 }
 
 /* --- consumer offsets (120, 121, 122) ------------------------------------------------------ */

@@ -200,32 +200,40 @@ static void sync_group(sl_read_t *c)
 
 /* --- dispatch -------------------------------------------------------------- */
 
-void sl_reads_handle(sl_session_t *s, const sl_request_header_t *req, sl_span_t body)
+static void reads_dispatch(sl_read_t *c)
 {
-    sl_read_t c = {s, req, body, s->server->meta, &s->reply_body};
-    switch (req->code) {
+    switch (c->req->code) {
     case SL_CMD_GET_STREAM:
-        return get_stream(&c);
+        return get_stream(c);
     case SL_CMD_GET_STREAMS:
-        return get_streams(&c);
+        return get_streams(c);
     case SL_CMD_GET_TOPIC:
-        return get_topic(&c);
+        return get_topic(c);
     case SL_CMD_GET_TOPICS:
-        return get_topics(&c);
+        return get_topics(c);
     case SL_CMD_GET_CONSUMER_GROUP:
-        return get_group(&c);
+        return get_group(c);
     case SL_CMD_GET_CONSUMER_GROUPS:
-        return get_groups(&c);
+        return get_groups(c);
     case SL_CMD_SYNC_CONSUMER_GROUP:
-        return sync_group(&c);
+        return sync_group(c);
     case SL_CMD_GET_USER:
     case SL_CMD_GET_USERS:
     case SL_CMD_GET_PERSONAL_ACCESS_TOKENS:
-        return sl_reads_users(&c);
+        return sl_reads_users(c);
     case SL_CMD_POLL_MESSAGES:
     case SL_CMD_GET_CONSUMER_OFFSET:
-        return sl_messages_read(&c);
+        return sl_messages_read(c);
     default:
-        return sl_reads_system(&c);
+        return sl_reads_system(c);
     }
+}
+
+void sl_reads_handle(sl_session_t *s, const sl_request_header_t *req, sl_span_t body)
+{
+    sl_read_t c = {s, req, body, s->server->meta, &s->reply_body};
+    reads_dispatch(&c);
+    /* Whatever the reply holds counts against the reply budget until it is
+     * written (reply_budget.c). */
+    sl_reply_budget_account(s);
 }

@@ -149,12 +149,21 @@ static void on_open(void *ctx, sl_conn_t *conn)
     s->index = srv->sessions_count;
     srv->sessions[srv->sessions_count++] = s;
     sl_conn_set_user(conn, s);
+    /* Until a login it may send only what a login needs (limits.h). */
+    s->limits_bound = true;
+    sl_session_sync_login(s);
     sl_log_debug("connection %u from %s", s->id, sl_conn_peer(conn));
 }
 
-/* A reply is written: a connection that once polled a large batch does not
- * keep a large buffer while it idles. */
-#define SESSION_BUFFER_KEEP (1024u * 1024u)
+void sl_session_sync_login(sl_session_t *s)
+{
+    if (s->bound == s->limits_bound)
+        return;
+    s->limits_bound = s->bound;
+    sl_conn_set_frame_limit(s->conn, s->bound ? s->server->frame_max : SL_UNAUTH_FRAME_MAX);
+    if (!s->bound)
+        s->unbound_since_us = sl_clock_monotonic_us();
+}
 
 static void send_stale_eviction(sl_session_t *s, sl_u128_t client)
 {
@@ -168,20 +177,22 @@ static void send_stale_eviction(sl_session_t *s, sl_u128_t client)
     }
 }
 
+/* A reply is written: the session's limits follow a login or logout it
+ * answered before the next header is read (lockstep), and its reply bytes
+ * are released (reply_budget.c). */
 static void on_sent(void *ctx, sl_conn_t *conn)
 {
     (void)ctx;
     sl_session_t *s = sl_conn_user(conn);
-    if (s && s->evict_after_reply) {
+    if (!s)
+        return;
+    sl_reply_budget_sent(s);
+    if (s->evict_after_reply) {
         s->evict_after_reply = 0;
         send_stale_eviction(s, s->evict_client);
         return;
     }
-    if (s && s->reply_body.cap > SESSION_BUFFER_KEEP) {
-        size_t max = s->reply_body.max;
-        sl_buf_free(&s->reply_body);
-        sl_buf_init(&s->reply_body, max);
-    }
+    sl_session_sync_login(s);
 }
 
 static void on_close(void *ctx, sl_conn_t *conn)
@@ -192,6 +203,7 @@ static void on_close(void *ctx, sl_conn_t *conn)
         return;
     sl_hashing_cancel(s);
     sl_admit_disconnect(s);
+    sl_reply_budget_close(s);
     /* Swap-remove from the registry. */
     sl_session_t *last = srv->sessions[--srv->sessions_count];
     srv->sessions[s->index] = last;
@@ -232,6 +244,24 @@ static void on_turn_end(void *ctx, sl_loop_t *loop)
     sl_messages_commit_staged(ctx);
 }
 
+/* tcp.login_timeout: a connection without a login holds a slot only so
+ * long. A login waiting for the hash pool is the server's time, not the
+ * client's: it is not closed meanwhile. */
+static void login_timeouts(sl_server_t *srv, uint64_t now)
+{
+    uint64_t limit = srv->cfg.tcp.login_timeout_us;
+    for (uint32_t i = 0; i < srv->sessions_count; i++) {
+        sl_session_t *s = srv->sessions[i];
+        sl_session_sync_login(s);
+        if (s->bound || s->hash_job || sl_conn_closing(s->conn) ||
+            now - s->unbound_since_us <= limit)
+            continue;
+        sl_log_info("connection %u (%s): closed: no login within %llu s", s->id,
+                    sl_conn_peer(s->conn), (unsigned long long)(limit / 1000000u));
+        sl_conn_close(s->conn);
+    }
+}
+
 static void on_tick(void *ctx, sl_loop_t *loop)
 {
     (void)loop;
@@ -239,9 +269,13 @@ static void on_tick(void *ctx, sl_loop_t *loop)
     sl_test_faults_poll();
     sl_log_tick();
     retention_tick(srv);
+    uint64_t now = sl_clock_monotonic_us();
+    login_timeouts(srv, now);
+    /* Parked polls resume when a reply is written or a connection closes;
+     * the tick tries too, so no release can be missed for long. */
+    sl_reply_budget_resume(srv);
     if (!srv->cfg.heartbeat.enabled)
         return;
-    uint64_t now = sl_clock_monotonic_us();
     uint64_t limit = srv->cfg.heartbeat.interval_us * 6 / 5;
     for (uint32_t i = 0; i < srv->sessions_count; i++) {
         sl_session_t *s = srv->sessions[i];
@@ -326,6 +360,9 @@ static int start_loop(sl_server_t *srv, char *err, size_t err_len)
     sl_loop_config_init(&lc);
     lc.listen_fd = srv->listen_fd;
     lc.max_frame = srv->frame_max;
+    lc.frame_budget = cfg->message_bus.receive_memory_max;
+    lc.frame_timeout_ms = (uint32_t)(cfg->tcp.frame_timeout_us / 1000u);
+    lc.reply_timeout_ms = (uint32_t)(cfg->tcp.reply_timeout_us / 1000u);
     lc.max_conns = cfg->tcp.max_connections;
     lc.frames_per_turn = cfg->server.per_connection_work_max;
     lc.frame_pool = srv->frame_pool;

@@ -81,6 +81,20 @@ typedef struct sl_session {
     sl_hash_job_t *hash_job;
     sl_request_header_t hash_req;
     sl_span_t hash_body;
+    /* The login state the connection's limits were last set for
+     * (sl_session_sync_login), and since when it has been without a login
+     * (monotonic; tcp.login_timeout counts from there). */
+    bool limits_bound;
+    uint64_t unbound_since_us;
+    /* reply_budget.c: bytes of reply_body counted against
+     * message_bus.reply_memory_max, and a poll waiting for them: a copy of
+     * its header and its body, which lies in the delivered frame the loop
+     * keeps until the poll is answered or the connection closes. */
+    size_t reply_charge;
+    bool poll_parked;
+    sl_request_header_t parked_req;
+    sl_span_t parked_body;
+    struct sl_session *parked_next;
 } sl_session_t;
 
 /* A SendMessages to an enforce_fsync partition, journaled at the end of the
@@ -131,6 +145,14 @@ struct sl_server {
     sl_buf_t admitted;
     /* Argon2id off the loop thread. */
     sl_hash_pool_t *hash_pool;
+    /* reply_budget.c: bytes of reply buffers counted now, the polls waiting
+     * for them (oldest first) and the one being resumed. */
+    uint64_t reply_held;
+    sl_session_t *parked_head;
+    sl_session_t *parked_tail;
+    uint32_t parked_count;
+    sl_session_t *resuming;
+    bool reply_released;      /* bytes came back (or the line moved) since the last resume */
     volatile int stop_signal; /* the signal that asked us to stop, for the log */
 };
 
@@ -215,6 +237,38 @@ bool sl_hashing_same_hash(const sl_hash_job_t *job, const sl_meta_user_t *u);
 void sl_hashing_on_event(void *ctx, sl_loop_t *loop);
 /* on_close: the connection's waiting request, if any, will get no reply. */
 void sl_hashing_cancel(sl_session_t *s);
+
+/* server.c: the connection's frame limit and login clock follow the
+ * session's login state: SL_UNAUTH_FRAME_MAX and a running clock without a
+ * login, max_message_size with one. Called when the state may have moved
+ * (after each reply, on a rebind that unbinds another session, each tick). */
+void sl_session_sync_login(sl_session_t *s);
+
+/* reply_budget.c: the bytes held by replies until they are written, across
+ * the server (message_bus.reply_memory_max; docs/configuration.md,
+ * "Memory"). A session's reply buffer counts at its capacity once that is
+ * above SL_REPLY_UNCOUNTED, whether a reply in it is being written or it is
+ * kept for the next one. */
+#define SL_REPLY_UNCOUNTED (16u * 1024u)
+/* The most body bytes s may put in its reply buffer now (at most want, at
+ * least SL_REPLY_UNCOUNTED and what s already holds): what the budget has
+ * left, after freeing buffers other sessions keep idle; only what s holds
+ * while other polls wait, unless s is the one resumed. */
+size_t sl_reply_budget_grant(sl_session_t *s, size_t want);
+/* Brings s's count in line with its reply buffer's capacity. */
+void sl_reply_budget_account(sl_session_t *s);
+/* The poll being answered on s waits (unanswered, in lockstep) until
+ * reply bytes are released; body must stay valid until it is resumed. */
+void sl_reply_budget_park(sl_session_t *s, const sl_request_header_t *req, sl_span_t body);
+/* A reply of s was written (on_sent): its buffer is freed when large or
+ * wanted by a waiting poll, and waiting polls resume, oldest first. */
+void sl_reply_budget_sent(sl_session_t *s);
+/* s is closing (on_close): its buffer and its place in line are given up. */
+void sl_reply_budget_close(sl_session_t *s);
+/* Resumes waiting polls, oldest first, until one still does not fit. */
+void sl_reply_budget_resume(sl_server_t *srv);
+/* messages.c: runs the parked poll of s again, from its saved request. */
+void sl_messages_poll_resume(sl_session_t *s);
 
 /* Journals and applies one entry built by admission; the reply body is
  * appended to reply. Chooses op and timestamp. 0 or the commit's error. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "server/config.h"
+#include "server/loop.h"
 #include "server/toml.h"
 
 /* Tests read the real environment: start each from none of our variables. */
@@ -208,6 +209,11 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.heartbeat.interval_us, SL_HEARTBEAT_INTERVAL_US_DEFAULT);
     assert_int_equal(cfg.message_bus.max_message_size, SL_FRAME_MAX_DEFAULT);
     assert_int_equal(cfg.message_bus.frame_pool_idle_max, 64u << 20);
+    assert_int_equal(cfg.message_bus.receive_memory_max, SL_LOOP_FRAME_BUDGET_DEFAULT);
+    assert_int_equal(cfg.message_bus.reply_memory_max, 256u << 20);
+    assert_int_equal(cfg.tcp.login_timeout_us, 10u * 1000000u);
+    assert_int_equal(cfg.tcp.frame_timeout_us, SL_LOOP_FRAME_TIMEOUT_MS_DEFAULT * 1000ull);
+    assert_int_equal(cfg.tcp.reply_timeout_us, SL_LOOP_REPLY_TIMEOUT_MS_DEFAULT * 1000ull);
     assert_int_equal(cfg.metadata.clients_table_max, SL_CLIENTS_TABLE_DEFAULT);
     assert_int_equal(cfg.metadata.checkpoint_interval, 1024);
     assert_int_equal(cfg.metadata.journal_slots, 1024);
@@ -637,6 +643,17 @@ static void test_validation(void **state)
     assert_contains(err,
                     "metadata.checkpoint_interval (2048) exceeds metadata.journal_slots (1024)");
 
+    /* The budgets hold the largest frame. */
+    sl_config_defaults(&cfg);
+    cfg.message_bus.reply_memory_max = cfg.message_bus.max_message_size - 1;
+    assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), -SL_ERR_INVALID_CONFIGURATION);
+    assert_contains(err, "must be at least message_bus.max_message_size");
+    sl_config_defaults(&cfg);
+    cfg.message_bus.receive_memory_max = cfg.message_bus.max_message_size - 1;
+    assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), -SL_ERR_INVALID_CONFIGURATION);
+    cfg.message_bus.receive_memory_max = cfg.message_bus.max_message_size;
+    assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), 0);
+
     /* Bounds hold for values set in code, too: validation reads the table. */
     sl_config_defaults(&cfg);
     cfg.system.sharding.shards = 65;
@@ -955,6 +972,9 @@ static void set_every_row(sl_config_t *cfg)
     set_or_fail(cfg, "tcp.enabled", "true");
     set_or_fail(cfg, "tcp.address", "[::1]:1234");
     set_or_fail(cfg, "tcp.max_connections", "77");
+    set_or_fail(cfg, "tcp.login_timeout", "1m 1s");
+    set_or_fail(cfg, "tcp.frame_timeout", "2 s");
+    set_or_fail(cfg, "tcp.reply_timeout", "3 s");
     set_or_fail(cfg, "quic.enabled", "true");
     set_or_fail(cfg, "quic.address", "10.0.0.1:1");
     set_or_fail(cfg, "http.enabled", "true");
@@ -965,6 +985,8 @@ static void set_every_row(sl_config_t *cfg)
     set_or_fail(cfg, "heartbeat.interval", "2h 3m 4s 5ms 6us");
     set_or_fail(cfg, "message_bus.max_message_size", "1048577");
     set_or_fail(cfg, "message_bus.frame_pool_idle_max", "0");
+    set_or_fail(cfg, "message_bus.receive_memory_max", "3 MiB");
+    set_or_fail(cfg, "message_bus.reply_memory_max", "1048577");
     set_or_fail(cfg, "metadata.clients_table_max", "2");
     set_or_fail(cfg, "metadata.checkpoint_interval", "7");
     set_or_fail(cfg, "metadata.journal_slots", "9");

@@ -1,13 +1,15 @@
 /* The event loop over loopback: a loop thread runs a test handler that
  * answers each frame with a Reply echoing its body, and blocking clients
  * check framing, lockstep delivery, bad sizes, disconnects, stop, the
- * connection cap and fairness. Exits 77 when io_uring is unavailable. */
+ * connection cap and fairness, the per-connection frame limit, the frame
+ * budget and the two timeouts. Exits 77 when io_uring is unavailable. */
 #include "testutil.h"
 
 #include <errno.h>
 #include <liburing.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -32,6 +34,7 @@ enum {
     ACT_TAKE = 3,        /* take the frame buffer over, echo from it */
     ACT_CLOSE = 4,       /* sl_conn_close, no reply */
     ACT_HOLD = 5,        /* never answered (stop's grace period) */
+    ACT_RAISE = 6,       /* raise the frame limit to the loop's max_frame, then echo */
 };
 
 /* Answer in on_frame, on the next tick, or at the end of the turn. */
@@ -59,6 +62,13 @@ typedef struct tctx {
     uint32_t ndeferred;
     uint32_t ids[MAX_IDS];
     uint32_t nids;
+    uint32_t open_limit; /* frame limit set on open; 0 leaves the loop's */
+    /* Delivery order by request number, and loop stats the tick copies for
+     * the test's thread (sl_loop_stats is for the loop thread). */
+    uint64_t order[MAX_IDS];
+    atomic_uint norder;
+    atomic_ullong budget_used;
+    atomic_uint budget_waiting, budget_waits, over_limit, frame_timeouts, reply_timeouts;
 } tctx_t;
 
 static void h_open(void *ctxp, sl_conn_t *conn)
@@ -73,6 +83,8 @@ static void h_open(void *ctxp, sl_conn_t *conn)
         ctx->bad_peer++;
     if (ctx->nids < MAX_IDS)
         ctx->ids[ctx->nids++] = sl_conn_id(conn);
+    if (ctx->open_limit)
+        sl_conn_set_frame_limit(conn, ctx->open_limit);
     ctx->opens++;
 }
 
@@ -94,6 +106,8 @@ static void h_answer(tctx_t *ctx, sl_conn_t *conn)
     }
     if (act == ACT_HOLD)
         return;
+    if (act == ACT_RAISE)
+        sl_conn_set_frame_limit(conn, UINT32_MAX); /* clamped to max_frame */
     if (act == ACT_TAKE) {
         tc->taken = sl_conn_take_frame(conn);
         if (tc->taken != f || sl_conn_take_frame(conn) != NULL)
@@ -130,6 +144,11 @@ static void h_frame(void *ctxp, sl_conn_t *conn, const uint8_t *frame, uint32_t 
 {
     tctx_t *ctx = ctxp;
     tconn_t *tc = sl_conn_user(conn);
+    unsigned at = ctx->norder;
+    if (at < MAX_IDS) {
+        ctx->order[at] = sl_load_u64(frame + SL_REQ_OFF_REQUEST);
+        ctx->norder = at + 1;
+    }
     ctx->frames++;
     if (tc->outstanding)
         ctx->violations++; /* delivered before the previous one was answered */
@@ -184,7 +203,14 @@ static void answer_deferred(tctx_t *ctx)
 static void h_tick(void *ctxp, sl_loop_t *loop)
 {
     tctx_t *ctx = ctxp;
-    (void)loop;
+    sl_loop_stats_t st;
+    sl_loop_stats(loop, &st);
+    ctx->budget_used = st.budget_used;
+    ctx->budget_waiting = st.budget_waiting;
+    ctx->budget_waits = (unsigned)st.budget_waits;
+    ctx->over_limit = (unsigned)st.over_limit;
+    ctx->frame_timeouts = (unsigned)st.frame_timeouts;
+    ctx->reply_timeouts = (unsigned)st.reply_timeouts;
     ctx->ticks++;
     if (ctx->mode == MODE_DEFER)
         answer_deferred(ctx);
@@ -980,6 +1006,277 @@ static void test_diagnose(void **state)
     assert_non_null(strstr(sl_loop_diagnose(-ENOMEM), "RLIMIT_MEMLOCK"));
 }
 
+/* --- limits: frame limit, frame budget, timeouts --------------------------- */
+
+/* Waits until the tick has copied budget_used == want (the tick runs every
+ * 10 ms in these tests; the bound only turns a hang into a failure). */
+static void wait_budget_used(tctx_t *ctx, uint64_t want)
+{
+    struct timespec ts = {0, 1000000};
+    for (int i = 0; i < 60000 && ctx->budget_used != want; i++)
+        nanosleep(&ts, NULL);
+    assert_int_equal(ctx->budget_used, want);
+}
+
+/* A header above the connection's limit closes it before any buffer is
+ * taken; at the limit it is served; once the handler raised the limit
+ * (what sluiced does after a login) a large frame passes. */
+static void test_frame_limit(void **state)
+{
+    (void)state;
+    server_t *s = calloc(1, sizeof(*s));
+    assert_non_null(s);
+    sl_loop_config_t cfg;
+    server_config(&cfg, s);
+    cfg.tick_ms = 10;
+    cfg.max_frame = 1024u * 1024u;
+    s->ctx.open_limit = 4096;
+    server_start_cfg(s, &cfg, MODE_NOW);
+
+    int over = cl_connect(s->port);
+    cl_send_header(over, 4097);
+    assert_true(cl_closed(over));
+
+    int fd = cl_connect(s->port);
+    cl_roundtrip(fd, 4096 - SL_HEADER_SIZE, 1); /* the limit itself is fine */
+    uint32_t size;
+    uint8_t *f = make_frame(10, 2, ACT_RAISE, &size);
+    cl_send(fd, f, size);
+    free(f);
+    cl_expect_reply(fd, 10, 2);
+    cl_roundtrip(fd, cfg.max_frame - SL_HEADER_SIZE, 3);
+    close(over);
+    close(fd);
+    server_stop(s);
+    assert_int_equal(s->stats.over_limit, 1);
+    assert_int_equal(s->stats.bad_frames, 0);
+    assert_int_equal(s->stats.frames, 3);
+    /* The refused header never got a frame buffer: of the frames served,
+     * two are small (allocated at their size) and one is a class buffer. */
+    assert_int_equal(s->pool.misses + s->pool.hits, 1);
+    free(s);
+}
+
+/* Sends the header and the first part bytes of a frame of body_len. */
+static uint8_t *cl_send_part(int fd, uint32_t body_len, uint64_t request, uint32_t part)
+{
+    uint32_t size;
+    uint8_t *f = make_frame(body_len, request, ACT_ECHO, &size);
+    cl_send(fd, f, part);
+    return f;
+}
+
+/* A budget of two 1 MiB frames: two partly sent frames hold it all, so a
+ * complete third frame and a 100 KiB fourth behind it wait with nothing
+ * delivered, while a frame that fits a receive buffer is served at once;
+ * when the first is answered the third goes in, and the fourth only after
+ * the third (no overtaking), while the second is still open. */
+static void test_frame_budget_waits(void **state)
+{
+    (void)state;
+    const uint32_t mib = 1024u * 1024u, body = mib - SL_HEADER_SIZE, part = SL_HEADER_SIZE + 1000;
+    server_t *s = calloc(1, sizeof(*s));
+    assert_non_null(s);
+    sl_loop_config_t cfg;
+    server_config(&cfg, s);
+    cfg.tick_ms = 10;
+    cfg.max_frame = mib;
+    cfg.frame_budget = 2ull * mib;
+    server_start_cfg(s, &cfg, MODE_NOW);
+    int a = cl_connect(s->port), b = cl_connect(s->port);
+    int c = cl_connect(s->port), d = cl_connect(s->port);
+    uint8_t *fa = cl_send_part(a, body, 1, part);
+    uint8_t *fb = cl_send_part(b, body, 2, part);
+    wait_budget_used(&s->ctx, 2ull * mib);
+
+    uint8_t *fc = cl_send_part(c, body, 3, mib); /* all of it */
+    wait_for(&s->ctx.budget_waiting, 1);
+    const uint32_t mid = 100u * 1024u;
+    uint8_t *fd4 = cl_send_part(d, mid, 4, SL_HEADER_SIZE + mid);
+    wait_for(&s->ctx.budget_waiting, 2);
+    assert_int_equal(s->ctx.frames, 0);
+    int e = cl_connect(s->port);
+    cl_roundtrip(e, cfg.buf_size - SL_HEADER_SIZE, 5); /* one receive buffer: no wait */
+    assert_int_equal(s->ctx.budget_waiting, 2);
+
+    cl_send(a, fa + part, mib - part);
+    cl_expect_reply(a, body, 1);
+    cl_expect_reply(c, body, 3);
+    cl_expect_reply(d, mid, 4);
+    assert_int_equal(s->ctx.frames, 4);
+    assert_int_equal(s->ctx.order[0], 5);
+    assert_int_equal(s->ctx.order[1], 1);
+    assert_int_equal(s->ctx.order[2], 3);
+    assert_int_equal(s->ctx.order[3], 4);
+    cl_send(b, fb + part, mib - part);
+    cl_expect_reply(b, body, 2);
+    wait_budget_used(&s->ctx, 0);
+    free(fa);
+    free(fb);
+    free(fc);
+    free(fd4);
+    close(a);
+    close(b);
+    close(c);
+    close(d);
+    close(e);
+    server_stop(s);
+    assert_int_equal(s->stats.budget_waits, 2);
+    assert_int_equal(s->stats.frames, 5);
+    free(s);
+}
+
+/* A waiting connection has no receive armed, so the loop learns that its
+ * client went away when its turn comes: the receive then finds the end of
+ * the stream, the connection closes and the frame behind it gets the
+ * bytes (here one the handler takes over, whose bytes go back with it). */
+static void test_frame_budget_leave_and_take(void **state)
+{
+    (void)state;
+    const uint32_t mib = 1024u * 1024u, body = mib - SL_HEADER_SIZE, part = SL_HEADER_SIZE + 10;
+    server_t *s = calloc(1, sizeof(*s));
+    assert_non_null(s);
+    sl_loop_config_t cfg;
+    server_config(&cfg, s);
+    cfg.tick_ms = 10;
+    cfg.max_frame = mib;
+    cfg.frame_budget = mib;
+    server_start_cfg(s, &cfg, MODE_NOW);
+    int a = cl_connect(s->port), b = cl_connect(s->port), c = cl_connect(s->port);
+    uint8_t *fa = cl_send_part(a, body, 1, part);
+    wait_budget_used(&s->ctx, mib);
+    uint8_t *fb = cl_send_part(b, body, 2, SL_HEADER_SIZE);
+    wait_for(&s->ctx.budget_waiting, 1);
+    uint32_t size;
+    const uint32_t mid = 100u * 1024u;
+    uint8_t *fc = make_frame(mid, 3, ACT_TAKE, &size);
+    cl_send(c, fc, size);
+    wait_for(&s->ctx.budget_waiting, 2);
+    close(b); /* first in line leaves */
+    cl_send(a, fa + part, mib - part);
+    cl_expect_reply(a, body, 1);
+    cl_expect_reply(c, mid, 3);
+    wait_for(&s->ctx.closes, 1);
+    wait_budget_used(&s->ctx, 0);
+    free(fa);
+    free(fb);
+    free(fc);
+    close(a);
+    close(c);
+    server_stop(s);
+    assert_int_equal(s->stats.frames, 2);
+    assert_int_equal(s->stats.budget_waits, 2);
+    free(s);
+}
+
+typedef struct trickle {
+    uint16_t port;
+    uint32_t sent;
+    bool closed;
+} trickle_t;
+
+/* Sends a 5000-byte frame one byte per 20 ms until the server closes the
+ * connection (or, after 100 s, gives up: the test then fails). */
+static void *trickle_main(void *arg)
+{
+    trickle_t *t = arg;
+    int fd = cl_connect_fd(t->port);
+    uint32_t size;
+    uint8_t *f = new_frame(5000 - SL_HEADER_SIZE, 1, ACT_ECHO, &size);
+    for (uint32_t i = 0; fd >= 0 && f && i < size && !t->closed; i++) {
+        if (!send_all(fd, f + i, 1))
+            t->closed = true;
+        t->sent = i + 1;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 20) > 0)
+            t->closed = cl_closed(fd);
+    }
+    free(f);
+    if (fd >= 0)
+        close(fd);
+    return NULL;
+}
+
+/* frame_timeout: a client trickling a frame is closed once the timeout has
+ * passed since its first byte, while a frame held by the handler (the
+ * server's time) and an idle connection between frames are left alone, and
+ * another client is served throughout. */
+static void test_frame_timeout(void **state)
+{
+    (void)state;
+    server_t *s = calloc(1, sizeof(*s));
+    assert_non_null(s);
+    sl_loop_config_t cfg;
+    server_config(&cfg, s);
+    cfg.tick_ms = 10;
+    cfg.stop_grace_ms = 20; /* the held frame is never answered */
+    cfg.frame_timeout_ms = 200;
+    server_start_cfg(s, &cfg, MODE_NOW);
+    int idle = cl_connect(s->port);
+    cl_roundtrip(idle, 10, 1);
+    int held = cl_connect(s->port);
+    uint32_t size;
+    uint8_t *f = make_frame(10, 1, ACT_HOLD, &size);
+    cl_send(held, f, size);
+    free(f);
+    wait_for(&s->ctx.frames, 2);
+
+    trickle_t t = {.port = s->port};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, trickle_main, &t), 0);
+    int good = cl_connect(s->port);
+    for (uint64_t r = 1; r <= 5; r++)
+        cl_roundtrip(good, 100, r);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_true(t.closed);
+    assert_true(t.sent > 1 && t.sent < 5000); /* closed mid-frame, not at its end */
+    /* The held connection started before the trickler: had it been timed,
+     * the same tick would have closed it. A roundtrip is a turn later. */
+    cl_roundtrip(good, 100, 6);
+    cl_roundtrip(idle, 10, 2);
+    assert_int_equal(s->ctx.closes, 1);
+    close(good);
+    close(idle);
+    close(held);
+    server_stop(s);
+    assert_int_equal(s->stats.frame_timeouts, 1);
+    assert_int_equal(s->stats.reply_timeouts, 0);
+    free(s);
+}
+
+/* reply_timeout: a client that asks for a 16 MiB echo and never reads it
+ * is closed once the timeout has passed, which releases the reply and its
+ * frame; another client is served meanwhile. */
+static void test_reply_timeout(void **state)
+{
+    (void)state;
+    server_t *s = calloc(1, sizeof(*s));
+    assert_non_null(s);
+    sl_loop_config_t cfg;
+    server_config(&cfg, s);
+    cfg.tick_ms = 10;
+    cfg.reply_timeout_ms = 200;
+    server_start_cfg(s, &cfg, MODE_NOW);
+    int lazy = cl_connect(s->port);
+    uint32_t size;
+    uint8_t *f = make_frame(16u * 1024u * 1024u - SL_HEADER_SIZE, 1, ACT_ECHO, &size);
+    cl_send(lazy, f, size);
+    free(f);
+    int good = cl_connect(s->port);
+    cl_roundtrip(good, 100, 1);
+    wait_for(&s->ctx.reply_timeouts, 1);
+    wait_for(&s->ctx.closes, 1);
+    wait_budget_used(&s->ctx, 0);
+    cl_roundtrip(good, 100, 2);
+    close(lazy);
+    close(good);
+    server_stop(s);
+    assert_int_equal(s->stats.reply_timeouts, 1);
+    assert_int_equal(s->stats.frame_timeouts, 0);
+    assert_int_equal(s->ctx.sent, 2); /* good's two; lazy's reply never completed */
+    free(s);
+}
+
 int main(void)
 {
     struct io_uring probe;
@@ -1011,6 +1308,11 @@ int main(void)
         cmocka_unit_test(test_shared_listen_socket),
         cmocka_unit_test(test_stop_before_run_and_config),
         cmocka_unit_test(test_diagnose),
+        cmocka_unit_test(test_frame_limit),
+        cmocka_unit_test(test_frame_budget_waits),
+        cmocka_unit_test(test_frame_budget_leave_and_take),
+        cmocka_unit_test(test_frame_timeout),
+        cmocka_unit_test(test_reply_timeout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
