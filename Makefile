@@ -1,59 +1,85 @@
-# Thin wrapper over CMake. Every target first makes sure the Debian
-# packages are there (scripts/deps.sh is a no-op when they are).
+# Thin wrapper over CMake with the Ninja generator (docs/architecture.md,
+# "Build", says why). Every target first makes sure the Debian packages are
+# there (scripts/deps.sh is a no-op when they are), and each builds only what
+# it needs: `make run` the server and the CLI, `make test` everything.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 CC         ?= cc
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
+# Debug, Release, RelWithDebInfo or MinSizeRel; empty keeps the build
+# directory's (RelWithDebInfo for a new one, see CMakeLists.txt).
+BUILD_TYPE ?=
 
 # make install [PREFIX=/usr/local] [DESTDIR=/staging]: libsluice (static and
-# shared), include/sluice/*.h, sluice.pc and sluiced. PREFIX is baked into
-# sluice.pc, so it is a configure-time setting; DESTDIR only stages.
+# shared), include/sluice/*.h, sluice.pc, sluiced, sluice, sluice-bench and
+# the bash completion of sluice. PREFIX is baked into sluice.pc, so it is a
+# configure-time setting; DESTDIR only stages (docs/client.md shows how to
+# build against a staged tree).
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
 .PHONY: all deps run test asan fuzz bench clean format install
 
+# $(call configure,DIR,CMAKE ARGS): (re)configures DIR quietly; only CMake's
+# warnings and errors show. Re-running it costs under a second and applies a
+# changed CC or BUILD_TYPE. A directory configured by another generator (the
+# Unix Makefiles of earlier versions) is reset first: CMake refuses to switch
+# generators in place.
+define configure
+	@if [ -f $(1)/CMakeCache.txt ] && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' $(1)/CMakeCache.txt; then \
+	  echo "$(1): configured for another generator; configuring it again for Ninja"; \
+	  rm -rf $(1)/CMakeCache.txt $(1)/CMakeFiles; \
+	fi
+	@cmake -S . -B $(1) -G Ninja $(2) >/dev/null
+endef
+
+CONFIGURE_ARGS = -DCMAKE_C_COMPILER=$(CC) $(if $(BUILD_TYPE),-DCMAKE_BUILD_TYPE=$(BUILD_TYPE))
+
 all: deps
-	cmake -S . -B $(BUILD) -DCMAKE_C_COMPILER=$(CC) >/dev/null
-	cmake --build $(BUILD) -j $(JOBS)
+	$(call configure,$(BUILD),$(CONFIGURE_ARGS))
+	@cmake --build $(BUILD) -j $(JOBS)
 
 deps:
 	@./scripts/deps.sh
 
 # Starts sluiced on 127.0.0.1:8090 with data in ./local_data and the root
 # user iggy/iggy (an IGGY_ROOT_USERNAME / IGGY_ROOT_PASSWORD environment
-# wins, and credentials only apply when local_data is created).
-run: all
+# wins, and credentials only apply when local_data is created). Builds the
+# server and the `sluice` tool the README talks to it with, nothing else.
+run: deps
+	$(call configure,$(BUILD),$(CONFIGURE_ARGS))
+	@cmake --build $(BUILD) -j $(JOBS) --target sluiced sluice-cli
 	./$(BUILD)/sluiced --with-default-root-credentials
 
 test: all
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 asan: deps
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_C_COMPILER=clang -DSLUICE_SANITIZE=ON \
-	  -DCMAKE_BUILD_TYPE=Debug >/dev/null
-	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	$(call configure,$(ASAN_BUILD),-DCMAKE_C_COMPILER=clang -DSLUICE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug)
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
 
 fuzz: deps
-	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DSLUICE_FUZZ=ON \
-	  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	$(call configure,$(FUZZ_BUILD),-DCMAKE_C_COMPILER=clang -DSLUICE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	./tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 # Both benchmark programs; sluice-bench starts its own sluiced in a temporary
 # directory under $TMPDIR (options: BENCH_ARGS="--rounds 7 --streams 4000").
 BENCH_ARGS ?=
-bench: all
+bench: deps
+	$(call configure,$(BUILD),$(CONFIGURE_ARGS))
+	@cmake --build $(BUILD) -j $(JOBS) --target sl_bench_wire sluice-bench sluiced
 	./$(BUILD)/bench/sl_bench_wire
 	./$(BUILD)/bench/sluice-bench $(BENCH_ARGS)
 
-install: all
-	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
-	cmake --build $(BUILD) -j $(JOBS)
+# What gets installed, and nothing else, is built first (the tests are not).
+install: deps
+	$(call configure,$(BUILD),$(CONFIGURE_ARGS) -DCMAKE_INSTALL_PREFIX=$(PREFIX))
+	@cmake --build $(BUILD) -j $(JOBS) --target installed
 	DESTDIR=$(DESTDIR) cmake --install $(BUILD)
 
 format:

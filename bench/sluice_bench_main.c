@@ -107,6 +107,23 @@ static void rss_run(const sb_sluiced_t *s, const sb_options_t *o)
 
 /* --- options ----------------------------------------------------------------------- */
 
+/* The sluiced started when neither --sluiced nor $SLUICE_SLUICED names one: the one beside this
+ * program, where `make install` puts both, else the one of the build tree it was built in. */
+static const char *default_sluiced(void)
+{
+    static char path[4096];
+    const char name[] = "sluiced";
+    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - sizeof(name));
+    path[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(path, '/');
+    if (slash) {
+        memcpy(slash + 1, name, sizeof(name));
+        if (access(path, X_OK) == 0)
+            return path;
+    }
+    return SLUICE_BENCH_SLUICED;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -126,7 +143,7 @@ static void usage(FILE *f)
             "  --partition-message-bytes B  payload of its 1000 messages per batch (default 1000)\n"
             "  --only LIST        any of rss,ping,durable,messages,group,logins,partitions\n"
             "                     (default all but partitions)\n",
-            SLUICE_BENCH_SLUICED);
+            default_sluiced());
 }
 
 /* Loopback only: 127.0.0.0/8 (or "localhost"). */
@@ -240,7 +257,7 @@ static void apply_option(sb_options_t *o, int c, const char *arg)
 static void parse_options(int argc, char **argv, sb_options_t *o)
 {
     const char *env = getenv("SLUICE_SLUICED"), *tmp = getenv("TMPDIR");
-    *o = (sb_options_t){.sluiced = env ? env : SLUICE_BENCH_SLUICED,
+    *o = (sb_options_t){.sluiced = env ? env : default_sluiced(),
                         .user = "iggy",
                         .password = "iggy",
                         .dir = tmp ? tmp : "/tmp",

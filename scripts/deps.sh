@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   build-essential   # gcc, make
   cmake             # the build
+  ninja-build       # its generator (Makefile, docs/architecture.md "Build")
   clang             # second compiler, libFuzzer
   libclang-rt-14-dev # sanitizer and libFuzzer runtimes for clang
   pkg-config

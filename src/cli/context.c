@@ -294,15 +294,22 @@ static void toml_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* Opens ~/.sluice/<file>.tmp for writing, owner-only (it may hold a token). */
-static FILE *open_private(const char *file, char *path, char *tmp, size_t cap)
+/* Opens ~/.sluice/<file>.tmp for writing, owner-only (it may hold a token). Each buffer comes
+ * with its own size: tmp is longer than path, and a name cut short could be path itself, which
+ * would then be truncated in place instead of replaced whole by close_private's rename. */
+static FILE *open_private(const char *file, char *path, size_t path_cap, char *tmp,
+                          size_t tmp_cap)
 {
     char dir[512];
-    if (!cli_home_path(NULL, dir, sizeof(dir)) || !cli_home_path(file, path, cap))
+    if (!cli_home_path(NULL, dir, sizeof(dir)) || !cli_home_path(file, path, path_cap))
         return NULL;
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return NULL;
-    snprintf(tmp, cap, "%s.tmp", path);
+    int n = snprintf(tmp, tmp_cap, "%s.tmp", path);
+    if (n < 0 || (size_t)n >= tmp_cap) {
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd < 0)
         return NULL;
@@ -326,7 +333,7 @@ static int close_private(FILE *f, const char *path, const char *tmp)
 int cli_context_write_active(const char *name)
 {
     char path[512], tmp[520];
-    FILE *f = open_private("active_context", path, tmp, sizeof(path));
+    FILE *f = open_private("active_context", path, sizeof(path), tmp, sizeof(tmp));
     if (f == NULL)
         return cli_error(CLI_EXIT_LOCAL, "cannot write ~/.sluice/active_context: %s",
                          strerror(errno));
@@ -361,7 +368,7 @@ bool cli_login_session_load(cli_login_session_t *out)
 int cli_login_session_save(const cli_login_session_t *s)
 {
     char path[512], tmp[520];
-    FILE *f = open_private("session.toml", path, tmp, sizeof(path));
+    FILE *f = open_private("session.toml", path, sizeof(path), tmp, sizeof(tmp));
     if (f == NULL)
         return cli_error(CLI_EXIT_LOCAL, "cannot write ~/.sluice/session.toml: %s",
                          strerror(errno));

@@ -133,7 +133,8 @@ static const sl_setting_t settings[] = {
      "Memory all partitions' unflushed messages may hold; past it the oldest are flushed early."},
     {"system.sharding.shards", SL_SETTING_U32, FIELD(system.sharding.shards), "0", 0, SHARDS_MAX,
      "IGGY_SYSTEM_SHARDING_SHARDS", 0,
-     "Shard threads (one io_uring ring each); 0 = one per online core."},
+     "Shard threads (one io_uring ring each); 0 = one per online core. Ignored by this build, "
+     "which runs one loop thread (a warning is logged when above 1)."},
     {"root.username", SL_SETTING_STRING, FIELD(root.username), "", SL_USERNAME_LEN_MIN,
      SL_USERNAME_LEN_MAX, "IGGY_ROOT_USERNAME", SL_SETTING_ENV_ONLY | SL_SETTING_OPTIONAL,
      "Root username at first start; set together with IGGY_ROOT_PASSWORD."},

@@ -45,8 +45,8 @@ int main(int argc, char **argv)
         return 0;
     sl_log_set_level(cfg.system.logging.level);
     if (cfg.system.sharding.shards > 1)
-        sl_log_warn("system.sharding.shards = %u: this build serves everything from one shard "
-                    "(partitions, which shards own, arrive with the message store)",
+        sl_log_warn("system.sharding.shards = %u is ignored: this build serves every connection, "
+                    "partition and the metadata from one loop thread (docs/architecture.md)",
                     cfg.system.sharding.shards);
     install_signals();
     int rc = sl_server_open(&server, &cfg, err, sizeof(err));

@@ -311,13 +311,16 @@ void sl_segment_cursor_init(sl_segment_cursor_t *c, int fd, uint64_t pos, uint64
 }
 
 /* Makes file bytes [pos, pos + n) available: from the chunk already read, else by reading a
- * new chunk starting at pos. 0, -ENODATA when the file ends first, or -errno. */
-static int cursor_fill(sl_segment_cursor_t *c, uint64_t n, const uint8_t **out)
+ * new chunk starting at pos. SL_SEGMENT_RECORD with *out set; SL_SEGMENT_TORN when the file
+ * ends first, SL_SEGMENT_IO when the read fails (errno's value changes nothing for callers, and
+ * a step constant, unlike an -errno narrowed from ssize_t, is provably not the success value:
+ * gcc -O3 warned that *out might be read unset). */
+static sl_segment_step_t cursor_fill(sl_segment_cursor_t *c, uint64_t n, const uint8_t **out)
 {
     sl_buf_t *b = c->buf;
     if (c->pos >= c->buf_pos && c->pos - c->buf_pos + n <= b->len) {
         *out = b->data + (c->pos - c->buf_pos);
-        return 0;
+        return SL_SEGMENT_RECORD;
     }
     uint64_t want = n > CURSOR_CHUNK ? n : CURSOR_CHUNK;
     if (want > c->end - c->pos)
@@ -325,16 +328,16 @@ static int cursor_fill(sl_segment_cursor_t *c, uint64_t n, const uint8_t **out)
     sl_buf_reset(b);
     uint8_t *p = sl_buf_extend(b, (size_t)want);
     if (!p)
-        return -ENOMEM;
+        return SL_SEGMENT_IO;
     ssize_t got = sl_io_pread_all(c->fd, p, (size_t)want, (off_t)c->pos);
     b->len = got < 0 ? 0 : (size_t)got;
     c->buf_pos = c->pos;
     if (got < 0)
-        return (int)got;
+        return SL_SEGMENT_IO;
     if ((uint64_t)got < n)
-        return -ENODATA; /* the file is shorter than the segment says */
+        return SL_SEGMENT_TORN; /* the file is shorter than the segment says */
     *out = p;
-    return 0;
+    return SL_SEGMENT_RECORD;
 }
 
 sl_segment_step_t sl_segment_peek(sl_segment_cursor_t *c, sl_span_t *header)
@@ -345,9 +348,9 @@ sl_segment_step_t sl_segment_peek(sl_segment_cursor_t *c, sl_span_t *header)
     if (left < SL_BATCH_HEADER_SIZE)
         return SL_SEGMENT_TORN;
     const uint8_t *p;
-    int rc = cursor_fill(c, SL_BATCH_HEADER_SIZE, &p);
-    if (rc < 0)
-        return rc == -ENODATA ? SL_SEGMENT_TORN : SL_SEGMENT_IO;
+    sl_segment_step_t filled = cursor_fill(c, SL_BATCH_HEADER_SIZE, &p);
+    if (filled != SL_SEGMENT_RECORD)
+        return filled;
     uint64_t length = sl_load_u64(p + SL_BATCH_OFF_LENGTH);
     if (length < SL_SEGMENT_RECORD_MIN || length > c->batch_max || length > left)
         return SL_SEGMENT_TORN;
@@ -368,9 +371,9 @@ sl_segment_step_t sl_segment_next(sl_segment_cursor_t *c, sl_span_t *record)
         return step;
     uint64_t length = sl_load_u64(header.ptr + SL_BATCH_OFF_LENGTH);
     const uint8_t *p;
-    int rc = cursor_fill(c, length, &p);
-    if (rc < 0)
-        return rc == -ENODATA ? SL_SEGMENT_TORN : SL_SEGMENT_IO;
+    sl_segment_step_t filled = cursor_fill(c, length, &p);
+    if (filled != SL_SEGMENT_RECORD)
+        return filled;
     *record = sl_span(p, (size_t)length);
     c->pos += length;
     return SL_SEGMENT_RECORD;

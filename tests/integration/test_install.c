@@ -1,7 +1,9 @@
-/* `make install` as a user meets it: install_check.sh stages
- * `cmake --install` in a temporary DESTDIR, compiles install_hello.c with
- * the staged pkg-config file, headers and library (shared and static), and
- * runs both against the sluiced started here. */
+/* `make install` as a user meets it: install_check.sh runs the staged-install
+ * recipe of docs/client.md as written there (`cmake --install` into a
+ * temporary DESTDIR, install_hello.c compiled with the staged pkg-config file,
+ * headers and library), runs the program against the sluiced started here,
+ * runs the staged sluice, sluiced and sluice-bench, and checks the headers,
+ * the exports and the static library. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>

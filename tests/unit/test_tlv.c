@@ -239,8 +239,9 @@ static void test_options_keys(void **state)
 /* n pairs with distinct 4-digit String keys and a 1-byte value: 15 bytes each. */
 static void build_pairs(sl_buf_t *b, uint32_t n)
 {
+    assert_true(n <= 10000); /* keys stay 4 digits, pairs 15 bytes */
     for (uint32_t i = 0; i < n; i++) {
-        char key[8];
+        char key[sizeof("4294967295")]; /* room for any u32, so no key is cut short */
         snprintf(key, sizeof(key), "%04u", (unsigned)i);
         const uint8_t v = (uint8_t)i;
         assert_true(sl_tlv_put_pair(b, key, SL_KIND_UINT8, sl_span(&v, 1)));
