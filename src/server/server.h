@@ -119,7 +119,14 @@ struct sl_server {
     sl_buf_t admitted;
     /* Argon2id off the loop thread. */
     sl_hash_pool_t *hash_pool;
-    volatile int stop_signal; /* the signal that asked us to stop, for the log */
+    /* Consumer-group members the journal restored at boot, whose connections
+     * died with the previous process (server.c, orphans_release): released
+     * on the first tick past 6/5 of the heartbeat interval after boot unless
+     * a connection logged in again under that client id. */
+    sl_u128_t *orphans;
+    uint32_t orphans_count;
+    uint64_t orphans_since_us; /* monotonic */
+    volatile int stop_signal;  /* the signal that asked us to stop, for the log */
 };
 
 /* Opens the data directory, recovers the metadata, creates the root user on
