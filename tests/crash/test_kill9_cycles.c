@@ -17,7 +17,8 @@
  *
  * Every random choice (batch sizes, partitions, kill delays, start-up kills) comes from one seed
  * printed first: SLUICE_CRASH_SEED=<seed> replays the schedule (thread timing still varies).
- * SLUICE_KILL9_CYCLES sets the number of cycles (10 by default; `make soak` runs 100). */
+ * SLUICE_KILL9_CYCLES sets the number of cycles (10 by default, 100 with SLUICE_SOAK set, as
+ * `make soak` does). */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -42,6 +43,7 @@
 #include "harness.h"
 
 #define CYCLES_DEFAULT 10u
+#define CYCLES_SOAK    100u
 #define KILL_MIN_MS    30u
 #define KILL_MAX_MS    400u
 /* One cycle in this many also kills the server while it starts (recovery), 0..STARTUP_KILL_MS
@@ -800,8 +802,9 @@ static void maybe_kill_during_startup(uint64_t *rng, uint32_t *startup_kills)
 static uint32_t cycles_wanted(void)
 {
     const char *env = getenv("SLUICE_KILL9_CYCLES");
-    uint32_t n = env && env[0] ? (uint32_t)strtoul(env, NULL, 10) : CYCLES_DEFAULT;
-    return n ? n : CYCLES_DEFAULT;
+    uint32_t dflt = getenv("SLUICE_SOAK") ? CYCLES_SOAK : CYCLES_DEFAULT;
+    uint32_t n = env && env[0] ? (uint32_t)strtoul(env, NULL, 10) : dflt;
+    return n ? n : dflt;
 }
 
 static void test_kill9_cycles(void **state)
