@@ -338,7 +338,7 @@ typedef struct hostile {
 static atomic_bool hostile_done;
 static atomic_uint hostile_finished;
 
-static void hfail(hostile_t *h, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void hfail(hostile_t *h, const char *fmt, ...)
 {
     if (h->failed)
         return;

@@ -53,7 +53,7 @@
 #define BATCH_MAX           40u
 #define POLL_MAX            100u
 /* Messages a partition may receive over the whole run: bounds the time each check takes. */
-#define SLOT_MESSAGES_MAX 60000u
+#define SLOT_MESSAGES_MAX 100000u
 #define PRODUCERS         3u
 /* Message numbers: producer p sends p * NUMBER_SPAN + 0, 1, 2, ... (ten digits in the payload). */
 #define NUMBER_SPAN 1000000000ull
@@ -245,7 +245,7 @@ static uint64_t producer_next[PRODUCERS];
 static atomic_bool killed;
 static pthread_barrier_t ready;
 
-static void wfail(worker_t *w, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void wfail(worker_t *w, const char *fmt, ...)
 {
     if (w->failed)
         return;
@@ -634,6 +634,8 @@ static void check_ranges(consumer_model_t *cm)
     for (uint32_t si = 0; si < SLOTS; si++) {
         range_t *r = cm->ranges[si];
         uint32_t n = cm->ranges_count[si];
+        if (n == 0)
+            continue; /* r may be NULL, which qsort must not get */
         qsort(r, n, sizeof(*r), range_cmp);
         uint64_t next = (uint64_t)(cm->cycle_start[si] + 1);
         for (uint32_t i = 0; i < n; i++) {
