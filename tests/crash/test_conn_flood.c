@@ -1,10 +1,10 @@
 /* Connection floods against the real sluiced (tcp.max_connections = 1001), with a separate
  * client pinging beside each flood (its latency is printed per phase; nothing is asserted on
  * time):
+ *   - slow senders trickling a ping or a token login a byte at a time, each answered in the end;
  *   - 1000 connections open at once beside the probe, each answered; one more is refused
  *     cleanly (closed at accept, the others unharmed); closing one lets a new one in;
- *   - slow senders trickling a ping or a token login a byte at a time, each answered in the end;
- *     and (soak) connections that declare a large frame and stall in its body;
+ *   - (soak) connections that declare a large frame and stall in its body;
  *   - clients that never read their replies: logged-in ones pipelining 1 MiB polls, others
  *     pipelining pings.
  * Resident memory of the server is read from /proc/<pid>/status before, during and after each
@@ -501,8 +501,8 @@ static void test_conn_flood(void **state)
             soak ? "soak" : "short");
     assert_int_equal(pthread_create(&probe.thread, NULL, prober_main, &probe), 0);
     sleep_ms(200);
+    phase_slow(); /* first: its connections meet no memory a bigger flood freed */
     phase_flood();
-    phase_slow();
     if (soak)
         phase_stalled();
     phase_nonreaders();
