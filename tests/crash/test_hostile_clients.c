@@ -271,6 +271,7 @@ static void record_corpus(void)
     sl_client_close(c);
     proxy_finish(&p);
     assert_true(corpus_count >= 40);
+    fprintf(stderr, "hostile: corpus of %u frames recorded\n", corpus_count);
 }
 
 /* --- setup: a probe stream, the hostile user's playground and token ---------------------- */
