@@ -67,6 +67,12 @@ fuzz: deps
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	./tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
+# The long robustness runs (not in CI): 100 kill -9 cycles, 10^5 hostile frames, connection
+# floods with memory bounds; figures printed at the end (tests/soak/run.sh, docs/reliability.md).
+.PHONY: soak
+soak: all
+	./tests/soak/run.sh $(BUILD)
+
 # Both benchmark programs; sluice-bench starts its own sluiced in a temporary
 # directory under $TMPDIR (options: BENCH_ARGS="--rounds 7 --streams 4000").
 BENCH_ARGS ?=

@@ -92,6 +92,17 @@ const sl_meta_client_t *sl_meta_client_find(const sl_meta_t *m, sl_u128_t client
     return at == SL_META_MAP_EMPTY ? NULL : m->clients[at];
 }
 
+uint32_t sl_meta_clients_count(const sl_meta_t *m)
+{
+    return m->clients_count;
+}
+
+const sl_meta_client_t *sl_meta_client_at(const sl_meta_t *m, uint32_t i)
+{
+    sl_assert(i < m->clients_count);
+    return m->clients[i];
+}
+
 sl_meta_client_t *sl_meta_client_add(sl_meta_t *m, sl_u128_t client)
 {
     sl_assert(m->clients_count < m->clients_max);

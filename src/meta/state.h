@@ -218,6 +218,10 @@ sl_meta_preflight_t sl_meta_preflight(const sl_meta_t *m, sl_u128_t client, uint
 bool sl_meta_register_allowed(const sl_meta_t *m, sl_u128_t client, uint32_t user_id);
 
 const sl_meta_client_t *sl_meta_client_find(const sl_meta_t *m, sl_u128_t client);
+/* Client-table entries by position, 0 <= i < sl_meta_clients_count, in no particular order;
+ * valid until the next apply (which may move or remove them). */
+uint32_t sl_meta_clients_count(const sl_meta_t *m);
+const sl_meta_client_t *sl_meta_client_at(const sl_meta_t *m, uint32_t i);
 /* The newest reply of an entry, or NULL when none is recorded. */
 const sl_meta_reply_t *sl_meta_client_latest(const sl_meta_client_t *c);
 

@@ -214,6 +214,73 @@ static void on_close(void *ctx, sl_conn_t *conn)
     free(s);
 }
 
+/* No connection outlives the process, but after a kill the client table still lists the
+ * consumer-group members of the connections that died with it (a clean stop journals a
+ * disconnect logout as each connection closes). A client may come back under its client id
+ * and keep its memberships (lifecycle.md 6), but the SDKs log in under a fresh id, and only
+ * live connections are ever found stale: left alone, those members would keep their
+ * partitions for good and nobody would read them. So they are noted at boot and treated as
+ * members that went silent then (orphans_release). */
+static void orphans_note(sl_server_t *srv)
+{
+    uint32_t n = sl_meta_clients_count(srv->meta);
+    srv->orphans = calloc(n ? n : 1, sizeof(*srv->orphans));
+    if (!srv->orphans) {
+        sl_log_error("metadata: no memory to note the group members of the previous run");
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const sl_meta_client_t *cl = sl_meta_client_at(srv->meta, i);
+        if (cl->memberships > 0)
+            srv->orphans[srv->orphans_count++] = cl->client;
+    }
+    srv->orphans_since_us = sl_clock_monotonic_us();
+    if (srv->orphans_count == 0) {
+        free(srv->orphans);
+        srv->orphans = NULL;
+        return;
+    }
+    sl_log_info("metadata: %u consumer-group members of the previous run; released unless "
+                "they log in again within 1.2 x heartbeat.interval",
+                srv->orphans_count);
+}
+
+static bool client_connected(const sl_server_t *srv, sl_u128_t client)
+{
+    for (uint32_t i = 0; i < srv->sessions_count; i++)
+        if (srv->sessions[i]->bound && sl_u128_eq(srv->sessions[i]->client, client))
+            return true;
+    return false;
+}
+
+/* Each orphan still in a group and not logged in again gets the logout its disconnect would
+ * have journaled; the groups' stored offsets stay. Once. */
+static void orphans_release(sl_server_t *srv)
+{
+    sl_buf_t scratch;
+    sl_buf_init(&scratch, 0);
+    uint32_t released = 0;
+    for (uint32_t i = 0; i < srv->orphans_count; i++) {
+        const sl_meta_client_t *cl = sl_meta_client_find(srv->meta, srv->orphans[i]);
+        if (!cl || cl->memberships == 0 || client_connected(srv, cl->client))
+            continue;
+        sl_meta_entry_t e = {.client = cl->client,
+                             .request = UINT64_MAX,
+                             .user_id = cl->user_id,
+                             .operation = SL_OP_LOGOUT,
+                             .body = sl_span(NULL, 0)};
+        sl_buf_reset(&scratch);
+        if (sl_server_commit(srv, &e, &scratch) == 0)
+            released++;
+    }
+    sl_buf_free(&scratch);
+    sl_log_info("released the consumer-group memberships of %u clients of the previous run",
+                released);
+    free(srv->orphans);
+    srv->orphans = NULL;
+    srv->orphans_count = 0;
+}
+
 /* lifecycle.md 8: a logged-in consumer-group member silent for 6/5 of the
  * heartbeat interval is evicted (13) and its memberships released. */
 /* storage.md 8: the segment cleaner (message_expiry, max_topic_size). */
@@ -277,6 +344,8 @@ static void on_tick(void *ctx, sl_loop_t *loop)
     if (!srv->cfg.heartbeat.enabled)
         return;
     uint64_t limit = srv->cfg.heartbeat.interval_us * 6 / 5;
+    if (srv->orphans && now - srv->orphans_since_us > limit)
+        orphans_release(srv);
     for (uint32_t i = 0; i < srv->sessions_count; i++) {
         sl_session_t *s = srv->sessions[i];
         if (!s->bound || now - s->last_seen_us <= limit)
@@ -320,6 +389,7 @@ static int open_metadata(sl_server_t *srv, char *err, size_t err_len)
         if (rc != 0)
             return rc;
     }
+    orphans_note(srv);
     /* Every partition meta knows, open; leftovers of interrupted deletes gone. */
     sl_partitions_init(&srv->partitions, srv->cfg.system.path, srv->frame_max);
     srv->partitions.frame_pool = srv->frame_pool;
@@ -480,6 +550,7 @@ void sl_server_close(sl_server_t *srv)
         sl_meta_destroy(srv->meta);
     sl_sysinfo_destroy(&srv->sysinfo);
     free(srv->sessions);
+    free(srv->orphans);
     sl_assert(srv->staged_count == 0);
     free(srv->staged);
     free(srv->staged_batches);

@@ -153,6 +153,13 @@ struct sl_server {
     uint32_t parked_count;
     sl_session_t *resuming;
     bool reply_released;      /* bytes came back (or the line moved) since the last resume */
+    /* Consumer-group members the journal restored at boot, whose connections
+     * died with the previous process (server.c, orphans_release): released
+     * on the first tick past 6/5 of the heartbeat interval after boot unless
+     * a connection logged in again under that client id. */
+    sl_u128_t *orphans;
+    uint32_t orphans_count;
+    uint64_t orphans_since_us; /* monotonic */
     volatile int stop_signal; /* the signal that asked us to stop, for the log */
 };
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -102,6 +103,58 @@ sl_client_t *cu_connect(const th_server_t *srv)
     assert_int_equal(sl_client_connect("127.0.0.1", srv->port, &o, &c), 0);
     assert_int_equal(sl_client_login(c, "iggy", "iggy", NULL), 0);
     return c;
+}
+
+bool cu_message_number(const sl_polled_message_t *m, uint64_t tag, uint64_t *n)
+{
+    char digits[11] = {0};
+    if (m->payload_len < 11 || m->headers_len != 0)
+        return false;
+    memcpy(digits, m->payload, 10);
+    for (int i = 0; i < 10; i++)
+        if (digits[i] < '0' || digits[i] > '9')
+            return false;
+    *n = strtoull(digits, NULL, 10);
+    uint8_t want[CU_PAYLOAD_MAX];
+    size_t len = cu_payload(*n, want);
+    sl_msg_id_t id = cu_id(*n, tag);
+    return m->payload_len == len && memcmp(m->payload, want, len) == 0 && m->id.lo == id.lo &&
+           m->id.hi == id.hi;
+}
+
+pid_t cu_spawn(const th_server_t *srv)
+{
+    const char *sluiced = getenv("SLUICE_SLUICED");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int fd = open(srv->log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd < 0)
+            _exit(126);
+        dup2(fd, 2);
+        dup2(fd, 1);
+        close(fd);
+        execl(sluiced ? sluiced : "./sluiced", "sluiced", "--config", srv->config_path,
+              "--with-default-root-credentials", (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+uint64_t cu_rss_kib(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    uint64_t kib = 0;
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kib = strtoull(line + 6, NULL, 10);
+    fclose(f);
+    return kib;
 }
 
 /* Checks one polled message against the numbered message its payload names. */

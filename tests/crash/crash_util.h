@@ -46,6 +46,17 @@ void cu_stop_clean(th_server_t *srv);
 /* Connects to the server and logs in as iggy/iggy (the harness's default root). */
 sl_client_t *cu_connect(const th_server_t *srv);
 
+/* The number of a polled message that is a well-formed numbered message of run `tag` (payload
+ * and id byte for byte, no headers); false otherwise. Asserts nothing, so threads may use it. */
+bool cu_message_number(const sl_polled_message_t *m, uint64_t tag, uint64_t *n);
+
+/* Starts sluiced on the harness's data directory and config (as th_start would) without
+ * waiting for it to listen, for kills during start-up; reap it with waitpid. */
+pid_t cu_spawn(const th_server_t *srv);
+
+/* VmRSS of a process in KiB from /proc/<pid>/status, 0 when it cannot be read. */
+uint64_t cu_rss_kib(pid_t pid);
+
 /* Polls the whole partition from offset 0 and checks every message: offsets contiguous from
  * 0, the current offset of each reply equal to the last offset, and each message a well-formed
  * numbered message of `tag` (payload and id byte for byte). numbers[o] gets the number of the

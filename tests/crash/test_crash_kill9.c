@@ -274,11 +274,114 @@ static void test_sigterm_without_fsync(void **state)
     free(read);
 }
 
+/* Members of a consumer group whose connections died with a SIGKILLed process must not
+ * outlive it for good: once 1.2 x heartbeat.interval has passed after the restart without
+ * them logging in again, the group is empty and a new member gets every partition (before
+ * the fix the dead members kept theirs forever, since only live connections are ever found
+ * stale, and nobody read those partitions). Offsets the group stored stay. */
+static bool group_empty_within(sl_client_t *c, uint32_t ms)
+{
+    for (uint32_t waited = 0; waited <= ms; waited += 50) { /* a liveness bound, not a timing */
+        const sl_consumer_group_t *g = NULL;
+        assert_int_equal(sl_client_get_consumer_group(c, sl_id_name(stream), sl_id_name("grouped"),
+                                                      sl_id_name("readers"), &g),
+                         0);
+        assert_non_null(g);
+        if (g->members_count == 0)
+            return true;
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+static void test_group_members_after_kill9(void **state)
+{
+    (void)state;
+    start_or_skip(&(th_options_t){.extra_config = "[heartbeat]\ninterval = \"2 s\"\n"});
+    sl_client_t *admin = cu_connect(&srv);
+    sl_topic_options_t opt = {.set = SL_TOPIC_OPT_ENFORCE_FSYNC, .enforce_fsync = true};
+    create_topic(admin, "grouped", &opt);
+    assert_int_equal(
+        sl_client_create_partitions(admin, sl_id_name(stream), sl_id_name("grouped"), 1), 0);
+    assert_int_equal(sl_client_create_consumer_group(admin, sl_id_name(stream),
+                                                     sl_id_name("grouped"), "readers", NULL),
+                     0);
+    cu_send_ok(admin, sl_id_name(stream), sl_id_name("grouped"), 1, 7, 0, 5, 0);
+    sl_client_t *members[2];
+    for (int i = 0; i < 2; i++) {
+        members[i] = cu_connect(&srv);
+        assert_int_equal(sl_client_join_consumer_group(members[i], sl_id_name(stream),
+                                                       sl_id_name("grouped"),
+                                                       sl_id_name("readers")),
+                         0);
+    }
+    const sl_assignment_t *a = NULL;
+    uint32_t owner = 2;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(sl_client_sync_consumer_group(members[i], sl_id_name(stream),
+                                                       sl_id_name("grouped"), sl_id_name("readers"),
+                                                       &a),
+                         0);
+        for (uint32_t k = 0; a && k < a->partitions_count; k++)
+            if (a->partitions[k] == 1)
+                owner = (uint32_t)i;
+    }
+    assert_true(owner < 2);
+    assert_int_equal(sl_client_store_consumer_offset(
+                         members[owner], sl_consumer_in_group(sl_id_name("readers")),
+                         sl_id_name(stream), sl_id_name("grouped"), 1, 2, SL_ACK_LEVEL_NONE),
+                     0);
+    int status = th_stop(&srv, SIGKILL);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    for (int i = 0; i < 2; i++)
+        sl_client_close(members[i]);
+    sl_client_close(admin);
+
+    restart();
+    admin = cu_connect(&srv);
+    if (!group_empty_within(admin, 30000))
+        fail_msg("the members of the killed process are still in the group 30 s after the "
+                 "restart");
+    sl_client_t *m = cu_connect(&srv);
+    assert_int_equal(sl_client_join_consumer_group(m, sl_id_name(stream), sl_id_name("grouped"),
+                                                   sl_id_name("readers")),
+                     0);
+    assert_int_equal(sl_client_sync_consumer_group(m, sl_id_name(stream), sl_id_name("grouped"),
+                                                   sl_id_name("readers"), &a),
+                     0);
+    assert_non_null(a);
+    assert_int_equal(a->partitions_count, 2);
+    /* The group's offset survived: the next poll continues after it. */
+    sl_polled_messages_t out;
+    assert_int_equal(sl_client_poll_messages(m, sl_consumer_in_group(sl_id_name("readers")),
+                                             sl_id_name(stream), sl_id_name("grouped"), 1,
+                                             sl_poll_next(), 10, false, &out),
+                     0);
+    assert_int_equal(out.count, 2);
+    assert_int_equal(out.messages[0].offset, 3);
+    sl_client_close(m);
+    /* The release is journaled: another restart (clean this time) agrees. */
+    sl_client_close(admin);
+    cu_stop_clean(&srv);
+    restart();
+    admin = cu_connect(&srv);
+    const sl_consumer_group_t *g = NULL;
+    assert_int_equal(sl_client_get_consumer_group(admin, sl_id_name(stream), sl_id_name("grouped"),
+                                                  sl_id_name("readers"), &g),
+                     0);
+    assert_int_equal(g->members_count, 0);
+    sl_client_close(admin);
+    cu_stop_clean(&srv);
+    th_cleanup(&srv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kill9_enforce_fsync),
         cmocka_unit_test(test_sigterm_without_fsync),
+        cmocka_unit_test(test_group_members_after_kill9),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
