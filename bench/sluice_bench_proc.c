@@ -25,6 +25,7 @@ enum {
 
 static pid_t children[CHILDREN_MAX];
 static char temp_dir[256]; /* removed by sb_die */
+static char work_dir[256]; /* another one (sb_temp_track), removed by sb_die too */
 static char log_path[320]; /* sluiced's log, shown by sb_die */
 
 void sb_sleep_ms(unsigned ms)
@@ -83,6 +84,7 @@ static void on_signal(int sig)
 {
     kill_children();
     remove_tree(temp_dir);
+    remove_tree(work_dir);
     _exit(128 + sig);
 }
 
@@ -125,7 +127,20 @@ void sb_die(const char *fmt, ...)
     kill_children();
     print_log_tail(log_path);
     remove_tree(temp_dir);
+    remove_tree(work_dir);
     exit(1);
+}
+
+void sb_temp_track(const char *dir)
+{
+    snprintf(work_dir, sizeof(work_dir), "%s", dir ? dir : "");
+}
+
+void sb_temp_remove(const char *dir)
+{
+    remove_tree(dir);
+    if (strcmp(dir, work_dir) == 0)
+        work_dir[0] = '\0';
 }
 
 /* --- sluiced ------------------------------------------------------------------- */
