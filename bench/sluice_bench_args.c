@@ -218,7 +218,7 @@ typedef struct parser {
     size_t errlen;
 } parser_t;
 
-__attribute__((format(printf, 2, 3))) static int fail(parser_t *p, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int refuse(parser_t *p, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -291,7 +291,7 @@ static int match_row(parser_t *p, const opt_row_t *rows, int n, const char **val
     for (int r = 0; r < n; r++) {
         int m = option(p, rows[r].lng, rows[r].shrt, rows[r].value, value);
         if (m < 0) {
-            fail(p, "option --%s %s", rows[r].lng,
+            refuse(p, "option --%s %s", rows[r].lng,
                  rows[r].value ? "needs a value" : "takes no value");
             return -2;
         }
@@ -307,42 +307,42 @@ static int apply_global(parser_t *p, sb_iggy_args_t *o, int row, const char *v)
     switch (row) {
     case 0:
         return sb_parse_range(v, SB_MESSAGE_SIZE_MAX, &o->message_size)
-                   ? fail(p, "-m/--message-size: a size in bytes or a range like 200..500 (1..%d), not '%s'",
+                   ? refuse(p, "-m/--message-size: a size in bytes or a range like 200..500 (1..%d), not '%s'",
                           SB_MESSAGE_SIZE_MAX, v)
                    : 0;
     case 1:
         return sb_parse_range(v, SB_BATCH_MESSAGES_MAX, &o->messages_per_batch)
-                   ? fail(p, "-P/--messages-per-batch: a count or a range like 10..100 (1..%d), not '%s'",
+                   ? refuse(p, "-P/--messages-per-batch: a count or a range like 10..100 (1..%d), not '%s'",
                           SB_BATCH_MESSAGES_MAX, v)
                    : 0;
     case 2:
         if (o->total_data)
-            return fail(p, "-b/--message-batches and -T/--total-data exclude each other");
+            return refuse(p, "-b/--message-batches and -T/--total-data exclude each other");
         return read_u32(v, 1, UINT32_MAX, &o->message_batches)
                    ? 0
-                   : fail(p, "-b/--message-batches: a positive count, not '%s'", v);
+                   : refuse(p, "-b/--message-batches: a positive count, not '%s'", v);
     case 3:
         if (o->message_batches)
-            return fail(p, "-b/--message-batches and -T/--total-data exclude each other");
+            return refuse(p, "-b/--message-batches and -T/--total-data exclude each other");
         return sb_parse_size(v, &o->total_data) || o->total_data == 0
-                   ? fail(p, "-T/--total-data: a size like 1GB or 10GiB, not '%s'", v)
+                   ? refuse(p, "-T/--total-data: a size like 1GB or 10GiB, not '%s'", v)
                    : 0;
     case 4:
         return sb_parse_size(v, &o->rate_limit) || o->rate_limit == 0
-                   ? fail(p, "-r/--rate-limit: bytes per second like 100MB, not '%s'", v)
+                   ? refuse(p, "-r/--rate-limit: bytes per second like 100MB, not '%s'", v)
                    : 0;
     case 5:
         return sb_parse_duration(v, &o->warmup_us)
-                   ? fail(p, "-w/--warmup-time: a duration like 10s, not '%s'", v)
+                   ? refuse(p, "-w/--warmup-time: a duration like 10s, not '%s'", v)
                    : 0;
     case 6:
         return sb_parse_duration(v, &o->sampling_us) || o->sampling_us < 1000
-                   ? fail(p, "-t/--sampling-time: a duration of at least 1ms, not '%s'", v)
+                   ? refuse(p, "-t/--sampling-time: a duration of at least 1ms, not '%s'", v)
                    : 0;
     case 7:
         return read_u32(v, 1, 100000, &o->moving_average_window)
                    ? 0
-                   : fail(p, "-W/--moving-average-window: 1..100000, not '%s'", v);
+                   : refuse(p, "-W/--moving-average-window: 1..100000, not '%s'", v);
     case 8:
         o->username = v;
         return 0;
@@ -358,7 +358,7 @@ static int apply_global(parser_t *p, sb_iggy_args_t *o, int row, const char *v)
         if (strcmp(v, "persisted") == 0)
             o->enforce_fsync = true;
         else if (strcmp(v, "replicated") != 0)
-            return fail(p, "--durability: replicated or persisted, not '%s'", v);
+            return refuse(p, "--durability: replicated or persisted, not '%s'", v);
         return 0;
     case 12:
         o->reuse_streams = true;
@@ -377,7 +377,7 @@ static int apply_global(parser_t *p, sb_iggy_args_t *o, int row, const char *v)
         return 0;
     default:
         (void)size;
-        return fail(p, "-H/--high-level-api is not supported: sluice-bench drives raw frames "
+        return refuse(p, "-H/--high-level-api is not supported: sluice-bench drives raw frames "
                        "built with the wire codecs (docs/benchmarks.md)");
     }
 }
@@ -397,7 +397,7 @@ static int parse_globals(parser_t *p, sb_iggy_args_t *o)
         if (row == -2)
             return -1;
         if (row < 0)
-            return fail(p, "unknown option '%s' before the benchmark kind (see --help)", a);
+            return refuse(p, "unknown option '%s' before the benchmark kind (see --help)", a);
         if (apply_global(p, o, row, v) != 0)
             return -1;
     }
@@ -458,19 +458,19 @@ static int parse_kind_options(parser_t *p, sb_iggy_args_t *o, bool given[])
         if (row == -2)
             return -1;
         if (row < 0 || !(kind_options(o->kind) & (1u << row)))
-            return fail(p, "'%s' is not an option of %s (see --help)", a, sb_kind_name(o->kind));
+            return refuse(p, "'%s' is not an option of %s (see --help)", a, sb_kind_name(o->kind));
         given[row] = true;
         uint32_t n = 0;
         if (row == K_MAX_TOPIC) {
             if (sb_parse_size(v, &o->max_topic_size) || o->max_topic_size == 0)
-                return fail(p, "--max-topic-size: a size like 1GiB, not '%s'", v);
+                return refuse(p, "--max-topic-size: a size like 1GiB, not '%s'", v);
             continue;
         }
         uint32_t max = row == K_PARTITIONS ? SB_PARTITIONS_MAX
                        : row == K_STREAMS  ? SB_STREAMS_MAX
                                            : SB_ACTORS_MAX;
         if (!read_u32(v, 1, max, &n))
-            return fail(p, "--%s: 1..%u, not '%s'", kind_rows[row].lng, max, v);
+            return refuse(p, "--%s: 1..%u, not '%s'", kind_rows[row].lng, max, v);
         if (row == K_STREAMS)
             o->streams = n;
         else if (row == K_PARTITIONS)
@@ -520,48 +520,48 @@ static int check_kind(parser_t *p, const sb_iggy_args_t *o)
     switch (o->kind) {
     case SB_KIND_PP:
         if (s != pr)
-            return fail(p, "For pinned producer, number of streams (%u) must be equal to the "
+            return refuse(p, "For pinned producer, number of streams (%u) must be equal to the "
                            "number of producers (%u).", s, pr);
         break;
     case SB_KIND_PC:
         if (s > c)
-            return fail(p, "For pinned consumer, number of streams (%u) must be less than or "
+            return refuse(p, "For pinned consumer, number of streams (%u) must be less than or "
                            "equal to the number of consumers (%u).", s, c);
         break;
     case SB_KIND_PPC:
         if (a > 1)
-            return fail(p, "For pinned producer, number of partitions must be 1, got %u", a);
+            return refuse(p, "For pinned producer, number of partitions must be 1, got %u", a);
         if (s != pr)
-            return fail(p, "In pinned producer and consumer, the number of producers (%u) must "
+            return refuse(p, "In pinned producer and consumer, the number of producers (%u) must "
                            "be equal to the number of streams (%u).", pr, s);
         break;
     case SB_KIND_BP:
         if (a < 2)
-            return fail(p, "For balanced producer, number of partitions must be at least 2, got %u", a);
+            return refuse(p, "For balanced producer, number of partitions must be at least 2, got %u", a);
         break;
     case SB_KIND_E2E:
         if (s > pr)
-            return fail(p, "For producing consumer, number of streams (%u) must be less than or "
+            return refuse(p, "For producing consumer, number of streams (%u) must be less than or "
                            "equal to the number of producers (%u).", s, pr);
         break;
     case SB_KIND_E2ECG:
         if (s > pr)
-            return fail(p, "For producing consumer group benchmark, number of streams (%u) must "
+            return refuse(p, "For producing consumer group benchmark, number of streams (%u) must "
                            "be less than or equal to the number of producers (%u).", s, pr);
         break;
     case SB_KIND_BPCG:
         if (a < c)
-            return fail(p, "Consumer number (%u) must be less than or equal to the number of "
+            return refuse(p, "Consumer number (%u) must be less than or equal to the number of "
                            "partitions (%u).", c, a);
         break;
     default:
         break;
     }
     if (g && g != s) /* one group per stream, as iggy-bench creates them */
-        return fail(p, "consumer groups (%u) must equal the number of streams (%u): one group "
+        return refuse(p, "consumer groups (%u) must equal the number of streams (%u): one group "
                        "per stream", g, s);
     if (o->producers + o->consumers > SB_ACTORS_MAX)
-        return fail(p, "at most %d producers and consumers in all", SB_ACTORS_MAX);
+        return refuse(p, "at most %d producers and consumers in all", SB_ACTORS_MAX);
     return 0;
 }
 
@@ -573,7 +573,7 @@ static int parse_address(parser_t *p, sb_iggy_args_t *o, const char *v)
     uint32_t port;
     if (!colon || colon == v || (size_t)(colon - v) >= sizeof(o->host) ||
         !read_u32(colon + 1, 1, 65535, &port))
-        return fail(p, "--server-address: HOST:PORT, not '%s'", v);
+        return refuse(p, "--server-address: HOST:PORT, not '%s'", v);
     memcpy(o->host, v, (size_t)(colon - v));
     o->host[colon - v] = '\0';
     o->port = (uint16_t)port;
@@ -600,11 +600,11 @@ static int parse_output(parser_t *p, sb_iggy_args_t *o)
         if (row == -2)
             return -1;
         if (row < 0)
-            return fail(p, "'%s' is not an option of output (see --help)", a);
+            return refuse(p, "'%s' is not an option of output (see --help)", a);
         const char **slot[] = {&o->output_dir, &o->identifier, &o->remark,
                                &o->extra_info, &o->gitref,     &o->gitref_date};
         if (row == 6)
-            return fail(p, "output --open-charts is not supported: open the chart.svg it "
+            return refuse(p, "output --open-charts is not supported: open the chart.svg it "
                            "writes in a browser");
         *slot[row] = v;
     }
@@ -614,7 +614,7 @@ static int parse_output(parser_t *p, sb_iggy_args_t *o)
 static int parse_transport(parser_t *p, sb_iggy_args_t *o)
 {
     if (p->i >= p->argc)
-        return o->help ? 0 : fail(p, "%s needs a transport after its options: tcp, ceiling or peers",
+        return o->help ? 0 : refuse(p, "%s needs a transport after its options: tcp, ceiling or peers",
                                   sb_kind_name(o->kind));
     const char *t = p->argv[p->i];
     if (strcmp(t, "tcp") == 0)
@@ -625,9 +625,9 @@ static int parse_transport(parser_t *p, sb_iggy_args_t *o)
         o->transport = SB_TRANSPORT_PEERS;
     else if (!strcmp(t, "quic") || !strcmp(t, "http") || !strcmp(t, "websocket") ||
              !strcmp(t, "ws"))
-        return fail(p, "transport %s is not supported: sluice-bench runs tcp, ceiling or peers", t);
+        return refuse(p, "transport %s is not supported: sluice-bench runs tcp, ceiling or peers", t);
     else
-        return fail(p, "unknown transport '%s': tcp, ceiling or peers", t);
+        return refuse(p, "unknown transport '%s': tcp, ceiling or peers", t);
     for (p->i++; p->i < p->argc; p->i++) {
         const char *a = p->argv[p->i], *v = NULL;
         if (strcmp(a, "output") == 0)
@@ -638,7 +638,7 @@ static int parse_transport(parser_t *p, sb_iggy_args_t *o)
         }
         int m = o->transport == SB_TRANSPORT_TCP ? option(p, "server-address", 0, true, &v) : 0;
         if (m < 0)
-            return fail(p, "--server-address needs HOST:PORT");
+            return refuse(p, "--server-address needs HOST:PORT");
         if (m > 0) {
             if (parse_address(p, o, v) != 0)
                 return -1;
@@ -647,8 +647,8 @@ static int parse_transport(parser_t *p, sb_iggy_args_t *o)
         if (o->transport == SB_TRANSPORT_TCP && strcmp(a, "--nodelay") == 0)
             continue; /* sluice-bench always sets TCP_NODELAY */
         if (o->transport == SB_TRANSPORT_TCP && strncmp(a, "--tls", 5) == 0)
-            return fail(p, "%s is not supported: sluice-bench speaks plain TCP", a);
-        return fail(p, "'%s' is not an option of %s (see --help)", a, t);
+            return refuse(p, "%s is not supported: sluice-bench speaks plain TCP", a);
+        return refuse(p, "'%s' is not an option of %s (see --help)", a, t);
     }
     return 0;
 }
@@ -674,11 +674,11 @@ static int check_sizes(parser_t *p, sb_iggy_args_t *o)
 {
     uint64_t frame = 512 + (uint64_t)o->messages_per_batch.max * (48 + o->message_size.max);
     if (frame > SB_BATCH_BYTES_MAX)
-        return fail(p, "a batch of %u messages of up to %u bytes makes a %llu-byte request; at "
+        return refuse(p, "a batch of %u messages of up to %u bytes makes a %llu-byte request; at "
                        "most %d", o->messages_per_batch.max, o->message_size.max,
                     (unsigned long long)frame, SB_BATCH_BYTES_MAX);
     if (o->total_data && o->total_data / o->message_size.min <= 1)
-        return fail(p, "--total-data must be at least 2x greater than --message-size");
+        return refuse(p, "--total-data must be at least 2x greater than --message-size");
     if (!o->total_data && !o->message_batches)
         o->message_batches = 1000;
     return 0;
@@ -694,7 +694,7 @@ int sb_iggy_parse(int argc, char **argv, sb_iggy_args_t *out, char *err, size_t 
     if (parse_globals(&p, out) != 0)
         return -1;
     if (p.i >= argc)
-        return out->help ? 0 : fail(&p, "no benchmark kind (see --help)");
+        return out->help ? 0 : refuse(&p, "no benchmark kind (see --help)");
     const char *word = argv[p.i];
     if (strcmp(word, "examples") == 0 || strcmp(word, "e") == 0) {
         out->examples = true;
@@ -702,7 +702,7 @@ int sb_iggy_parse(int argc, char **argv, sb_iggy_args_t *out, char *err, size_t 
     }
     out->kind = kind_of(word);
     if (out->kind == SB_KIND_NONE)
-        return fail(&p, "unknown benchmark kind '%s' (see --help)", word);
+        return refuse(&p, "unknown benchmark kind '%s' (see --help)", word);
     p.i++;
     if (parse_kind_options(&p, out, given) != 0)
         return -1;
