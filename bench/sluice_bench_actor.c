@@ -259,7 +259,7 @@ static void progress(sb_actor_t *a)
     atomic_store_explicit(&a->run->progress_ns, sl_clock_monotonic_ns(), memory_order_relaxed);
 }
 
-static void sample_push(sb_actor_t *a, uint64_t t0, uint64_t t1, uint32_t messages, uint64_t bytes)
+void sb_actor_sample(sb_actor_t *a, uint64_t t0, uint64_t t1, uint32_t messages, uint64_t bytes)
 {
     if (a->samples_n == a->samples_cap) {
         size_t cap = a->samples_cap ? 2 * a->samples_cap : 1024;
@@ -369,7 +369,7 @@ static uint32_t poll_once(sb_actor_t *a, uint32_t count, uint64_t *bytes)
 
 /* --- claims: a set reads exactly what it expects ---------------------------------------------- */
 
-static uint32_t claim(sb_set_t *s, uint32_t max)
+uint32_t sb_set_claim(sb_set_t *s, uint32_t max)
 {
     uint64_t c = atomic_load(&s->claimed);
     for (int i = 0; i < 1000000; i++) { /* bounded: a CAS fails only when another succeeded */
@@ -382,7 +382,7 @@ static uint32_t claim(sb_set_t *s, uint32_t max)
     return 0;
 }
 
-static void settle(sb_set_t *s, uint32_t claimed, uint32_t got)
+void sb_set_settle(sb_set_t *s, uint32_t claimed, uint32_t got)
 {
     atomic_fetch_add(&s->consumed, got);
     atomic_fetch_sub(&s->claimed, (uint64_t)(claimed - got));
@@ -397,11 +397,11 @@ static bool set_done(const sb_set_t *s)
  * claim. Adds what it got to *got / *bytes. */
 static bool consume_step(sb_actor_t *a, uint32_t *got, uint64_t *bytes, uint64_t *idle)
 {
-    uint32_t k = claim(a->set, a->poll_max);
+    uint32_t k = sb_set_claim(a->set, a->poll_max);
     if (!k)
         return false;
     if (a->group && a->partitions_count == 0) {
-        settle(a->set, k, 0);
+        sb_set_settle(a->set, k, 0);
         pause_us(IDLE_PAUSE_US);
         if (++*idle % RESYNC_IDLE_POLLS == 0 && a->run->target == SB_TARGET_SLUICED)
             sync_group(a);
@@ -409,7 +409,7 @@ static bool consume_step(sb_actor_t *a, uint32_t *got, uint64_t *bytes, uint64_t
     }
     uint64_t b = 0;
     uint32_t n = poll_once(a, k, &b);
-    settle(a->set, k, n);
+    sb_set_settle(a->set, k, n);
     *got += n;
     *bytes += b;
     a->received_bytes += b;
@@ -424,7 +424,7 @@ static void producer_loop(sb_actor_t *a)
         pace(a);
         uint64_t t0 = sl_clock_monotonic_ns();
         const sb_frame_t *f = send_one(a);
-        sample_push(a, t0, sl_clock_monotonic_ns(), f->messages, f->payload);
+        sb_actor_sample(a, t0, sl_clock_monotonic_ns(), f->messages, f->payload);
     }
 }
 
@@ -440,7 +440,7 @@ static void consumer_loop(sb_actor_t *a)
             continue;
         }
         if (got)
-            sample_push(a, t0, sl_clock_monotonic_ns(), got, bytes);
+            sb_actor_sample(a, t0, sl_clock_monotonic_ns(), got, bytes);
         else
             pause_us(EMPTY_POLL_PAUSE_US);
     }
@@ -477,7 +477,7 @@ static void producing_consumer_loop(sb_actor_t *a)
                 break;
         }
         if (got)
-            sample_push(a, t0, sl_clock_monotonic_ns(), got, bytes);
+            sb_actor_sample(a, t0, sl_clock_monotonic_ns(), got, bytes);
         else
             pause_us(EMPTY_POLL_PAUSE_US);
     }
@@ -519,7 +519,8 @@ void sb_run_actors(sb_run_t *run)
     atomic_store(&run->done, 0);
     for (uint32_t i = 0; i < run->actors_count; i++) {
         run->actors[i].run = run;
-        if (pthread_create(&threads[i], NULL, actor_main, &run->actors[i]) != 0)
+        if (pthread_create(&threads[i], NULL, run->actor_main ? run->actor_main : actor_main,
+                           &run->actors[i]) != 0)
             sb_die("cannot start actor %u", i + 1);
     }
     pthread_barrier_wait(&run->ready);

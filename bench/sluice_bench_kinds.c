@@ -334,7 +334,10 @@ static void run_target(session_t *ss, sb_target_t target, sb_result_t *out)
         sluiced_preload(&p);
     } else {
         char why[200];
-        if (!sb_peer_start(target, ss->work, &peer, why, sizeof(why))) {
+        bool pinned = a->kind == SB_KIND_PP || a->kind == SB_KIND_PC || a->kind == SB_KIND_PPC;
+        if (!pinned)
+            snprintf(why, sizeof(why), "peers run the pinned kinds only: pp, pc, ppc");
+        if (!pinned || !sb_peer_start(target, ss->work, a->enforce_fsync, &peer, why, sizeof(why))) {
             printf("%s: skipped (%s)\n", sb_target_name(target), why);
             plan_free(&p);
             return;
@@ -505,6 +508,9 @@ int sb_iggy_main(int argc, char **argv)
     for (int i = 0; ceiling && i < n; i++)
         if (results[i].present && results[i].target != SB_TARGET_CEILING)
             sb_result_print_ratios(&results[i], ceiling);
+    for (int i = 0; main_result && main_result->target == SB_TARGET_SLUICED && i < n; i++)
+        if (results[i].present && results[i].target >= SB_TARGET_NATS)
+            sb_result_print_ratios(main_result, &results[i]);
     if (a.output) {
         char dir[512];
         if (sb_report_write(&a, results, n, dir, sizeof(dir)) != 0)

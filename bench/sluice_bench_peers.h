@@ -22,8 +22,10 @@ typedef struct sb_peer {
 
 /* Finds the server's binary in $PATH (or /usr/bin, /usr/sbin) and starts
  * it in a fresh directory under parent; false with a reason when it is not
- * installed or will not start. */
-bool sb_peer_start(sb_target_t target, const char *parent, sb_peer_t *out, char *why,
+ * installed or will not start. fsync: Redis fsyncs its append-only file at
+ * every write (NATS 2.9 has no such setting; its JetStream syncs on its
+ * own interval). */
+bool sb_peer_start(sb_target_t target, const char *parent, bool fsync, sb_peer_t *out, char *why,
                    size_t why_len);
 void sb_peer_stop(sb_peer_t *p);
 

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,12 @@ static void print_log_tail(const char *path)
 
 void sb_die(const char *fmt, ...)
 {
+    /* Actor threads may fail together: the first one reports and exits,
+     * the others wait for that exit rather than report twice. */
+    static atomic_flag dying = ATOMIC_FLAG_INIT;
+    if (atomic_flag_test_and_set(&dying))
+        for (;;)
+            pause();
     va_list ap;
     va_start(ap, fmt);
     fputs("sluice-bench: ", stderr);

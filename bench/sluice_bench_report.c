@@ -377,9 +377,10 @@ void sb_result_print_ratios(const sb_result_t *m, const sb_result_t *base)
         const sb_group_metrics_t *x = &m->groups[g], *b = &base->groups[g];
         if (!x->present || !b->present || b->total_mb_s <= 0)
             continue;
-        printf("%s, %s vs ceiling: throughput %.1f %% (%.2f of %.2f MB/s), p50 latency %.2fx "
+        printf("%s, %s vs %s: throughput %.1f %% (%.2f of %.2f MB/s), p50 latency %.2fx "
                "(%.3f vs %.3f ms), p99 latency %.2fx (%.3f vs %.3f ms)\n",
-               group_prefix(g), target_title(m->target), 100.0 * x->total_mb_s / b->total_mb_s,
+               group_prefix(g), target_title(m->target), target_title(base->target),
+               100.0 * x->total_mb_s / b->total_mb_s,
                x->total_mb_s, b->total_mb_s, b->p50 > 0 ? x->p50 / b->p50 : 0, x->p50, b->p50,
                b->p99 > 0 ? x->p99 / b->p99 : 0, x->p99, b->p99);
     }

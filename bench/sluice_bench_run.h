@@ -108,6 +108,7 @@ struct sb_run {
     _Atomic uint64_t progress_ns; /* last time any actor moved a message */
     _Atomic uint32_t done;
     uint64_t elapsed_ns;
+    void *(*actor_main)(void *); /* NULL: the Iggy-protocol actors; the peers set theirs */
 };
 
 /* --- the actors (sluice_bench_actor.c) ----------------------------------------------- */
@@ -115,6 +116,13 @@ struct sb_run {
 /* Connects every actor (and logs in and joins groups on sluiced), runs them
  * all from one start, waits for them (dying when nothing moves for 30 s). */
 void sb_run_actors(sb_run_t *run);
+
+/* Records one sample (t0, t1: monotonic ns) and notes progress. */
+void sb_actor_sample(sb_actor_t *a, uint64_t t0, uint64_t t1, uint32_t messages, uint64_t bytes);
+/* Claims up to max of what the set still expects (0: all claimed), then
+ * settles the claim with what the poll got. */
+uint32_t sb_set_claim(sb_set_t *s, uint32_t max);
+void sb_set_settle(sb_set_t *s, uint32_t claimed, uint32_t got);
 
 /* The raw login on a connection of the run's target: fills client/session. */
 void sb_actor_login(sb_actor_t *a, const char *user, const char *password);
@@ -185,7 +193,8 @@ void sb_result_free(sb_result_t *r);
  * a target other than sluiced are prefixed with its name so that scripts
  * written for iggy-bench only match sluiced's. */
 void sb_result_print(const sb_iggy_args_t *a, const sb_result_t *r);
-/* "Producers vs ceiling: ..." lines, when both are present. */
+/* "Producers Results, sluiced vs ceiling: throughput N %, ..." lines: main
+ * against base, group by group, where both have the group. */
 void sb_result_print_ratios(const sb_result_t *main, const sb_result_t *base);
 
 /* Writes DIR/<run name>/report.json and chart.svg; returns 0 or -1 (errno). */
