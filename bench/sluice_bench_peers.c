@@ -170,11 +170,15 @@ static void nats_api(pconn_t *c, const char *subject, const char *json)
         sb_die("nats: no answer to %s", subject);
 }
 
+enum { PEER_VARIANTS_MAX = 8 };
+
 typedef struct peer_actor {
     pconn_t c;
-    char *batch; /* a whole pipelined batch of publishes */
-    size_t batch_len;
-    uint32_t messages, size;
+    /* per variant of the plan: a whole pipelined batch of publishes */
+    char *batch[PEER_VARIANTS_MAX];
+    size_t batch_len[PEER_VARIANTS_MAX];
+    uint32_t messages[PEER_VARIANTS_MAX], size[PEER_VARIANTS_MAX];
+    uint32_t variants;
     char consumer[64];
     char last_id[64]; /* redis: the last entry read */
 } peer_actor_t;
@@ -229,38 +233,55 @@ static char role_letter(const sb_actor_t *a)
 
 /* --- batches ---------------------------------------------------------------------------------- */
 
-static void batch_build(sb_actor_t *a, peer_actor_t *p, const sb_frame_t *f)
+static void batch_build_one(sb_actor_t *a, peer_actor_t *p, uint32_t v, const sb_frame_t *f)
 {
     sb_target_t t = a->run->target;
-    p->messages = f->messages;
-    p->size = (uint32_t)(f->payload / f->messages);
-    size_t per = p->size + 160;
-    p->batch = malloc(per * p->messages + 1);
-    char *payload = malloc(p->size + 1);
-    if (!p->batch || !payload)
+    uint32_t messages = f->messages, size = (uint32_t)(f->payload / f->messages);
+    size_t per = size + 160;
+    char *batch = malloc(per * messages + 1), *payload = malloc(size + 1);
+    if (!batch || !payload)
         sb_die("out of memory");
-    memset(payload, 'x', p->size);
-    payload[p->size] = '\0';
+    memset(payload, 'x', size);
+    payload[size] = '\0';
     size_t n = 0;
     char key[48];
     snprintf(key, sizeof(key), "bench-stream-%u", a->stream);
-    for (uint32_t i = 0; i < p->messages; i++) {
+    for (uint32_t i = 0; i < messages; i++) {
         if (t == SB_TARGET_NATS)
-            n += (size_t)sprintf(p->batch + n, "PUB bench.%u _INBOX.a.%c%u %u\r\n%s\r\n", a->stream,
-                                 role_letter(a), a->id, p->size, payload);
+            n += (size_t)sprintf(batch + n, "PUB bench.%u _INBOX.a.%c%u %u\r\n%s\r\n", a->stream,
+                                 role_letter(a), a->id, size, payload);
         else
-            n += (size_t)sprintf(p->batch + n,
+            n += (size_t)sprintf(batch + n,
                                  "*5\r\n$4\r\nXADD\r\n$%zu\r\n%s\r\n$1\r\n*\r\n$1\r\nd\r\n$%u\r\n%s\r\n",
-                                 strlen(key), key, p->size, payload);
+                                 strlen(key), key, size, payload);
     }
-    p->batch_len = n;
     free(payload);
+    p->batch[v] = batch;
+    p->batch_len[v] = n;
+    p->messages[v] = messages;
+    p->size[v] = size;
 }
 
-static void send_batch(sb_actor_t *a, peer_actor_t *p)
+/* The plan's variants, cycled in the same order as sluiced gets them. */
+static void batch_build(sb_actor_t *a, peer_actor_t *p, const sb_frame_t *frames, uint32_t variants)
 {
-    psend(&p->c, p->batch, p->batch_len);
-    for (uint32_t i = 0; i < p->messages; i++) {
+    p->variants = variants < PEER_VARIANTS_MAX ? variants : PEER_VARIANTS_MAX;
+    for (uint32_t v = 0; v < p->variants; v++)
+        batch_build_one(a, p, v, &frames[v]);
+}
+
+static void batch_free(peer_actor_t *p)
+{
+    for (uint32_t v = 0; v < p->variants; v++)
+        free(p->batch[v]);
+}
+
+/* Sends the next variant; returns it. */
+static uint32_t send_batch(sb_actor_t *a, peer_actor_t *p)
+{
+    uint32_t v = (uint32_t)(a->sent_batches % p->variants);
+    psend(&p->c, p->batch[v], p->batch_len[v]);
+    for (uint32_t i = 0; i < p->messages[v]; i++) {
         if (a->run->target == SB_TARGET_NATS) {
             bool status;
             nats_msg(&p->c, &status);
@@ -275,8 +296,9 @@ static void send_batch(sb_actor_t *a, peer_actor_t *p)
         }
     }
     a->sent_batches++;
-    a->sent_messages += p->messages;
-    a->sent_bytes += (uint64_t)p->messages * p->size;
+    a->sent_messages += p->messages[v];
+    a->sent_bytes += (uint64_t)p->messages[v] * p->size[v];
+    return v;
 }
 
 static uint32_t poll_batch(sb_actor_t *a, peer_actor_t *p, uint32_t count, uint64_t *bytes)
@@ -334,7 +356,7 @@ static void peer_connect(sb_actor_t *a, peer_actor_t *p)
         psend(&p->c, sub, (size_t)n);
     }
     if (a->produces)
-        batch_build(a, p, &a->frames[0]);
+        batch_build(a, p, a->frames, a->variants);
     if (a->consumes && t == SB_TARGET_NATS) {
         char subject[128], json[300];
         snprintf(p->consumer, sizeof(p->consumer), "bench-consumer-%u", a->id);
@@ -357,8 +379,9 @@ static void *peer_actor_main(void *arg)
     pthread_barrier_wait(&a->run->go);
     while (a->produces && a->sent_batches < a->batches) {
         uint64_t t0 = sl_clock_monotonic_ns();
-        send_batch(a, &p);
-        sb_actor_sample(a, t0, sl_clock_monotonic_ns(), p.messages, (uint64_t)p.messages * p.size);
+        uint32_t v = send_batch(a, &p);
+        sb_actor_sample(a, t0, sl_clock_monotonic_ns(), p.messages[v],
+                        (uint64_t)p.messages[v] * p.size[v]);
     }
     for (int idle = 0; a->consumes && atomic_load(&a->set->consumed) < a->set->expected;) {
         uint32_t k = sb_set_claim(a->set, a->poll_max);
@@ -371,7 +394,7 @@ static void *peer_actor_main(void *arg)
             usleep(100); /* the producer is behind */
     }
     pclose_(&p.c);
-    free(p.batch);
+    batch_free(&p);
     atomic_fetch_add(&a->run->done, 1);
     return NULL;
 }
@@ -405,11 +428,11 @@ static void peer_prepare(sb_run_t *run)
                              .produces = true};
         peer_actor_t p = {0};
         peer_connect(&loader, &p);
-        batch_build(&loader, &p, x->load);
+        batch_build(&loader, &p, x->load, sb_variants(args));
         while (loader.sent_messages < x->set->expected)
             send_batch(&loader, &p);
         pclose_(&p.c);
-        free(p.batch);
+        batch_free(&p);
     }
 }
 

@@ -40,7 +40,7 @@ static char output[OUT_MAX]; /* what the last run printed */
 /* Runs sluice-bench with the words of line (space-separated; "PORT" is
  * replaced by sluiced's port, "OUT" by the output directory); returns its
  * exit status, its output in `output`. */
-static int bench(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static int bench(const char *fmt, ...)
 {
     char line[1024], words[1024];
     va_list ap;
