@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -358,7 +359,14 @@ static void run_target(session_t *ss, sb_target_t target, sb_result_t *out)
     if (peer.pid)
         sb_peer_stop(&peer);
     plan_free(&p);
-    sync(); /* one target's dirty pages are not the next one's writeback */
+    /* One target's dirty pages are not the next one's writeback: flush the
+     * file system both write to (sluiced's data is under the same $TMPDIR
+     * when sluice-bench started it). */
+    int fd = open(ss->work, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        syncfs(fd);
+        close(fd);
+    }
 }
 
 /* HOST of --server-address as an IPv4 address ("localhost" included). */
