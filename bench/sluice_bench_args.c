@@ -303,7 +303,6 @@ static int match_row(parser_t *p, const opt_row_t *rows, int n, const char **val
 
 static int apply_global(parser_t *p, sb_iggy_args_t *o, int row, const char *v)
 {
-    uint64_t size;
     switch (row) {
     case 0:
         return sb_parse_range(v, SB_MESSAGE_SIZE_MAX, &o->message_size)
@@ -376,7 +375,6 @@ static int apply_global(parser_t *p, sb_iggy_args_t *o, int row, const char *v)
         o->dir = v;
         return 0;
     default:
-        (void)size;
         return refuse(p, "-H/--high-level-api is not supported: sluice-bench drives raw frames "
                        "built with the wire codecs (docs/benchmarks.md)");
     }
