@@ -64,6 +64,11 @@ void sb_sluiced_start(sb_sluiced_t *s, const char *binary, const char *parent_di
 /* SIGTERM, wait (10 s, then SIGKILL), remove the directory. */
 void sb_sluiced_stop(sb_sluiced_t *s);
 
+/* A temporary directory of the bench's own (besides sluiced's), removed by
+ * sb_die and on Ctrl-C as sluiced's is; sb_temp_remove removes it now. */
+void sb_temp_track(const char *dir);
+void sb_temp_remove(const char *dir);
+
 /* Registers a child for sb_die to kill (at most a few). */
 void sb_child_track(pid_t pid);
 void sb_child_untrack(pid_t pid);

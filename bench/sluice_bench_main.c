@@ -14,6 +14,7 @@
 
 #include "base/clock.h"
 #include "sluice_bench.h"
+#include "sluice_bench_iggy.h"
 
 #ifndef SLUICE_BENCH_SLUICED
 #define SLUICE_BENCH_SLUICED "./sluiced"
@@ -126,7 +127,9 @@ static const char *default_sluiced(void)
 
 static void usage(FILE *f)
 {
+    sb_iggy_usage(f);
     fprintf(f,
+            "\nThe earlier figures (docs/benchmarks.md), used when every argument is one of:\n"
             "usage: sluice-bench [options]\n"
             "  --sluiced PATH     sluiced to start (default %s or $SLUICE_SLUICED)\n"
             "  --host IP --port N use a running server on loopback instead (no RSS figure)\n"
@@ -312,6 +315,8 @@ static bool page_faults(pid_t pid, unsigned long long *minor, unsigned long long
 
 int main(int argc, char **argv)
 {
+    if (sb_iggy_wanted(argc, argv)) /* a kind named: Iggy's command line */
+        return sb_iggy_main(argc, argv);
     sb_options_t o;
     parse_options(argc, argv, &o);
     setvbuf(stdout, NULL, _IOLBF, 0);

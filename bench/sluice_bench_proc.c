@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ enum {
 
 static pid_t children[CHILDREN_MAX];
 static char temp_dir[256]; /* removed by sb_die */
+static char work_dir[256]; /* another one (sb_temp_track), removed by sb_die too */
 static char log_path[320]; /* sluiced's log, shown by sb_die */
 
 void sb_sleep_ms(unsigned ms)
@@ -83,6 +85,7 @@ static void on_signal(int sig)
 {
     kill_children();
     remove_tree(temp_dir);
+    remove_tree(work_dir);
     _exit(128 + sig);
 }
 
@@ -116,6 +119,12 @@ static void print_log_tail(const char *path)
 
 void sb_die(const char *fmt, ...)
 {
+    /* Actor threads may fail together: the first one reports and exits,
+     * the others wait for that exit rather than report twice. */
+    static atomic_flag dying = ATOMIC_FLAG_INIT;
+    if (atomic_flag_test_and_set(&dying))
+        for (;;)
+            pause();
     va_list ap;
     va_start(ap, fmt);
     fputs("sluice-bench: ", stderr);
@@ -125,7 +134,20 @@ void sb_die(const char *fmt, ...)
     kill_children();
     print_log_tail(log_path);
     remove_tree(temp_dir);
+    remove_tree(work_dir);
     exit(1);
+}
+
+void sb_temp_track(const char *dir)
+{
+    snprintf(work_dir, sizeof(work_dir), "%s", dir ? dir : "");
+}
+
+void sb_temp_remove(const char *dir)
+{
+    remove_tree(dir);
+    if (strcmp(dir, work_dir) == 0)
+        work_dir[0] = '\0';
 }
 
 /* --- sluiced ------------------------------------------------------------------- */
