@@ -264,11 +264,13 @@ static void admit_commit(sl_session_t *s, const sl_request_header_t *req, const 
         .body = sl_buf_span(&srv->admitted),
     };
     sl_buf_reset(&s->reply_body);
+    /* Before the commit: a DeleteStream by name cannot be resolved after it. */
+    uint32_t stream_id = sl_server_commit_stream(srv, &e);
     if (sl_server_commit(srv, &e, &s->reply_body) != 0) {
         sl_reply_result(s, req, operation, SL_ERR_TRANSIENT_NOT_ACCEPTED);
         return;
     }
-    sl_server_after_commit(srv, &e, sl_buf_span(&s->reply_body));
+    sl_server_after_commit(srv, &e, stream_id, sl_buf_span(&s->reply_body));
     log_refusal(s, cmd, sl_buf_span(&s->reply_body));
     if (cmd->operation == SL_OP_CREATE_PERSONAL_ACCESS_TOKEN)
         append_token(&s->reply_body, 0, token);
@@ -355,7 +357,30 @@ static void purge(sl_server_t *srv, uint8_t operation, sl_span_t body)
     sl_partitions_purge(&srv->partitions, srv->meta, st->id, t ? t->id : UINT32_MAX);
 }
 
-void sl_server_after_commit(sl_server_t *srv, const sl_meta_entry_t *e, sl_span_t reply)
+uint32_t sl_server_commit_stream(const sl_server_t *srv, const sl_meta_entry_t *e)
+{
+    switch (e->operation) {
+    case SL_OP_CREATE_TOPIC_WITH_ASSIGNMENTS:
+    case SL_OP_CREATE_PARTITIONS_WITH_ASSIGNMENTS:
+    case SL_OP_DELETE_PARTITIONS:
+    case SL_OP_DELETE_TOPIC:
+    case SL_OP_DELETE_STREAM:
+    case SL_OP_UPDATE_TOPIC:
+        break;
+    default:
+        return UINT32_MAX;
+    }
+    /* Each of them names its stream first in the body. */
+    sl_reader_t r = sl_reader(e->body);
+    sl_ident_t id;
+    if (!sl_ident_decode(&r, &id))
+        return UINT32_MAX;
+    const sl_meta_stream_t *st = sl_meta_stream_find(srv->meta, &id);
+    return st ? st->id : UINT32_MAX;
+}
+
+void sl_server_after_commit(sl_server_t *srv, const sl_meta_entry_t *e, uint32_t stream_id,
+                            sl_span_t reply)
 {
     uint32_t result;
     sl_span_t payload;
@@ -368,7 +393,11 @@ void sl_server_after_commit(sl_server_t *srv, const sl_meta_entry_t *e, sl_span_
     case SL_OP_DELETE_TOPIC:
     case SL_OP_DELETE_STREAM:
     case SL_OP_UPDATE_TOPIC:
-        sl_partitions_sync(&srv->partitions, srv->meta, false);
+        /* Only that stream changed: the sync costs its topics, not the server's. */
+        if (stream_id != UINT32_MAX)
+            sl_partitions_sync_stream(&srv->partitions, srv->meta, stream_id);
+        else
+            sl_partitions_sync(&srv->partitions, srv->meta, false);
         return;
     case SL_OP_PURGE_STREAM:
     case SL_OP_PURGE_TOPIC:
