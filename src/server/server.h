@@ -281,6 +281,11 @@ void sl_session_sync_login(sl_session_t *s);
  * above SL_REPLY_UNCOUNTED, whether a reply in it is being written or it is
  * kept for the next one. */
 #define SL_REPLY_UNCOUNTED (16u * 1024u)
+/* The most record bytes one poll reply carries, unless its first record alone is larger (it
+ * is then served alone): the copy of one poll holds the loop thread about a millisecond, not
+ * the 20-60 ms of a 61 MB reply (issue 10). A consumer polling more gets fewer messages, as
+ * the protocol allows, and polls again. */
+#define SL_POLL_REPLY_SLICE (2u * 1024u * 1024u)
 /* The most body bytes s may put in its reply buffer now (at most want, at
  * least SL_REPLY_UNCOUNTED and what s already holds): what the budget has
  * left, after freeing buffers other sessions keep idle; only what s holds
