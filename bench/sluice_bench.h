@@ -34,7 +34,8 @@ typedef struct sb_options {
     int partition_mb;                 /* MB sent to each of its two topics per round */
     int partition_message_bytes;      /* payload of each of its 1000 messages per batch */
     bool run_rss, run_ping, run_durable, run_messages, run_group;
-    bool run_logins, run_partitions;
+    int stall_streams;                /* streams GetStreams lists in the stall figure */
+    bool run_logins, run_partitions, run_stall;
 } sb_options_t;
 
 /* --- process plumbing (sluice_bench_proc.c) ------------------------------------- */
@@ -220,5 +221,11 @@ void sb_partitions_run(const sb_options_t *o, const char *host, uint16_t port, p
 /* Ping latency on one connection alone and beside another connection's
  * repeated wrong-password logins, rounds alternating. */
 void sb_logins_run(const sb_options_t *o, const char *host, uint16_t port);
+
+/* --- stall (sluice_bench_stall.c) ---------------------------------------------------- */
+
+/* Ping latency from one client while another runs each heavy request (issue 10), next to
+ * pings alone; prints the figures. */
+void sb_stall_run(const sb_options_t *o, const char *host, uint16_t port);
 
 #endif

@@ -144,8 +144,9 @@ static void usage(FILE *f)
             "  --partitions N     partitions of the many-partition figure (default 1000)\n"
             "  --partition-mb M   MB sent per round to each of its topics (default 2000)\n"
             "  --partition-message-bytes B  payload of its 1000 messages per batch (default 1000)\n"
-            "  --only LIST        any of rss,ping,durable,messages,group,logins,partitions\n"
-            "                     (default all but partitions)\n",
+            "  --only LIST        any of rss,ping,durable,messages,group,logins,partitions,\n"
+            "                     stall (default all but partitions and stall)\n"
+            "  --stall-streams N  streams GetStreams lists in the stall figure (default 20000)\n",
             default_sluiced());
 }
 
@@ -169,9 +170,11 @@ static void parse_only(sb_options_t *o, const char *list)
     o->run_group = strstr(list, "group") != NULL;
     o->run_logins = strstr(list, "logins") != NULL;
     o->run_partitions = strstr(list, "partitions") != NULL;
+    o->run_stall = strstr(list, "stall") != NULL;
     if (!o->run_rss && !o->run_ping && !o->run_durable && !o->run_messages && !o->run_group &&
-        !o->run_logins && !o->run_partitions)
-        sb_die("--only takes rss, ping, durable, messages, group, logins and/or partitions");
+        !o->run_logins && !o->run_partitions && !o->run_stall)
+        sb_die("--only takes rss, ping, durable, messages, group, logins, partitions and/or "
+               "stall");
 }
 
 static void check_options(const sb_options_t *o)
@@ -194,6 +197,8 @@ static void check_options(const sb_options_t *o)
         sb_die("--partition-mb must be 1..100000");
     if (o->partition_message_bytes < 1 || o->partition_message_bytes > 60000)
         sb_die("--partition-message-bytes must be 1..60000");
+    if (o->stall_streams < 0 || o->stall_streams > 1000000)
+        sb_die("--stall-streams must be 0..1000000");
 }
 
 /* One option of getopt_long; exits on --help and unknown options. */
@@ -248,6 +253,9 @@ static void apply_option(sb_options_t *o, int c, const char *arg)
     case 'B':
         o->partition_message_bytes = atoi(arg);
         break;
+    case 'S':
+        o->stall_streams = atoi(arg);
+        break;
     case 'H':
         usage(stdout);
         exit(0);
@@ -277,6 +285,7 @@ static void parse_options(int argc, char **argv, sb_options_t *o)
                         .partitions = 1000,
                         .partition_mb = 2000,
                         .partition_message_bytes = 1000,
+                        .stall_streams = 20000,
                         .run_messages = true,
                         .run_group = true,
                         .run_logins = true};
@@ -289,7 +298,8 @@ static void parse_options(int argc, char **argv, sb_options_t *o)
         {"only", 1, 0, 'o'},         {"message-seconds", 1, 0, 'm'},
         {"producers", 1, 0, 'P'},    {"partitions", 1, 0, 'N'},
         {"partition-mb", 1, 0, 'M'}, {"partition-message-bytes", 1, 0, 'B'},
-        {"help", 0, 0, 'H'},         {0, 0, 0, 0},
+        {"stall-streams", 1, 0, 'S'}, {"help", 0, 0, 'H'},
+        {0, 0, 0, 0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1)
@@ -352,6 +362,8 @@ int main(int argc, char **argv)
         sb_logins_run(&o, host, port);
     if (o.run_partitions)
         sb_partitions_run(&o, host, port, own.pid);
+    if (o.run_stall)
+        sb_stall_run(&o, host, port);
     if (own.pid > 0) {
         sb_memory_t end;
         if (sb_memory_read(own.pid, &end))

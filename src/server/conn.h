@@ -65,7 +65,7 @@ enum {
     SL_UD_TICK = 3,
     SL_UD_RECV = 4,
     SL_UD_SEND = 5,
-    SL_UD_EVENT = 6, /* the read on cfg.event_fd */
+    SL_UD_EVENT = 6, /* the read on cfg.events[i], i in the bits above the tag */
     SL_UD_TAG_MASK = 7,
 };
 
@@ -164,8 +164,8 @@ struct sl_loop {
     bool accept_retry; /* accept failed hard: re-arm on the next tick */
     bool tick_armed;
     bool wake_armed;
-    bool event_armed;
-    uint64_t event_val;
+    bool event_armed[SL_LOOP_EVENTS_MAX];
+    uint64_t event_val[SL_LOOP_EVENTS_MAX];
     bool stopping;
     bool finishing; /* no connections left: cancelling loop-wide operations */
     bool done;

@@ -34,7 +34,6 @@ void sl_loop_config_init(sl_loop_config_t *cfg)
         .host = "127.0.0.1",
         .port = 0,
         .listen_fd = -1,
-        .event_fd = -1,
         .max_frame = SL_FRAME_MAX_DEFAULT,
         .frame_budget = SL_LOOP_FRAME_BUDGET_DEFAULT,
         .frame_timeout_ms = SL_LOOP_FRAME_TIMEOUT_MS_DEFAULT,
@@ -49,6 +48,16 @@ void sl_loop_config_init(sl_loop_config_t *cfg)
     };
 }
 
+static bool events_ok(const sl_loop_config_t *cfg)
+{
+    if (cfg->events_count > SL_LOOP_EVENTS_MAX)
+        return false;
+    for (uint32_t i = 0; i < cfg->events_count; i++)
+        if (cfg->events[i].fd < 0 || !cfg->events[i].on_event)
+            return false;
+    return true;
+}
+
 static bool loop_config_ok(const sl_loop_config_t *cfg)
 {
     bool pow2 = cfg->buf_count && (cfg->buf_count & (cfg->buf_count - 1)) == 0;
@@ -56,7 +65,7 @@ static bool loop_config_ok(const sl_loop_config_t *cfg)
            cfg->buf_size >= SL_HEADER_SIZE && cfg->max_frame >= SL_HEADER_SIZE &&
            cfg->frame_budget >= cfg->max_frame && cfg->max_conns > 0 && cfg->frames_per_turn > 0 &&
            cfg->tick_ms > 0 && cfg->ring_entries >= 8 && (cfg->listen_fd >= 0 || cfg->host) &&
-           (cfg->event_fd < 0 || cfg->on_event);
+           events_ok(cfg);
 }
 
 /* --- set-up ---------------------------------------------------------------- */
@@ -386,12 +395,26 @@ static void loop_arm_wake(sl_loop_t *loop)
     loop->wake_armed = true;
 }
 
-static void loop_arm_event(sl_loop_t *loop)
+/* Event source i reads into its own counter; its user data carries i above the tag. */
+static uint64_t event_ud(uint32_t i)
+{
+    return (uint64_t)i << 3 | SL_UD_EVENT;
+}
+
+static void loop_arm_event(sl_loop_t *loop, uint32_t i)
 {
     struct io_uring_sqe *sqe = sl_loop_sqe(loop);
-    io_uring_prep_read(sqe, loop->cfg.event_fd, &loop->event_val, sizeof(loop->event_val), 0);
-    io_uring_sqe_set_data64(sqe, SL_UD_EVENT);
-    loop->event_armed = true;
+    io_uring_prep_read(sqe, loop->cfg.events[i].fd, &loop->event_val[i], sizeof(uint64_t), 0);
+    io_uring_sqe_set_data64(sqe, event_ud(i));
+    loop->event_armed[i] = true;
+}
+
+static bool events_armed(const sl_loop_t *loop)
+{
+    for (uint32_t i = 0; i < loop->cfg.events_count; i++)
+        if (loop->event_armed[i])
+            return true;
+    return false;
 }
 
 static void loop_cancel(sl_loop_t *loop, uint64_t target)
@@ -522,16 +545,17 @@ static void loop_on_wake(sl_loop_t *loop, int res)
 
 /* Kept armed while stopping: a handler may be waiting for this event to
  * answer. Only loop_check_done cancels it. */
-static void loop_on_event(sl_loop_t *loop, int res)
+static void loop_on_event(sl_loop_t *loop, uint32_t i, int res)
 {
-    loop->event_armed = false;
-    if (res == (int)sizeof(loop->event_val))
-        loop->cfg.on_event(loop->cfg.ctx, loop);
+    sl_assert(i < loop->cfg.events_count);
+    loop->event_armed[i] = false;
+    if (res == (int)sizeof(uint64_t))
+        loop->cfg.events[i].on_event(loop->cfg.ctx, loop);
     else if (res != -ECANCELED && res != -EINTR && res != -EAGAIN)
         sl_log_error("event read: %s", strerror(-res)); /* not re-armed: it would spin */
-    bool retry = res == (int)sizeof(loop->event_val) || res == -EINTR || res == -EAGAIN;
+    bool retry = res == (int)sizeof(uint64_t) || res == -EINTR || res == -EAGAIN;
     if (retry && !loop->finishing)
-        loop_arm_event(loop);
+        loop_arm_event(loop, i);
 }
 
 static void loop_complete(sl_loop_t *loop, uint64_t ud, int res, uint32_t flags)
@@ -548,7 +572,7 @@ static void loop_complete(sl_loop_t *loop, uint64_t ud, int res, uint32_t flags)
         loop_on_tick(loop, res);
         break;
     case SL_UD_EVENT:
-        loop_on_event(loop, res);
+        loop_on_event(loop, (uint32_t)(ud >> 3), res);
         break;
     case SL_UD_RECV:
         sl_conn_on_recv(c, res, flags);
@@ -648,11 +672,12 @@ static void loop_check_done(sl_loop_t *loop)
             loop_cancel(loop, SL_UD_TICK);
         if (loop->wake_armed)
             loop_cancel(loop, SL_UD_WAKE);
-        if (loop->event_armed)
-            loop_cancel(loop, SL_UD_EVENT);
+        for (uint32_t i = 0; i < loop->cfg.events_count; i++)
+            if (loop->event_armed[i])
+                loop_cancel(loop, event_ud(i));
     }
     loop->done =
-        !loop->accept_armed && !loop->tick_armed && !loop->wake_armed && !loop->event_armed;
+        !loop->accept_armed && !loop->tick_armed && !loop->wake_armed && !events_armed(loop);
 }
 
 int sl_loop_run(sl_loop_t *loop)
@@ -663,8 +688,8 @@ int sl_loop_run(sl_loop_t *loop)
     loop_arm_wake(loop);
     loop_arm_tick(loop);
     loop_arm_accept(loop);
-    if (loop->cfg.event_fd >= 0)
-        loop_arm_event(loop);
+    for (uint32_t i = 0; i < loop->cfg.events_count; i++)
+        loop_arm_event(loop, i);
     int err = 0;
     /* One pass per turn until stop has run its course; the wait inside
      * blocks whenever nothing is runnable, so this never spins. */

@@ -82,6 +82,14 @@ typedef struct sl_conn sl_conn_t;
 
 /* --- configuration --------------------------------------------------------- */
 
+/* Completion sources one loop reads (worker pools, other threads' inboxes). */
+#define SL_LOOP_EVENTS_MAX 4u
+
+typedef struct sl_loop_event {
+    int fd; /* an eventfd (8-byte reads) */
+    void (*on_event)(void *ctx, sl_loop_t *loop);
+} sl_loop_event_t;
+
 typedef struct sl_loop_callbacks {
     /* A connection was accepted; may set the user pointer or close it. */
     void (*on_open)(void *ctx, sl_conn_t *conn);
@@ -112,13 +120,14 @@ typedef struct sl_loop_config {
     const char *host; /* numeric address to bind when listen_fd < 0 */
     uint16_t port;    /* 0: an ephemeral port (see sl_loop_port) */
     int listen_fd;    /* >= 0: a listening socket shared by shards, not closed */
-    /* >= 0: an eventfd the loop keeps a read on until it finishes (also
-     * while stopping, so handlers waiting for it can answer). Each read
-     * calls on_event(ctx, loop) while completions are drained: another
-     * thread has results for this one, and it may answer delivered frames.
-     * The fd is the caller's, not closed. */
-    int event_fd;
-    void (*on_event)(void *ctx, sl_loop_t *loop);
+    /* Completion sources: eventfds the loop keeps a read on until it
+     * finishes (also while stopping, so handlers waiting for one can
+     * answer). Each read calls that source's on_event(ctx, loop) while
+     * completions are drained: another thread (a worker pool, say) has
+     * results for this one, and it may answer delivered frames. The fds
+     * are the caller's, not closed. */
+    sl_loop_event_t events[SL_LOOP_EVENTS_MAX];
+    uint32_t events_count;
     /* Largest frame, header included; a bigger size field closes the
      * connection. Each connection's own limit (sl_conn_set_frame_limit)
      * starts here and never exceeds it. */
@@ -148,7 +157,7 @@ typedef struct sl_loop_config {
 } sl_loop_config_t;
 
 /* Fills every field with its default: 127.0.0.1, ephemeral port, no shared
- * socket, no event_fd, 64 MiB frames. Callbacks and ctx are left NULL. */
+ * socket, no completion source, 64 MiB frames. Callbacks and ctx are left NULL. */
 void sl_loop_config_init(sl_loop_config_t *cfg);
 
 /* Counters for logs and tests; read on the loop thread or after run. */

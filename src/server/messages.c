@@ -249,6 +249,26 @@ static bool poll_start(sl_partition_t *p, const sl_poll_messages_request_t *q,
     return false;
 }
 
+/* Fills the reply with at most SL_POLL_REPLY_SLICE bytes of records, or, when not one record
+ * fits in that, with up to grant bytes (one large record is served whole). */
+static int poll_into(sl_session_t *s, sl_partition_t *p, const sl_partition_poll_t *pq,
+                     size_t grant, uint32_t partition_id, uint64_t current, size_t *count_at,
+                     sl_partition_poll_result_t *res)
+{
+    size_t slice = SL_POLL_REPLY_PREFIX_SIZE + SL_POLL_REPLY_SLICE;
+    size_t max = grant < slice ? grant : slice;
+    for (int pass = 0; pass < 2; pass++) {
+        sl_buf_reset(&s->reply_body);
+        s->reply_body.max = max;
+        *count_at = sl_poll_messages_reply_begin(&s->reply_body, partition_id, current);
+        int rc = sl_partition_poll(p, pq, &s->reply_body, res);
+        if (rc != 0 || res->messages > 0 || !res->out_full || max == grant)
+            return rc;
+        max = grant;
+    }
+    return 0;
+}
+
 static void poll_messages(sl_read_t *c)
 {
     sl_session_t *s = c->s;
@@ -285,11 +305,9 @@ static void poll_messages(sl_read_t *c)
      * fewer messages than asked, as the protocol allows. */
     size_t want = srv->frame_max - SL_HEADER_SIZE;
     size_t grant = sl_reply_budget_grant(s, want);
-    sl_buf_reset(&s->reply_body);
-    s->reply_body.max = grant;
-    size_t count_at = sl_poll_messages_reply_begin(&s->reply_body, partition_id, current);
+    size_t count_at;
     sl_partition_poll_result_t res;
-    int rc = sl_partition_poll(p, &pq, &s->reply_body, &res);
+    int rc = poll_into(s, p, &pq, grant, partition_id, current, &count_at, &res);
     s->reply_body.max = want;
     sl_reply_budget_account(s);
     if (rc != 0)

@@ -2,19 +2,24 @@
 #include "server/partitions.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/clock.h"
+#include "base/io.h"
 #include "base/log.h"
 
 void sl_partitions_init(sl_partitions_t *ps, const char *data_dir, uint64_t batch_max)
 {
     memset(ps, 0, sizeof(*ps));
     snprintf(ps->data_dir, sizeof(ps->data_dir), "%s", data_dir);
+    snprintf(ps->trash_dir, sizeof(ps->trash_dir), "%s/" SL_PARTITIONS_TRASH, data_dir);
+    ps->trash_epoch = sl_clock_realtime_us();
     ps->batch_max = batch_max;
     sl_journal_bound_init(&ps->journal_bound, 0);
     sl_buf_init(&ps->read_buf, 0);
@@ -36,12 +41,102 @@ static void partition_dir(const sl_partitions_t *ps, uint32_t s, uint32_t t, uin
     snprintf(out, n, "%s/streams/%u/topics/%u/partitions/%u", ps->data_dir, s, t, p);
 }
 
-/* Deletes a whole stream, topic or partition tree, durably (store/partition.h). What a failure
- * leaves behind is swept at the next boot (streams) or cleared before reuse (topics). */
-static void remove_dir(const char *dir)
+/* --- the trash ----------------------------------------------------------------------
+ * A stream, topic or partition tree is deleted by one rename into <data>/trash (what the
+ * reply waits for, with the fsyncs of the two directories), and its files are removed later,
+ * off the loop thread (ps->discard). A tree that cannot be renamed stays where it was, as a
+ * delete that failed part way always left it: boot sweeps stream and partition leftovers,
+ * and a new topic or partition clears its directory before it is created. */
+
+static void trash_sync_parent(sl_partitions_t *ps)
 {
-    if (sl_store_remove_tree(dir) < 0)
-        sl_log_warn("%s: part of it is left on disk", dir);
+    if (ps->trash_parent[0] == '\0')
+        return;
+    if (sl_io_fsync_dir(ps->trash_parent) < 0)
+        sl_log_warn("%s: a directory moved to the trash, but this did not fsync",
+                    ps->trash_parent);
+    ps->trash_parent[0] = '\0';
+}
+
+/* Makes the renames since the last call durable: the directories they left and the trash. */
+static void trash_sync(sl_partitions_t *ps)
+{
+    if (ps->trash_pending == 0)
+        return;
+    trash_sync_parent(ps);
+    if (sl_io_fsync_dir(ps->trash_dir) < 0)
+        sl_log_warn("%s: did not fsync after trees were moved in", ps->trash_dir);
+    ps->trash_pending = 0;
+}
+
+static void discard(sl_partitions_t *ps, const char *path)
+{
+    if (ps->discard) {
+        ps->discard(ps->discard_ctx, path);
+        return;
+    }
+    if (sl_store_remove_tree(path) < 0)
+        sl_log_warn("%s: part of it is left in the trash until the next boot", path);
+}
+
+/* Moves dir into the trash (a missing dir is nothing to do). false when it is still there. */
+static bool remove_dir(sl_partitions_t *ps, const char *dir)
+{
+    ps->stats.trash_checks++;
+    struct stat st;
+    if (lstat(dir, &st) != 0 && errno == ENOENT)
+        return true;
+    if (!ps->trash_made) {
+        /* Once per process; its name durable before anything moved into it is. */
+        int mk = sl_io_mkdir(ps->trash_dir, sl_io_dir_mode());
+        if (mk < 0 && mk != -EEXIST) {
+            sl_log_warn("%s: cannot create it (%s); %s left on disk", ps->trash_dir,
+                        strerror(-mk), dir);
+            return false;
+        }
+        if (mk == 0 && sl_io_fsync_dir(ps->data_dir) < 0)
+            sl_log_warn("%s: created, but the data directory did not fsync", ps->trash_dir);
+        ps->trash_made = true;
+    }
+    char to[sizeof(ps->trash_dir) + 64];
+    snprintf(to, sizeof(to), "%s/%" PRIu64 "-%" PRIu64, ps->trash_dir, ps->trash_epoch,
+             ps->trash_seq++);
+    int rc = sl_io_rename(dir, to);
+    if (rc < 0) {
+        sl_log_warn("%s: cannot move it to the trash (%s); left on disk", dir, strerror(-rc));
+        return false;
+    }
+    ps->stats.trashed++;
+    /* Renames from one parent (the partitions of a topic) share one fsync. */
+    size_t cut = strrchr(dir, '/') ? (size_t)(strrchr(dir, '/') - dir) : 0;
+    if (strlen(ps->trash_parent) != cut || strncmp(ps->trash_parent, dir, cut) != 0) {
+        trash_sync_parent(ps);
+        snprintf(ps->trash_parent, sizeof(ps->trash_parent), "%.*s", (int)cut, dir);
+    }
+    ps->trash_pending++;
+    discard(ps, to);
+    return true;
+}
+
+void sl_partitions_sweep_trash(sl_partitions_t *ps)
+{
+    DIR *d = opendir(ps->trash_dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    uint32_t n = 0;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char path[sizeof(ps->trash_dir) + 300];
+        snprintf(path, sizeof(path), "%s/%s", ps->trash_dir, e->d_name);
+        discard(ps, path);
+        n++;
+    }
+    closedir(d);
+    if (n > 0)
+        sl_log_info("%s: %u trees left by deletes before this boot are being removed",
+                    ps->trash_dir, n);
 }
 
 /* --- lookup ---------------------------------------------------------------------- */
@@ -112,38 +207,44 @@ static void partition_config(sl_partitions_t *ps, const sl_meta_topic_t *mt,
  * lower, because a crash, or a failure, came between a committed purge and its record. A
  * partition that cannot be purged is closed and answers as missing until a restart purges
  * it: serving it would let sends land in data a later boot must purge, losing acknowledged
- * messages. */
-static void settle_purge(sl_topic_rt_t *rt, const sl_meta_topic_t *mt, uint32_t id)
+ * messages. Returns whether it held messages when it was purged (worth a log line). */
+static bool settle_purge(sl_topic_rt_t *rt, const sl_meta_topic_t *mt, uint32_t id)
 {
     sl_partition_t *p = rt->partitions[id];
     if (!p || sl_partition_purge_generation(p) >= mt->purge_generation)
-        return;
+        return false;
     uint64_t had = sl_partition_purge_generation(p);
+    uint64_t messages = sl_partition_messages(p);
     int rc = sl_partition_purge_to(p, mt->purge_generation);
     if (rc == 0) {
-        sl_log_info("partition %u of topic %u in stream %u: purged to generation %" PRIu64
-                    " (had %" PRIu64 ")",
-                    id, rt->topic_id, rt->stream_id, mt->purge_generation, had);
-        return;
+        if (messages > 0)
+            sl_log_info("partition %u of topic %u in stream %u: purged to generation %" PRIu64
+                        " (had %" PRIu64 ")",
+                        id, rt->topic_id, rt->stream_id, mt->purge_generation, had);
+        return messages > 0;
     }
     sl_log_error("partition %u of topic %u in stream %u: purge to generation %" PRIu64
                  " failed (%d); closed until a restart purges it",
                  id, rt->topic_id, rt->stream_id, mt->purge_generation, rc);
     sl_partition_close(p);
     rt->partitions[id] = NULL;
+    return false;
 }
 
 /* Opens a partition and settles its purge generation before it serves; a new partition
- * (CreatePartitions, a new topic) records the topic's current one that way. */
+ * (CreatePartitions, a new topic: fresh, its directory cleared) is created without touching
+ * the disk (sl_partition_create) and owes the topic's current generation that way. */
 static void open_partition(sl_partitions_t *ps, sl_topic_rt_t *rt, const sl_meta_topic_t *mt,
-                           uint32_t id)
+                           uint32_t id, bool fresh)
 {
     char dir[4400], err[512] = {0};
     partition_dir(ps, rt->stream_id, rt->topic_id, id, dir, sizeof(dir));
     sl_partition_config_t cfg;
     partition_config(ps, mt, &cfg);
-    int rc = sl_partition_open(dir, id, &cfg, sl_clock_realtime_us(), &rt->partitions[id], err,
-                               sizeof(err));
+    ps->stats.opened++;
+    int rc = fresh ? sl_partition_create(dir, id, &cfg, &rt->partitions[id])
+                   : sl_partition_open(dir, id, &cfg, sl_clock_realtime_us(), &rt->partitions[id],
+                                       err, sizeof(err));
     if (rc != 0) {
         rt->partitions[id] = NULL;
         sl_log_error("partition %u of topic %u in stream %u %s: %s", id, rt->topic_id,
@@ -154,8 +255,8 @@ static void open_partition(sl_partitions_t *ps, sl_topic_rt_t *rt, const sl_meta
 }
 
 /* Closes partition id, flushing it first when its data stays (flush), and
- * removes its directory (remove). A partition about to be deleted is not
- * flushed: its journal is given back, not written. */
+ * moves its directory to the trash (remove). A partition about to be
+ * deleted is not flushed: its journal is given back, not written. */
 static void close_partition(sl_partitions_t *ps, sl_topic_rt_t *rt, uint32_t id, bool flush,
                             bool remove)
 {
@@ -170,7 +271,7 @@ static void close_partition(sl_partitions_t *ps, sl_topic_rt_t *rt, uint32_t id,
     if (remove) {
         char dir[4400];
         partition_dir(ps, rt->stream_id, rt->topic_id, id, dir, sizeof(dir));
-        remove_dir(dir);
+        remove_dir(ps, dir);
     }
 }
 
@@ -218,7 +319,7 @@ static void sweep_partition(void *ctx, uint32_t id)
     char dir[4400];
     partition_dir(w->ps, w->rt->stream_id, w->rt->topic_id, id, dir, sizeof(dir));
     sl_log_warn("removing %s: the topic has %u partitions", dir, w->count);
-    remove_dir(dir);
+    remove_dir(w->ps, dir);
 }
 
 /* At boot: partition directories at or past the topic's count are leftovers
@@ -235,10 +336,12 @@ static void sweep_partitions(sl_partitions_t *ps, const sl_topic_rt_t *rt, uint3
 
 /* Brings one runtime topic to the meta topic's partitions and options. A
  * partition added after boot starts empty: whatever a failed delete left in
- * its directory is removed first. */
+ * its directory is moved out first, and then it is created without a look
+ * at the disk. */
 static void sync_topic(sl_partitions_t *ps, sl_topic_rt_t *rt, const sl_meta_topic_t *mt,
                        bool fresh, bool boot)
 {
+    ps->stats.topics_visited++;
     uint32_t want = mt->partitions_count;
     for (uint32_t id = want; id < rt->partitions_count; id++)
         close_partition(ps, rt, id, false, true);
@@ -257,12 +360,14 @@ static void sync_topic(sl_partitions_t *ps, sl_topic_rt_t *rt, const sl_meta_top
     if (boot)
         sweep_partitions(ps, rt, want);
     for (uint32_t id = had; id < want; id++) {
-        if (!boot && !fresh) {
+        bool cleared = false;
+        if (!boot) {
             char dir[4400];
             partition_dir(ps, rt->stream_id, rt->topic_id, id, dir, sizeof(dir));
-            remove_dir(dir);
+            /* A new topic's directory was cleared whole (sync_stream). */
+            cleared = fresh || remove_dir(ps, dir);
         }
-        open_partition(ps, rt, mt, id);
+        open_partition(ps, rt, mt, id, cleared);
     }
 }
 
@@ -274,7 +379,7 @@ static void drop_topic(sl_partitions_t *ps, uint32_t index, bool remove)
     if (remove) {
         char dir[4400];
         topic_dir(ps, rt->stream_id, rt->topic_id, dir, sizeof(dir));
-        remove_dir(dir);
+        remove_dir(ps, dir);
     }
     free(rt->partitions);
     free(rt);
@@ -335,20 +440,65 @@ static void give_back_heap(sl_partitions_t *ps)
     malloc_trim(0);
 }
 
-static void drop_gone(sl_partitions_t *ps, const sl_meta_t *meta)
+/* The registry's topics of one stream are one run, starting where (stream_id, 0) would go. */
+static uint32_t stream_run(const sl_partitions_t *ps, uint32_t stream_id)
 {
-    for (uint32_t i = ps->count; i-- > 0;) {
-        sl_topic_rt_t *rt = ps->topics[i];
+    bool found;
+    return find_slot(ps, stream_id, 0, &found);
+}
+
+/* Drops the runtime topics of stream_id that meta no longer has. When the stream itself is
+ * gone (or is another incarnation), its whole directory goes to the trash in one rename, not
+ * topic by topic. */
+static void drop_gone(sl_partitions_t *ps, const sl_meta_t *meta, uint32_t stream_id)
+{
+    const sl_meta_stream_t *ms = sl_meta_stream_by_id(meta, stream_id);
+    bool stream_gone = false;
+    for (uint32_t i = stream_run(ps, stream_id);
+         i < ps->count && ps->topics[i]->stream_id == stream_id;) {
+        ps->stats.topics_visited++;
         bool stream_alive;
-        if (still_in_meta(meta, rt, &stream_alive))
+        if (still_in_meta(meta, ps->topics[i], &stream_alive)) {
+            i++;
             continue;
-        uint32_t stream_id = rt->stream_id;
-        drop_topic(ps, i, true);
-        if (!stream_alive) {
-            char dir[4400];
-            stream_dir(ps, stream_id, dir, sizeof(dir));
-            remove_dir(dir);
         }
+        stream_gone |= !stream_alive;
+        drop_topic(ps, i, stream_alive);
+    }
+    if (stream_gone || !ms) {
+        char dir[4400];
+        stream_dir(ps, stream_id, dir, sizeof(dir));
+        remove_dir(ps, dir);
+    }
+}
+
+/* Brings the registry's topics of one stream to meta: drops what meta lost, adds and
+ * resizes the rest. Costs the stream's topics, whatever the number of streams. */
+static void sync_stream(sl_partitions_t *ps, const sl_meta_t *meta, uint32_t stream_id, bool boot)
+{
+    drop_gone(ps, meta, stream_id);
+    const sl_meta_stream_t *ms = sl_meta_stream_by_id(meta, stream_id);
+    for (uint32_t i = 0; ms && i < ms->topics.count; i++) {
+        const sl_meta_topic_t *mt = sl_meta_topic_at(ms, i);
+        bool found;
+        uint32_t slot = find_slot(ps, ms->id, mt->id, &found);
+        if (found) {
+            sync_topic(ps, ps->topics[slot], mt, false, boot);
+            continue;
+        }
+        /* A new topic starts empty, whatever a failed delete left. */
+        bool cleared = false;
+        if (!boot) {
+            char dir[4400];
+            topic_dir(ps, ms->id, mt->id, dir, sizeof(dir));
+            cleared = remove_dir(ps, dir);
+        }
+        sl_topic_rt_t *rt = add_topic(ps, ms, mt, slot);
+        if (!rt) {
+            sl_log_error("out of memory for topic %u of stream %u", mt->id, ms->id);
+            continue;
+        }
+        sync_topic(ps, rt, mt, cleared, boot);
     }
 }
 
@@ -360,7 +510,7 @@ static void sweep_stream(void *ctx, uint32_t id)
     char dir[4400];
     stream_dir(w->ps, id, dir, sizeof(dir));
     sl_log_warn("removing %s: no such stream in the metadata", dir);
-    remove_dir(dir);
+    remove_dir(w->ps, dir);
 }
 
 /* At boot: stream directories meta does not know are leftovers of a delete
@@ -376,33 +526,29 @@ static void sweep_streams(sl_partitions_t *ps, const sl_meta_t *meta)
 void sl_partitions_sync(sl_partitions_t *ps, const sl_meta_t *meta, bool boot)
 {
     uint64_t closed = ps->closed;
-    drop_gone(ps, meta);
+    /* Streams the registry has that meta lost, newest first so each run stays in place. */
+    for (uint32_t i = ps->count; i-- > 0;) {
+        uint32_t stream_id = ps->topics[i]->stream_id;
+        if (!sl_meta_stream_by_id(meta, stream_id)) {
+            drop_gone(ps, meta, stream_id);
+            i = ps->count < i ? ps->count : i;
+        }
+    }
     if (boot)
         sweep_streams(ps, meta);
     for (const sl_meta_stream_t *ms = sl_meta_stream_next(meta, NULL); ms;
-         ms = sl_meta_stream_next(meta, ms)) {
-        for (uint32_t i = 0; i < ms->topics.count; i++) {
-            const sl_meta_topic_t *mt = sl_meta_topic_at(ms, i);
-            bool found;
-            uint32_t slot = find_slot(ps, ms->id, mt->id, &found);
-            if (found) {
-                sync_topic(ps, ps->topics[slot], mt, false, boot);
-                continue;
-            }
-            if (!boot) {
-                /* A new topic starts empty, whatever a failed delete left. */
-                char dir[4400];
-                topic_dir(ps, ms->id, mt->id, dir, sizeof(dir));
-                remove_dir(dir);
-            }
-            sl_topic_rt_t *rt = add_topic(ps, ms, mt, slot);
-            if (!rt) {
-                sl_log_error("out of memory for topic %u of stream %u", mt->id, ms->id);
-                continue;
-            }
-            sync_topic(ps, rt, mt, true, boot);
-        }
-    }
+         ms = sl_meta_stream_next(meta, ms))
+        sync_stream(ps, meta, ms->id, boot);
+    trash_sync(ps);
+    if (ps->closed != closed)
+        give_back_heap(ps);
+}
+
+void sl_partitions_sync_stream(sl_partitions_t *ps, const sl_meta_t *meta, uint32_t stream_id)
+{
+    uint64_t closed = ps->closed;
+    sync_stream(ps, meta, stream_id, false);
+    trash_sync(ps);
     if (ps->closed != closed)
         give_back_heap(ps);
 }
@@ -465,18 +611,23 @@ void sl_partitions_purge(sl_partitions_t *ps, const sl_meta_t *meta, uint32_t st
                          uint32_t topic_id)
 {
     const sl_meta_stream_t *ms = sl_meta_stream_by_id(meta, stream_id);
-    for (uint32_t i = 0; ms && i < ps->count; i++) {
+    uint32_t partitions = 0, with_messages = 0;
+    for (uint32_t i = stream_run(ps, stream_id);
+         ms && i < ps->count && ps->topics[i]->stream_id == stream_id; i++) {
         sl_topic_rt_t *rt = ps->topics[i];
-        if (rt->stream_id != stream_id || (topic_id != UINT32_MAX && rt->topic_id != topic_id))
+        ps->stats.topics_visited++;
+        if (topic_id != UINT32_MAX && rt->topic_id != topic_id)
             continue;
         sl_ident_t tid = sl_ident_number(rt->topic_id);
         const sl_meta_topic_t *mt = sl_meta_topic_find(ms, &tid);
         if (!mt || mt->created_at != rt->created_at)
             continue;
         rt->balanced_next = 0;
-        for (uint32_t id = 0; id < rt->partitions_count; id++)
-            settle_purge(rt, mt, id);
+        for (uint32_t id = 0; id < rt->partitions_count; id++, partitions++)
+            with_messages += settle_purge(rt, mt, id);
     }
+    sl_log_debug("purge of stream %u: %u partitions, %u held messages", stream_id, partitions,
+                 with_messages);
 }
 
 void sl_partitions_retention(sl_partitions_t *ps, uint64_t now_us)

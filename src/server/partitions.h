@@ -32,8 +32,31 @@ typedef struct sl_topic_rt {
     bool enforce_fsync;
 } sl_topic_rt_t;
 
+/* The trash under the data directory: deleted trees wait there for their removal. */
+#define SL_PARTITIONS_TRASH "trash"
+
+/* What the registry did, for tests: the work of a request in units that do not depend on
+ * the clock. */
+typedef struct sl_partitions_counters {
+    uint64_t topics_visited; /* runtime topics looked at by syncs and purges */
+    uint64_t opened;         /* partitions opened or created */
+    uint64_t trash_checks;   /* directories looked for to move to the trash */
+    uint64_t trashed;        /* directories moved to the trash */
+} sl_partitions_counters_t;
+
 typedef struct sl_partitions {
     char data_dir[4096];
+    char trash_dir[4200];
+    char trash_parent[4400]; /* the directory a rename left, not yet fsynced */
+    uint64_t trash_epoch;    /* names in the trash: <epoch>-<seq>, unique across boots */
+    uint64_t trash_seq;
+    uint32_t trash_pending; /* renames into the trash not yet fsynced */
+    bool trash_made;
+    /* Where a tree moved to the trash is deleted: the server hands the path to a worker
+     * thread, which touches nothing else. NULL: deleted on the calling thread. */
+    void (*discard)(void *ctx, const char *path);
+    void *discard_ctx;
+    sl_partitions_counters_t stats;
     uint64_t batch_max;
     /* Where partitions give appended frames back once on disk (the
      * partitions' release hook); NULL: free(). Set before the first sync. */
@@ -51,9 +74,16 @@ typedef struct sl_partitions {
 } sl_partitions_t;
 
 void sl_partitions_init(sl_partitions_t *ps, const char *data_dir, uint64_t batch_max);
-/* Opens, closes and deletes to match meta. Errors are logged per partition
- * (a refused partition stays NULL and answers as missing data). */
+/* Opens, closes and deletes to match meta, over every stream (boot, or when the operation's
+ * stream is not known). Errors are logged per partition (a refused partition stays NULL and
+ * answers as missing data). A deleted tree is moved to the trash, the renames made durable
+ * before this returns, and removed by ps->discard. */
 void sl_partitions_sync(sl_partitions_t *ps, const sl_meta_t *meta, bool boot);
+/* The same for one stream only, after an operation that changed nothing else: it costs the
+ * stream's topics, not every topic of the server. */
+void sl_partitions_sync_stream(sl_partitions_t *ps, const sl_meta_t *meta, uint32_t stream_id);
+/* At boot, before the first sync: hands every tree left in the trash to ps->discard. */
+void sl_partitions_sweep_trash(sl_partitions_t *ps);
 /* Flushes every partition (shutdown) and closes them. */
 void sl_partitions_close(sl_partitions_t *ps);
 

@@ -51,16 +51,12 @@ static void get_snapshot(sl_read_t *c)
         return sl_read_status(c, SL_ERR_SNAPSHOT_FILE_COMPLETION_FAILED);
     sl_config_print(f, &srv->cfg);
     fclose(f);
-    sl_diag_input_t in = {
-        .data_dir = srv->cfg.system.path,
-        .config_text = sl_span(text, len),
-        .frame_limit = srv->frame_max,
-    };
-    rc = sl_diag_snapshot(&in, q.compression, q.types.ptr, q.types.len, c->out);
+    /* Built on the worker pool: it walks the data directory and /proc and compresses, which
+     * took the loop thread for as long; the reply goes out when it comes back. */
+    rc = sl_background_snapshot(c->s, c->req, q.compression, q.types, sl_span(text, len));
     free(text);
     if (rc != 0)
         return sl_read_status(c, rc);
-    sl_read_ok(c);
 }
 
 /* defaults.md 6: one node, the TCP listener's IP and the configured ports

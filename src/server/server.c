@@ -202,6 +202,7 @@ static void on_close(void *ctx, sl_conn_t *conn)
     if (!s)
         return;
     sl_hashing_cancel(s);
+    sl_background_cancel(s);
     sl_admit_disconnect(s);
     sl_reply_budget_close(s);
     /* Swap-remove from the registry. */
@@ -301,6 +302,7 @@ static void on_frame_test_faults(void *ctx, sl_conn_t *conn, const uint8_t *fram
     /* Sends staged under the old plan are committed under it. */
     sl_messages_commit_staged(ctx);
     sl_test_faults_poll();
+    sl_work_pool_hold(((sl_server_t *)ctx)->work_pool, sl_test_faults_hold_workers());
     sl_dispatch_frame(ctx, conn, frame, size);
 }
 
@@ -334,6 +336,8 @@ static void on_tick(void *ctx, sl_loop_t *loop)
     (void)loop;
     sl_server_t *srv = ctx;
     sl_test_faults_poll();
+    if (srv->work_pool)
+        sl_work_pool_hold(srv->work_pool, sl_test_faults_hold_workers());
     sl_log_tick();
     retention_tick(srv);
     uint64_t now = sl_clock_monotonic_us();
@@ -393,8 +397,11 @@ static int open_metadata(sl_server_t *srv, char *err, size_t err_len)
     /* Every partition meta knows, open; leftovers of interrupted deletes gone. */
     sl_partitions_init(&srv->partitions, srv->cfg.system.path, srv->frame_max);
     srv->partitions.frame_pool = srv->frame_pool;
+    srv->partitions.discard = sl_background_discard;
+    srv->partitions.discard_ctx = srv;
     sl_journal_bound_init(&srv->partitions.journal_bound,
                           srv->cfg.system.partition.journal_memory_max);
+    sl_partitions_sweep_trash(&srv->partitions);
     sl_partitions_sync(&srv->partitions, srv->meta, true);
     return 0;
 }
@@ -443,8 +450,10 @@ static int start_loop(sl_server_t *srv, char *err, size_t err_len)
                               .on_close = on_close,
                               .on_tick = on_tick,
                               .on_turn_end = on_turn_end};
-    lc.event_fd = sl_hash_pool_event_fd(srv->hash_pool);
-    lc.on_event = sl_hashing_on_event;
+    lc.events[lc.events_count++] =
+        (sl_loop_event_t){sl_hash_pool_event_fd(srv->hash_pool), sl_hashing_on_event};
+    lc.events[lc.events_count++] =
+        (sl_loop_event_t){sl_work_pool_event_fd(srv->work_pool), sl_background_on_event};
     lc.ctx = srv;
     int rc = sl_loop_create(&lc, &srv->loop);
     if (rc != 0) {
@@ -487,6 +496,13 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
         return rc;
     }
     set_file_modes(cfg);
+    /* One worker: what it does (removing deleted trees, building a snapshot) has no hurry,
+     * and one at a time keeps sl_diag_snapshot's single-flight guard from refusing. */
+    rc = sl_work_pool_create(1, &srv->work_pool);
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot start the worker thread: %s", strerror(-rc));
+        return rc;
+    }
     rc = bind_listener(srv, err, err_len);
     if (rc == 0)
         rc = sl_datadir_lock(cfg->system.path, &srv->lock_fd, err, err_len);
@@ -538,6 +554,8 @@ void sl_server_close(sl_server_t *srv)
         close(srv->listen_fd);
     /* After the loop: its ring no longer reads the pool's eventfd. */
     sl_hash_pool_destroy(srv->hash_pool);
+    /* Trees not removed yet stay in the trash for the next boot. */
+    sl_work_pool_destroy(srv->work_pool);
     sl_partitions_close(&srv->partitions);
     /* Connections and partitions gave every frame back: the pool can go. */
     if (srv->frame_pool) {

@@ -24,6 +24,7 @@
 #include "meta/store.h"
 #include "server/config.h"
 #include "server/hash_pool.h"
+#include "server/work_pool.h"
 #include "server/loop.h"
 #include "server/partitions.h"
 #include "server/sysinfo.h"
@@ -81,6 +82,9 @@ typedef struct sl_session {
     sl_hash_job_t *hash_job;
     sl_request_header_t hash_req;
     sl_span_t hash_body;
+    /* A GetSnapshot being built on the worker pool (background.c), NULL when
+     * none; on_close clears the job's owner. */
+    struct sl_snapshot_job *snapshot_job;
     /* The login state the connection's limits were last set for
      * (sl_session_sync_login), and since when it has been without a login
      * (monotonic; tcp.login_timeout counts from there). */
@@ -145,6 +149,8 @@ struct sl_server {
     sl_buf_t admitted;
     /* Argon2id off the loop thread. */
     sl_hash_pool_t *hash_pool;
+    /* Other blocking work off the loop thread (background.c): the trash, snapshots. */
+    sl_work_pool_t *work_pool;
     /* reply_budget.c: bytes of reply buffers counted now, the polls waiting
      * for them (oldest first) and the one being resumed. */
     uint64_t reply_held;
@@ -206,9 +212,14 @@ void sl_messages_partition_op(sl_session_t *s, const sl_request_header_t *req,
  * change a partition (polls, offsets, metadata, logout), so a staged batch
  * is never visible before it is durable and never outlives its partition. */
 void sl_messages_commit_staged(sl_server_t *srv);
+/* The stream an entry's body names first, resolved in meta before the entry commits
+ * (UINT32_MAX when it names none that exists): what the after-commit sync is scoped to. */
+uint32_t sl_server_commit_stream(const sl_server_t *srv, const sl_meta_entry_t *e);
 /* After a committed metadata operation: bring the partitions in line
- * (create, delete, purge, delete segments). reply is its result body. */
-void sl_server_after_commit(sl_server_t *srv, const sl_meta_entry_t *e, sl_span_t reply);
+ * (create, delete, purge, delete segments), for stream_id only when it is
+ * not UINT32_MAX. reply is its result body. */
+void sl_server_after_commit(sl_server_t *srv, const sl_meta_entry_t *e, uint32_t stream_id,
+                            sl_span_t reply);
 
 /* reads.c: operation 2 commands after the gate. */
 void sl_reads_handle(sl_session_t *s, const sl_request_header_t *req, sl_span_t body);
@@ -228,6 +239,19 @@ bool sl_admit_user_current(sl_session_t *s);
  * take it up where admission left it (the frame is still delivered). */
 void sl_admit_register_resume(sl_session_t *s, const sl_hash_job_t *job);
 void sl_admit_metadata_resume(sl_session_t *s, const sl_hash_job_t *job);
+
+/* background.c: work on the worker pool. */
+typedef struct sl_snapshot_job sl_snapshot_job_t;
+/* The partitions' discard hook: removes a tree in the trash on a worker. */
+void sl_background_discard(void *ctx, const char *path);
+/* Builds the GetSnapshot archive of req on a worker and answers req when it is done; the
+ * inputs are copied. 0 or -SL_ERR_SNAPSHOT_FILE_COMPLETION_FAILED (out of memory). */
+int sl_background_snapshot(sl_session_t *s, const sl_request_header_t *req, uint8_t compression,
+                           sl_span_t types, sl_span_t config_text) SL_WUR;
+/* The connection closes: a job still running is dropped when it comes back. */
+void sl_background_cancel(sl_session_t *s);
+/* The loop's completion source for the worker pool. */
+void sl_background_on_event(void *ctx, sl_loop_t *loop);
 
 /* admit_hash.c: requests waiting for the hash pool. */
 /* Hands job (inputs filled) to the pool for the request being admitted on
@@ -257,6 +281,11 @@ void sl_session_sync_login(sl_session_t *s);
  * above SL_REPLY_UNCOUNTED, whether a reply in it is being written or it is
  * kept for the next one. */
 #define SL_REPLY_UNCOUNTED (16u * 1024u)
+/* The most record bytes one poll reply carries, unless its first record alone is larger (it
+ * is then served alone): the copy of one poll holds the loop thread about a millisecond, not
+ * the 20-60 ms of a 61 MB reply (issue 10). A consumer polling more gets fewer messages, as
+ * the protocol allows, and polls again. */
+#define SL_POLL_REPLY_SLICE (2u * 1024u * 1024u)
 /* The most body bytes s may put in its reply buffer now (at most want, at
  * least SL_REPLY_UNCOUNTED and what s already holds): what the budget has
  * left, after freeing buffers other sessions keep idle; only what s holds

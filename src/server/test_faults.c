@@ -20,7 +20,13 @@ static struct {
     char text[FAULT_TEXT_MAX]; /* the text the current plan came from */
     char substring[FAULT_TEXT_MAX];
     sl_io_fault_t plan;
+    bool hold_workers; /* the line "hold workers" */
 } faults;
+
+bool sl_test_faults_hold_workers(void)
+{
+    return faults.hold_workers;
+}
 
 bool sl_test_faults_init(void)
 {
@@ -129,6 +135,11 @@ void sl_test_faults_poll(void)
         return;
     memcpy(faults.text, text, sizeof(text));
     sl_io_fault_arm(NULL);
+    faults.hold_workers = strcmp(text, "hold workers") == 0;
+    if (faults.hold_workers) {
+        sl_log_warn("test faults: the worker pool takes no job");
+        return;
+    }
     if (text[0] == '\0') {
         sl_log_warn("test faults: cleared");
         return;

@@ -13,7 +13,10 @@
  * limits the plan to matching files (".log", ".index"); after, count and short are the plan's
  * fields of the same names. A missing, empty or unreadable file clears the plan. A plan is
  * (re)armed, with its counters reset, only when the file's text changes. Every change is
- * logged ("test faults: armed ..." / "test faults: cleared"). Runs on the loop thread. */
+ * logged ("test faults: armed ..." / "test faults: cleared"). The line "hold workers" arms no
+ * plan but holds the worker pool (server/work_pool.h): jobs queue and none starts until the
+ * line changes, so a test can see requests answered while background work is pending, or
+ * kill the server with it pending. Runs on the loop thread. */
 #ifndef SL_SERVER_TEST_FAULTS_H
 #define SL_SERVER_TEST_FAULTS_H
 
@@ -23,5 +26,7 @@
 bool sl_test_faults_init(void);
 /* Applies the control file's current text (no-op when off or unchanged). */
 void sl_test_faults_poll(void);
+/* True while the control file says "hold workers". */
+bool sl_test_faults_hold_workers(void);
 
 #endif

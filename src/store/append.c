@@ -50,7 +50,7 @@ int sl_partition_ensure_active(sl_partition_t *p)
         sl_segment_t *active = active_segment(p);
         return active->log_fd >= 0 ? 0 : sl_segment_open_active(active, p->dir);
     }
-    if (!sl_partition_segments_reserve(p, 1))
+    if (!sl_partition_segments_reserve(p, 1) || sl_partition_make_dir(p) < 0)
         return -SL_ERR_CANNOT_CREATE_SEGMENT_LOG_FILE;
     uint64_t start = p->journal_count ? p->journal[0].base_offset : p->next_offset;
     sl_segment_t s;

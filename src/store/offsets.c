@@ -259,6 +259,8 @@ static int ensure_dirs(sl_partition_t *p)
 {
     if (p->offsets_dirs)
         return 0;
+    if (sl_partition_make_dir(p) < 0)
+        return -SL_ERR_CANNOT_OPEN_CONSUMER_OFFSETS_FILE;
     char dir[PATH_MAX];
     mode_t mode = sl_io_dir_mode();
     int rc = sl_offsets_dir_path(dir, p->dir, NULL) ? sl_io_mkdir(dir, mode) : -ENAMETOOLONG;
@@ -361,6 +363,7 @@ static int purge_kind(const sl_partition_t *p, sl_offsets_kind_t kind)
     if (!d)
         return errno == ENOENT ? 0 : -SL_ERR_CANNOT_DELETE_CONSUMER_OFFSET_FILE;
     int rc = 0;
+    uint32_t unlinked = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
@@ -371,9 +374,11 @@ static int purge_kind(const sl_partition_t *p, sl_offsets_kind_t kind)
             sl_log_error("consumer offset %s: cannot delete: %s", path, strerror(-err));
             rc = -SL_ERR_CANNOT_DELETE_CONSUMER_OFFSET_FILE;
         }
+        unlinked += err == 0;
     }
     closedir(d);
-    if (sl_io_fsync_dir(dir) < 0)
+    /* Durable before the purge record that says they are gone (written later, when owed). */
+    if (unlinked > 0 && sl_io_fsync_dir(dir) < 0)
         sl_log_warn("partition %s: %s did not fsync after the purge", p->dir, dir);
     return rc;
 }
@@ -381,6 +386,9 @@ static int purge_kind(const sl_partition_t *p, sl_offsets_kind_t kind)
 int sl_offsets_purge(sl_partition_t *p)
 {
     p->offsets.count = 0;
+    /* No offsets directory was found at open or made since: nothing to list. */
+    if (!p->offsets_dirs)
+        return 0;
     int rc = purge_kind(p, SL_OFFSETS_CONSUMER);
     int err = purge_kind(p, SL_OFFSETS_GROUP);
     return rc < 0 ? rc : err;

@@ -108,10 +108,25 @@ static int make_dirs(const char *path)
     return 0;
 }
 
+int sl_partition_make_dir(sl_partition_t *p)
+{
+    if (p->dir_made)
+        return 0;
+    int rc = make_dirs(p->dir);
+    if (rc < 0) {
+        sl_log_error("partition %s: cannot create it: %s", p->dir, strerror(-rc));
+        return -SL_ERR_CANNOT_CREATE_PARTITION_DIRECTORY;
+    }
+    p->dir_made = true;
+    return 0;
+}
+
 int sl_partition_tree_durable(sl_partition_t *p)
 {
     if (p->tree_durable)
         return 0;
+    if (sl_partition_make_dir(p) < 0)
+        return -SL_ERR_CANNOT_SYNC_FILE;
     char path[PATH_MAX];
     int rc = sl_offsets_dir_path(path, p->dir, SL_OFFSETS_CONSUMERS) ? 0 : -ENAMETOOLONG;
     /* offsets/ (names consumers and groups) when it exists, then the
@@ -149,6 +164,7 @@ static int make_tree(sl_partition_t *p, char *err, size_t err_len)
         snprintf(err, err_len, "partition %s: cannot create it: %s", p->dir, strerror(-rc));
         return -SL_ERR_CANNOT_CREATE_PARTITION_DIRECTORY;
     }
+    p->dir_made = true;
     return 0;
 }
 
@@ -369,6 +385,41 @@ static int open_recover(sl_partition_t *p, uint64_t now_us, char *err, size_t er
     return rc;
 }
 
+/* A partition in memory with nothing read or created yet; NULL (err set) when out of memory
+ * or dir is empty or too long. */
+static sl_partition_t *partition_new(const char *dir, uint32_t partition_id,
+                                     const sl_partition_config_t *cfg, char *err, size_t err_len)
+{
+    size_t len = strlen(dir);
+    if (len == 0 || len >= PATH_MAX) {
+        snprintf(err, err_len, "partition directory path empty or too long");
+        return NULL;
+    }
+    sl_partition_t *p = calloc(1, sizeof(*p));
+    if (!p) {
+        snprintf(err, err_len, "partition %s: out of memory", dir);
+        return NULL;
+    }
+    p->id = partition_id;
+    p->cfg = *cfg;
+    config_resolve(&p->cfg);
+    sl_buf_init(&p->read_buf, 0);
+    memcpy(p->dir, dir, len + 1);
+    return p;
+}
+
+int sl_partition_create(const char *dir, uint32_t partition_id, const sl_partition_config_t *cfg,
+                        sl_partition_t **out)
+{
+    char err[PATH_MAX + 64];
+    *out = partition_new(dir, partition_id, cfg, err, sizeof(err));
+    if (!*out) {
+        sl_log_error("%s", err);
+        return -SL_ERR_CANNOT_CREATE_PARTITION_DIRECTORY;
+    }
+    return 0;
+}
+
 int sl_partition_open(const char *dir, uint32_t partition_id, const sl_partition_config_t *cfg,
                       uint64_t now_us, sl_partition_t **out, char *err, size_t err_len)
 {
@@ -379,23 +430,10 @@ int sl_partition_open(const char *dir, uint32_t partition_id, const sl_partition
     }
     err[0] = '\0';
     *out = NULL;
-    sl_partition_t *p = calloc(1, sizeof(*p));
-    if (!p) {
-        snprintf(err, err_len, "partition %s: out of memory", dir);
-        return -SL_ERR_CANNOT_READ_FILE;
-    }
-    p->id = partition_id;
-    p->cfg = *cfg;
-    config_resolve(&p->cfg);
-    sl_buf_init(&p->read_buf, 0);
-    int rc = -SL_ERR_CANNOT_CREATE_PARTITION_DIRECTORY;
-    size_t len = strlen(dir);
-    if (len == 0 || len >= sizeof(p->dir))
-        snprintf(err, err_len, "partition directory path empty or too long");
-    else {
-        memcpy(p->dir, dir, len + 1);
-        rc = open_recover(p, now_us, err, err_len);
-    }
+    sl_partition_t *p = partition_new(dir, partition_id, cfg, err, err_len);
+    if (!p)
+        return -SL_ERR_CANNOT_CREATE_PARTITION_DIRECTORY;
+    int rc = open_recover(p, now_us, err, err_len);
     if (rc < 0) {
         sl_log_error("%s", err);
         sl_partition_close(p);

@@ -115,6 +115,14 @@ SL_WUR int sl_partition_open(const char *dir, uint32_t partition_id,
                              const sl_partition_config_t *cfg, uint64_t now_us,
                              sl_partition_t **out, char *err, size_t err_len);
 
+/* A partition known to be new (its directory was just cleared: CreatePartitions, a new
+ * topic): nothing is read, and nothing is created on disk until its first write, which makes
+ * dir and its parents (a segment at the first flush, a consumer offset, a purge record). So a
+ * topic of 1000 partitions is created without a syscall per partition. Its purge generation
+ * is 0. 0 or -SL_ERR_CANNOT_CREATE_PARTITION_DIRECTORY (out of memory, dir too long). */
+SL_WUR int sl_partition_create(const char *dir, uint32_t partition_id,
+                               const sl_partition_config_t *cfg, sl_partition_t **out);
+
 /* True for the two refusals of sl_partition_open (as opposed to I/O errors worth a retry). */
 bool sl_partition_refused(int rc);
 
@@ -257,8 +265,8 @@ bool sl_partition_segment_info(const sl_partition_t *p, uint32_t i, sl_segment_i
 /* --- deletion (storage.md 8) ----------------------------------------------------------------- */
 
 /* Deletes every segment, journaled batches and stored consumer offset; offsets restart at 0
- * in a new segment 0. 0 or -SL_ERR_CANNOT_DELETE_FILE /
- * -SL_ERR_CANNOT_CREATE_SEGMENT_LOG_FILE. */
+ * in a new segment 0, created by the next flush. 0 or -SL_ERR_CANNOT_DELETE_FILE /
+ * -SL_ERR_CANNOT_DELETE_CONSUMER_OFFSET_FILE. */
 SL_WUR int sl_partition_purge(sl_partition_t *p);
 
 /* The purge generation recorded in purge.gen (store/purge_gen.h) for cfg.created_revision:
@@ -267,12 +275,11 @@ SL_WUR int sl_partition_purge(sl_partition_t *p);
  * topic's generation. */
 uint64_t sl_partition_purge_generation(const sl_partition_t *p);
 
-/* sl_partition_purge, then purge.gen set to generation (written atomically, data-synced), in
- * that order: a crash between the two leaves the old record, so the purge is done again, never
- * skipped. Errors as sl_partition_purge (the record is then left as it was). When only the
- * record cannot be written (a full disk: the partition had nothing to free) the purge still
- * counts and 0 is returned: the partition is empty, and the record is written before its next
- * segment write or consumer offset, which fail while it cannot be. */
+/* sl_partition_purge, then purge.gen owed at generation: written (atomically, data-synced)
+ * before the partition's next segment write or consumer offset, which fail while it cannot
+ * be. A crash before that leaves the old record with an empty partition, so the purge is done
+ * again, never skipped, and finds nothing to lose. Errors as sl_partition_purge (the record is
+ * then left as it was); no file is written here, and an empty partition costs no syscall. */
 SL_WUR int sl_partition_purge_to(sl_partition_t *p, uint64_t generation);
 
 /* Deletes the `count` oldest sealed segments (never the active one); *deleted gets how many

@@ -72,6 +72,9 @@ struct sl_partition {
      * time something durable is written (sl_partition_tree_durable). */
     bool tree_durable;
     bool offsets_dirs; /* offsets/consumers and offsets/groups exist */
+    /* The partition directory exists: made at open, or, for a partition created new
+     * (sl_partition_create), by the first write that needs it (sl_partition_make_dir). */
+    bool dir_made;
 };
 
 /* partition.c and append.c, for each other and poll.c. */
@@ -83,6 +86,9 @@ struct sl_partition {
  * written loses only directories boot creates again. 0 or
  * -SL_ERR_CANNOT_SYNC_FILE. */
 int sl_partition_tree_durable(sl_partition_t *p);
+/* Creates the partition directory and its parents when dir_made is false. 0 or
+ * -SL_ERR_CANNOT_CREATE_PARTITION_DIRECTORY (logged). */
+SL_WUR int sl_partition_make_dir(sl_partition_t *p);
 /* Room for n more segments. */
 bool sl_partition_segments_reserve(sl_partition_t *p, size_t n);
 /* Creates the active segment at the next offset when there is none (a fresh partition, or a

@@ -121,9 +121,9 @@ int sl_partition_purge(sl_partition_t *p)
     p->segment_count = 0;
     p->next_offset = 0;
     p->last_timestamp = 0;
-    rc = sl_offsets_purge(p);
-    int err = sl_partition_ensure_active(p);
-    return rc < 0 ? rc : err;
+    /* The new segment 0 comes with the next flush (flush_journal creates it), so purging an
+     * empty partition creates no file. */
+    return sl_offsets_purge(p);
 }
 
 int sl_partition_purge_record(sl_partition_t *p)
@@ -143,15 +143,13 @@ int sl_partition_purge_to(sl_partition_t *p, uint64_t generation)
     int rc = sl_partition_purge(p);
     if (rc < 0)
         return rc;
-    /* The record usually goes in at once: the purge has just freed the blocks it needs. When it
-     * cannot (a full disk, a partition that had nothing to free), the partition holds nothing,
-     * so a boot that finds the old record purges nothing; the record is only owed before the
-     * next byte is written, and the partition keeps serving meanwhile. */
+    /* The record is owed, not written: it goes in before the partition's next byte, message or
+     * consumer offset (sl_partition_purge_record). Until then the partition holds nothing the
+     * purge must remove, so a boot that finds the old record purges again and loses nothing;
+     * and an idle partition pays no file, fsync or directory fsync for a purge (a topic of
+     * 10000 empty partitions paid 10000 of each, on the loop thread). The segment unlinks
+     * above become durable with the record's directory fsync, in the same directory. */
     p->purge_generation = generation;
     p->purge_record_owed = true;
-    if (sl_partition_purge_record(p) < 0)
-        sl_log_warn("partition %s: purged to generation %" PRIu64 ", recorded before its next "
-                    "write",
-                    p->dir, generation);
     return 0;
 }

@@ -633,6 +633,14 @@ static int absorb_create_entries(sl_span_t block, sl_topic_config_t *out)
     return sl_reader_done(&it.r) ? 0 : -SL_ERR_INVALID_COMMAND;
 }
 
+bool sl_topic_preallocation_fits(const sl_topic_config_t *c, uint64_t partitions_count)
+{
+    uint64_t reserved;
+    return !c->preallocate_segments ||
+           (!__builtin_mul_overflow(c->segment_size, partitions_count, &reserved) &&
+            reserved <= SL_PREALLOCATE_TOTAL_MAX);
+}
+
 int sl_topic_options_resolve_create(sl_span_t block, uint32_t partitions_count,
                                     sl_topic_config_t *out)
 {
@@ -643,12 +651,8 @@ int sl_topic_options_resolve_create(sl_span_t block, uint32_t partitions_count,
     if ((out->explicit_keys & SL_TOPIC_KEY_BIT(SL_TOPIC_KEY_SEGMENT_SIZE)) &&
         !segment_size_in_bounds(out->segment_size))
         return -SL_ERR_INVALID_OPTION_VALUE;
-    if (out->preallocate_segments) {
-        uint64_t reserved;
-        if (__builtin_mul_overflow(out->segment_size, (uint64_t)partitions_count, &reserved) ||
-            reserved > SL_PREALLOCATE_TOTAL_MAX)
-            return -SL_ERR_INVALID_OPTION_VALUE;
-    }
+    if (!sl_topic_preallocation_fits(out, partitions_count))
+        return -SL_ERR_INVALID_OPTION_VALUE;
     if (partitions_count > SL_PARTITIONS_PER_REQUEST_MAX)
         return -SL_ERR_TOO_MANY_PARTITIONS;
     if ((out->explicit_keys & SL_TOPIC_KEY_BIT(SL_TOPIC_KEY_MAX_TOPIC_SIZE)) &&

@@ -112,6 +112,11 @@ bool sl_parse_max_topic_size(sl_span_t text, uint64_t *bytes);
 int sl_topic_options_resolve_create(sl_span_t block, uint32_t partitions_count,
                                     sl_topic_config_t *out) SL_WUR;
 
+/* The preallocation cap: false when a topic preallocating its segments would reserve more
+ * than SL_PREALLOCATE_TOTAL_MAX with partitions_count partitions (CreateTopic, and
+ * CreatePartitions with the count it would reach). */
+bool sl_topic_preallocation_fits(const sl_topic_config_t *c, uint64_t partitions_count);
+
 /* Appends the stored block (no length prefix): the explicit keys when
  * explicit_side, else the derived ones; canonical kinds, sorted by key.
  * 0, -SL_ERR_INVALID_COMMAND for an unencodable compression code, or

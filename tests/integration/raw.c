@@ -34,11 +34,9 @@ sl_u128_t raw_client_id(void)
     return id;
 }
 
-raw_reply_t raw_call(raw_session_t *r, uint8_t operation, uint32_t code, uint64_t request,
-                     uint64_t session, sl_span_t body, bool stamp)
+bool raw_send(raw_session_t *r, uint8_t operation, uint32_t code, uint64_t request,
+              uint64_t session, sl_span_t body, bool stamp)
 {
-    raw_reply_t out;
-    memset(&out, 0, sizeof(out));
     sl_request_header_t h = {
         .size = (uint32_t)(SL_HEADER_SIZE + body.len),
         .client = r->client,
@@ -50,12 +48,15 @@ raw_reply_t raw_call(raw_session_t *r, uint8_t operation, uint32_t code, uint64_
     };
     uint8_t hdr[SL_HEADER_SIZE];
     sl_request_header_encode(hdr, &h);
-    if (!th_send_all(r->fd, hdr, sizeof(hdr)) ||
-        (body.len && !th_send_all(r->fd, body.ptr, body.len))) {
-        out.closed = true;
-        return out;
-    }
-    r->frame_len = th_read_frame(r->fd, r->frame, sizeof(r->frame), 10000);
+    return th_send_all(r->fd, hdr, sizeof(hdr)) &&
+           (body.len == 0 || th_send_all(r->fd, body.ptr, body.len));
+}
+
+raw_reply_t raw_receive(raw_session_t *r, int timeout_ms)
+{
+    raw_reply_t out;
+    memset(&out, 0, sizeof(out));
+    r->frame_len = th_read_frame(r->fd, r->frame, sizeof(r->frame), timeout_ms);
     if (r->frame_len <= 0) {
         out.closed = true;
         return out;
@@ -77,6 +78,18 @@ raw_reply_t raw_call(raw_session_t *r, uint8_t operation, uint32_t code, uint64_
     if (out.status == 0 && framed && sl_result_split(out.body, &out.result, &out.payload) != 0)
         out.result = UINT32_MAX; /* malformed result section */
     return out;
+}
+
+raw_reply_t raw_call(raw_session_t *r, uint8_t operation, uint32_t code, uint64_t request,
+                     uint64_t session, sl_span_t body, bool stamp)
+{
+    if (!raw_send(r, operation, code, request, session, body, stamp)) {
+        raw_reply_t out;
+        memset(&out, 0, sizeof(out));
+        out.closed = true;
+        return out;
+    }
+    return raw_receive(r, 10000);
 }
 
 /* Sends a Register body and, on success, takes the session it grants. */

@@ -37,6 +37,11 @@ void raw_close(raw_session_t *r);
 /* A fresh random client id. */
 sl_u128_t raw_client_id(void);
 
+/* Sends one request without waiting for its answer; false when the socket refused it. */
+bool raw_send(raw_session_t *r, uint8_t operation, uint32_t code, uint64_t request,
+              uint64_t session, sl_span_t body, bool stamp);
+/* Reads the next frame (an answer or an eviction); closed when none came in timeout_ms. */
+raw_reply_t raw_receive(raw_session_t *r, int timeout_ms);
 /* Sends one request and reads its answer. code is used for operation 2. */
 raw_reply_t raw_call(raw_session_t *r, uint8_t operation, uint32_t code, uint64_t request,
                      uint64_t session, sl_span_t body, bool stamp);

@@ -892,16 +892,17 @@ static void test_heartbeat_evicts_member_behind_large_reply(void **state)
     assert_non_null(admin);
     OK(sl_client_create_stream(admin, "big", NULL));
     OK(sl_client_create_topic(admin, sl_id_name("big"), "wide", 1, NULL, NULL));
-    /* 16 MB of messages: a poll of all of them is a reply that does not fit
-     * the socket buffers of a receiver that does not read. (A wide GetTopic
-     * would need 300000 partitions, each a directory on disk.) */
+    /* 16 MB of messages in one batch: a poll of it is a reply that does not
+     * fit the socket buffers of a receiver that does not read. One record,
+     * since a poll reply carries at most SL_POLL_REPLY_SLICE of records
+     * unless its first record alone is larger. (A wide GetTopic would need
+     * 300000 partitions.) */
     static uint8_t payload[1000];
-    static sl_send_message_t batch[1000];
-    for (int i = 0; i < 1000; i++)
+    static sl_send_message_t batch[16000];
+    for (int i = 0; i < 16000; i++)
         batch[i] = (sl_send_message_t){.payload = payload, .payload_len = sizeof(payload)};
-    for (int i = 0; i < 16; i++)
-        OK(sl_client_send_messages(admin, sl_id_name("big"), sl_id_name("wide"),
-                                   sl_partitioning_partition(0), batch, 1000, NULL));
+    OK(sl_client_send_messages(admin, sl_id_name("big"), sl_id_name("wide"),
+                               sl_partitioning_partition(0), batch, 16000, NULL));
     OK(sl_client_create_consumer_group(admin, sl_id_name("big"), sl_id_name("wide"), "g", NULL));
 
     static raw_session_t mem; /* 1 MiB frame buffer */

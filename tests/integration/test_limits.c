@@ -362,8 +362,10 @@ static void test_frame_timeout_closes_trickler(void **state)
 
 /* --- replies nobody reads: the reply budget ------------------------------------------- */
 
-#define BIG_BATCHES    16
-#define BIG_PER_BATCH  16
+/* One 16 MiB record: a poll reply carries at most SL_POLL_REPLY_SLICE (2 MiB) of records
+ * unless its first record alone is larger, and these polls must be 16 MiB each. */
+#define BIG_BATCHES    1
+#define BIG_PER_BATCH  256
 #define BIG_PAYLOAD    (64u * 1024u)
 #define SMALL_MESSAGES 10
 #define SMALL_PAYLOAD  100

@@ -419,6 +419,11 @@ static void test_deletes_remove_directories(void **state)
     assert_int_equal(sl_client_store_consumer_offset(c, me, sl_id_name("dirs"), sl_id_name("b"), 0,
                                                      1, SL_ACK_LEVEL_QUORUM),
                      0);
+    /* A partition's directory comes with its first write to disk (the sends above stay in
+     * the journal): a stored offset makes it. */
+    assert_int_equal(sl_client_store_consumer_offset(c, me, sl_id_name("dirs"), sl_id_name("a"), 1,
+                                                     1, SL_ACK_LEVEL_QUORUM),
+                     0);
     assert_true(data_exists(part1) && data_exists(offset));
 
     assert_int_equal(sl_client_delete_partitions(c, sl_id_name("dirs"), sl_id_name("a"), 1), 0);
@@ -450,6 +455,47 @@ static void test_deletes_remove_directories(void **state)
     assert_true(data_exists("streams"));
 }
 
+/* A poll asking for everything gets at most SL_POLL_REPLY_SLICE (2 MiB) of records, so one
+ * poll never holds the loop for a whole 61 MB copy (issue 10); polling on from the next offset
+ * gets the rest, and a record larger than the slice is served whole. */
+static void test_poll_reply_slice(void **state)
+{
+    (void)state;
+    sl_client_t *c = connect_root();
+    assert_int_equal(sl_client_create_stream(c, "slice", NULL), 0);
+    assert_int_equal(sl_client_create_topic(c, sl_id_name("slice"), "t", 1, NULL, NULL), 0);
+    static uint8_t payload[1000];
+    static sl_send_message_t batch[3000];
+    for (int i = 0; i < 3000; i++)
+        batch[i] = (sl_send_message_t){.payload = payload, .payload_len = sizeof(payload)};
+    for (int i = 0; i < 5; i++) /* five records of 1000 messages, about 1 MB each */
+        assert_int_equal(sl_client_send_messages(c, sl_id_name("slice"), sl_id_name("t"),
+                                                 sl_partitioning_partition(0), batch, 1000, NULL),
+                         0);
+    assert_int_equal(sl_client_send_messages(c, sl_id_name("slice"), sl_id_name("t"),
+                                             sl_partitioning_partition(0), batch, 3000, NULL),
+                     0); /* one record of 3 MB */
+    sl_consumer_ref_t me = sl_consumer_single(sl_id_num(1));
+    uint64_t next = 0;
+    uint32_t polls = 0, total = 0;
+    while (total < 8000 && polls < 20) {
+        sl_polled_messages_t out;
+        assert_int_equal(sl_client_poll_messages(c, me, sl_id_name("slice"), sl_id_name("t"), 0,
+                                                 sl_poll_offset(next), UINT32_MAX, false, &out),
+                         0);
+        assert_true(out.count > 0);
+        /* At most two 1 MB records fit in a slice; the 3 MB record comes alone. */
+        assert_true(out.count <= 2000 || (out.count == 3000 && next == 5000));
+        assert_int_equal(out.messages[0].offset, next);
+        next += out.count;
+        total += out.count;
+        polls++;
+    }
+    assert_int_equal(total, 8000);
+    assert_true(polls >= 4);
+    sl_client_close(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -460,6 +506,7 @@ int main(void)
         cmocka_unit_test(test_delete_segments),
         cmocka_unit_test(test_recreated_topic_starts_empty),
         cmocka_unit_test(test_deletes_remove_directories),
+        cmocka_unit_test(test_poll_reply_slice),
     };
     return cmocka_run_group_tests(tests, start, stop);
 }

@@ -104,7 +104,7 @@ static void assert_modes(const th_server_t *srv, mode_t file_mode, mode_t dir_mo
 }
 
 /* Streams, an enforce_fsync topic with messages (segments and indexes on
- * disk), a stored consumer offset, a purge (purge.gen), and enough metadata
+ * disk), a stored consumer offset, a purge and a send after it (purge.gen), and enough metadata
  * operations for a checkpoint (snapshot, superblocks): every kind of file. */
 static void write_everything(const th_server_t *srv)
 {
@@ -125,6 +125,11 @@ static void write_everything(const th_server_t *srv)
     OK(sl_client_store_consumer_offset(c, sl_consumer_single(sl_id_num(7)), sl_id_name("s"),
                                        sl_id_name("t"), 0, 0, 0));
     OK(sl_client_purge_topic(c, sl_id_name("s"), sl_id_name("purged")));
+    /* The purge's record is written before the partition's next write. */
+    sl_send_message_t m = {.id = {9, 0}, .payload = "again", .payload_len = 5};
+    sl_send_result_t r;
+    OK(sl_client_send_messages(c, sl_id_name("s"), sl_id_name("purged"),
+                               sl_partitioning_partition(0), &m, 1, &r));
     sl_client_close(c);
 }
 

@@ -433,6 +433,18 @@ static void test_topic_create_errors(void **state)
     o.set |= SL_TOPIC_OPT_SEGMENT_SIZE;
     o.segment_size = MIB;
     OK(sl_client_create_topic(root, sl_id_num(sid), "prealloc", 64, &o, NULL));
+    /* CreatePartitions meets the same cap with the count it would reach (issue 10: it used
+     * to take a topic past it). Nothing is allocated before a partition's first write. */
+    o.segment_size = GIB;
+    OK(sl_client_create_topic(root, sl_id_num(sid), "grows", 60, &o, NULL));
+    FAILS(sl_client_create_partitions(root, sl_id_num(sid), sl_id_name("grows"), 5),
+          SL_ERR_INVALID_OPTION_VALUE);
+    const sl_topic_t *grown;
+    OK(sl_client_get_topic(root, sl_id_num(sid), sl_id_name("grows"), &grown));
+    assert_int_equal(grown->partitions_count, 60);
+    OK(sl_client_create_partitions(root, sl_id_num(sid), sl_id_name("grows"), 4));
+    FAILS(sl_client_create_partitions(root, sl_id_num(sid), sl_id_name("grows"), 1),
+          SL_ERR_INVALID_OPTION_VALUE);
 
     /* max_topic_size below the (default 1 GiB) segment size: 1019. */
     o = (sl_topic_options_t){.set = SL_TOPIC_OPT_MAX_TOPIC_SIZE, .max_topic_size = MIB};

@@ -258,7 +258,10 @@ static void test_purge_record_owed_on_a_full_disk(void **state)
 {
     tu_part_t *t = *state;
     tu_append(t, 3, 40);
-    assert_int_equal(sl_partition_purge_to(t->p, 1), 0); /* recorded: room enough */
+    assert_int_equal(sl_partition_purge_to(t->p, 1), 0);
+    t->next_id = 0;
+    tu_append(t, 1, 40); /* records generation 1 first: room enough */
+    assert_int_equal(sl_partition_flush(t->p), 0);
     t->next_id = 0;
     /* Every new block is refused from here on: a full disk. */
     sl_io_fault_t full = {.calls = SL_IO_MASK_WRITES, .error = ENOSPC};
