@@ -10,6 +10,7 @@
 #ifndef SLUICE_BENCH_IGGY_H
 #define SLUICE_BENCH_IGGY_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,9 +44,9 @@ typedef struct sb_range {
 } sb_range_t;
 
 enum {
-    SB_ACTORS_MAX = 256,       /* producers + consumers of one run */
-    SB_STREAMS_MAX = 1000,     /* bench-stream-1 .. */
-    SB_PARTITIONS_MAX = 1000,  /* per topic, the protocol's bound */
+    SB_ACTORS_MAX = 256,                    /* producers + consumers of one run */
+    SB_STREAMS_MAX = 1000,                  /* bench-stream-1 .. */
+    SB_PARTITIONS_MAX = 1000,               /* per topic, the protocol's bound */
     SB_MESSAGE_SIZE_MAX = 10 * 1000 * 1000, /* one payload, below the server's limit */
     SB_BATCH_MESSAGES_MAX = 100000,
     SB_BATCH_BYTES_MAX = 60 * 1000 * 1000, /* a request frame under the 64 MiB frame limit */
@@ -54,21 +55,21 @@ enum {
 typedef struct sb_iggy_args {
     sb_kind_t kind;
     /* global options (before the kind) */
-    sb_range_t message_size;       /* -m, bytes (default 1000) */
-    sb_range_t messages_per_batch; /* -P (default 1000) */
-    uint32_t message_batches;      /* -b, per actor; 0 when -T is given */
-    uint64_t total_data;           /* -T, bytes over all actors; 0 when -b is given */
-    uint64_t rate_limit;           /* -r, bytes per second over all actors; 0 none */
-    uint64_t warmup_us;            /* -w */
-    uint64_t sampling_us;          /* -t, the time-series bucket */
-    uint32_t moving_average_window; /* -W */
+    sb_range_t message_size;         /* -m, bytes (default 1000) */
+    sb_range_t messages_per_batch;   /* -P (default 1000) */
+    uint32_t message_batches;        /* -b, per actor; 0 when -T is given */
+    uint64_t total_data;             /* -T, bytes over all actors; 0 when -b is given */
+    uint64_t rate_limit;             /* -r, bytes per second over all actors; 0 none */
+    uint64_t warmup_us;              /* -w */
+    uint64_t sampling_us;            /* -t, the time-series bucket */
+    uint32_t moving_average_window;  /* -W */
     const char *username, *password; /* -u, -p */
-    bool enforce_fsync;            /* --enforce-fsync, --durability persisted */
-    bool reuse_streams;            /* --reuse-streams */
-    bool no_ceiling;               /* --no-ceiling: tcp without the ceiling run */
-    bool pretty;                   /* --pretty: a per-actor table too */
-    const char *sluiced;           /* --sluiced PATH (NULL: the default binary) */
-    const char *dir;               /* --dir: temporary data (NULL: $TMPDIR or /tmp) */
+    bool enforce_fsync;              /* --enforce-fsync, --durability persisted */
+    bool reuse_streams;              /* --reuse-streams */
+    bool no_ceiling;                 /* --no-ceiling: tcp without the ceiling run */
+    bool pretty;                     /* --pretty: a per-actor table too */
+    const char *sluiced;             /* --sluiced PATH (NULL: the default binary) */
+    const char *dir;                 /* --dir: temporary data (NULL: $TMPDIR or /tmp) */
     /* kind options */
     uint32_t streams, partitions, producers, consumers, consumer_groups;
     uint64_t max_topic_size; /* -T after the kind; 0 server default */
@@ -87,6 +88,8 @@ typedef struct sb_iggy_args {
  * --only, ...). So `sluice-bench` alone and `sluice-bench --only ping` keep
  * their meaning, and a command line naming a kind is Iggy's. */
 bool sb_iggy_wanted(int argc, char **argv);
+/* The earlier command line's long options (getopt_long form). */
+extern const struct option sb_old_options[];
 
 /* Parses an Iggy-style command line into out (defaults filled in, kind
  * rules checked). 0, or -1 with a one-line reason in err. --help and

@@ -289,20 +289,8 @@ static void parse_options(int argc, char **argv, sb_options_t *o)
                         .run_messages = true,
                         .run_group = true,
                         .run_logins = true};
-    static const struct option longs[] = {
-        {"sluiced", 1, 0, 's'},      {"host", 1, 0, 'h'},
-        {"port", 1, 0, 'p'},         {"user", 1, 0, 'u'},
-        {"password", 1, 0, 'w'},     {"rounds", 1, 0, 'r'},
-        {"seconds", 1, 0, 't'},      {"connections", 1, 0, 'c'},
-        {"streams", 1, 0, 'n'},      {"dir", 1, 0, 'd'},
-        {"only", 1, 0, 'o'},         {"message-seconds", 1, 0, 'm'},
-        {"producers", 1, 0, 'P'},    {"partitions", 1, 0, 'N'},
-        {"partition-mb", 1, 0, 'M'}, {"partition-message-bytes", 1, 0, 'B'},
-        {"stall-streams", 1, 0, 'S'}, {"help", 0, 0, 'H'},
-        {0, 0, 0, 0},
-    };
     int c;
-    while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1)
+    while ((c = getopt_long(argc, argv, "", sb_old_options, NULL)) != -1)
         apply_option(o, c, optarg);
     check_options(o);
 }

@@ -99,7 +99,8 @@ static void test_iggy_examples(void **state)
         "balanced-producer --streams 5 --producers 5 tcp",
         "--message-size 100..1000 --messages-per-batch 100 --total-data 1GiB balanced-producer "
         "--streams 5 --producers 5 tcp",
-        "--message-size 1000 --messages-per-batch 10..100 --total-data 500MiB balanced-producer tcp",
+        "--message-size 1000 --messages-per-batch 10..100 --total-data 500MiB balanced-producer "
+        "tcp",
         "--message-size 500..2000 --messages-per-batch 50..200 --total-data 2GiB --warmup-time 10s "
         "--rate-limit 50MB balanced-producer tcp",
         "pinned-producer --streams 5 --producers 5 tcp --server-address localhost:8090",
@@ -325,6 +326,15 @@ static void test_old_interface(void **state)
     assert_true(sb_iggy_wanted(3, kind));
     assert_true(sb_iggy_wanted(5, password_then_kind));
     assert_true(sb_iggy_wanted(5, iggy_option));
+    /* Every option of the earlier command line, with a value, keeps it. */
+    for (size_t i = 0; sb_old_options[i].name; i++) {
+        if (!sb_old_options[i].has_arg)
+            continue;
+        char name[64], value[] = "5";
+        snprintf(name, sizeof(name), "--%s", sb_old_options[i].name);
+        char *argv[] = {a0, name, value};
+        assert_false(sb_iggy_wanted(3, argv));
+    }
 }
 
 static void test_names(void **state)
@@ -354,9 +364,9 @@ static void test_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_issue_lines), cmocka_unit_test(test_iggy_examples),
-        cmocka_unit_test(test_defaults),    cmocka_unit_test(test_forms),
-        cmocka_unit_test(test_values),      cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_issue_lines),   cmocka_unit_test(test_iggy_examples),
+        cmocka_unit_test(test_defaults),      cmocka_unit_test(test_forms),
+        cmocka_unit_test(test_values),        cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_old_interface), cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
