@@ -34,7 +34,7 @@ typedef struct sb_options {
     int partition_mb;                 /* MB sent to each of its two topics per round */
     int partition_message_bytes;      /* payload of each of its 1000 messages per batch */
     bool run_rss, run_ping, run_durable, run_messages, run_group;
-    bool run_logins, run_partitions;
+    bool run_logins, run_partitions, run_http;
 } sb_options_t;
 
 /* --- process plumbing (sluice_bench_proc.c) ------------------------------------- */
@@ -215,5 +215,12 @@ void sb_partitions_run(const sb_options_t *o, const char *host, uint16_t port, p
 /* Ping latency on one connection alone and beside another connection's
  * repeated wrong-password logins, rounds alternating. */
 void sb_logins_run(const sb_options_t *o, const char *host, uint16_t port);
+
+/* --- http (sluice_bench_http.c) --------------------------------------------------- */
+
+/* GetStream over the HTTP API next to the binary protocol, same server, same
+ * run. Needs the server the bench started (own), whose log names its HTTP
+ * port. */
+void sb_http_run(const sb_options_t *o, const sb_sluiced_t *own, const char *host, uint16_t port);
 
 #endif

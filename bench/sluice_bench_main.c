@@ -141,7 +141,7 @@ static void usage(FILE *f)
             "  --partitions N     partitions of the many-partition figure (default 1000)\n"
             "  --partition-mb M   MB sent per round to each of its topics (default 2000)\n"
             "  --partition-message-bytes B  payload of its 1000 messages per batch (default 1000)\n"
-            "  --only LIST        any of rss,ping,durable,messages,group,logins,partitions\n"
+            "  --only LIST        any of rss,ping,durable,messages,group,logins,partitions,http\n"
             "                     (default all but partitions)\n",
             default_sluiced());
 }
@@ -166,9 +166,10 @@ static void parse_only(sb_options_t *o, const char *list)
     o->run_group = strstr(list, "group") != NULL;
     o->run_logins = strstr(list, "logins") != NULL;
     o->run_partitions = strstr(list, "partitions") != NULL;
+    o->run_http = strstr(list, "http") != NULL;
     if (!o->run_rss && !o->run_ping && !o->run_durable && !o->run_messages && !o->run_group &&
-        !o->run_logins && !o->run_partitions)
-        sb_die("--only takes rss, ping, durable, messages, group, logins and/or partitions");
+        !o->run_logins && !o->run_partitions && !o->run_http)
+        sb_die("--only takes rss, ping, durable, messages, group, logins, partitions and/or http");
 }
 
 static void check_options(const sb_options_t *o)
@@ -276,7 +277,8 @@ static void parse_options(int argc, char **argv, sb_options_t *o)
                         .partition_message_bytes = 1000,
                         .run_messages = true,
                         .run_group = true,
-                        .run_logins = true};
+                        .run_logins = true,
+                        .run_http = true};
     static const struct option longs[] = {
         {"sluiced", 1, 0, 's'},      {"host", 1, 0, 'h'},
         {"port", 1, 0, 'p'},         {"user", 1, 0, 'u'},
@@ -347,6 +349,8 @@ int main(int argc, char **argv)
         sb_logins_run(&o, host, port);
     if (o.run_partitions)
         sb_partitions_run(&o, host, port, own.pid);
+    if (o.run_http)
+        sb_http_run(&o, &own, host, port);
     if (own.pid > 0) {
         sb_memory_t end;
         if (sb_memory_read(own.pid, &end))
