@@ -85,6 +85,8 @@ static bool topics_read(json_object *map, sl_stream_perms_t *s, sl_arena_t *aren
     s->topics = n ? SL_ARENA_NEW(arena, sl_topic_perms_t, n) : NULL;
     if (n && !s->topics)
         return false;
+    if (!map)
+        return true; /* null or absent: no grants (the walk below needs a map) */
     size_t i = 0;
     json_object_object_foreach(map, key, value)
     {
@@ -111,6 +113,8 @@ static bool streams_read(json_object *map, sl_permissions_t *p, sl_arena_t *aren
     p->streams = n ? SL_ARENA_NEW(arena, sl_stream_perms_t, n) : NULL;
     if (n && !p->streams)
         return false;
+    if (!map)
+        return true; /* null or absent: no grants (the walk below needs a map) */
     size_t i = 0;
     json_object_object_foreach(map, key, value)
     {

@@ -50,8 +50,13 @@ int sl_rest_build(const sl_rest_request_t *req, sl_rest_call_t *call, sl_rest_er
     call->operation = h->operation;
     call->code = h->code;
     call->ack_none = false;
-    if (h->build(req, call, err) != 0)
+    err->status = 0;
+    if (h->build(req, call, err) != 0) {
+        /* A value the wire encoder refused that no check above caught. */
+        if (err->status == 0)
+            sl_rest_error_from_code(SL_ERR_INVALID_COMMAND, err);
         return -1;
+    }
     if (!sl_buf_ok(call->body)) {
         sl_rest_error_from_code(SL_ERR_INVALID_COMMAND, err);
         return -1;

@@ -82,6 +82,11 @@ bool sl_rest_query_get(const sl_rest_query_t *q, const char *key, char *buf, siz
 
 json_object *sl_rest_json_object(sl_span_t body, sl_rest_error_t *err)
 {
+    /* JSON text is UTF-8; json-c would let other bytes through into names. */
+    if (!sl_utf8_valid(body.ptr, body.len)) {
+        sl_rest_error_plain(err, 400, "Failed to parse the request body as JSON: invalid UTF-8");
+        return NULL;
+    }
     json_tokener *tok = json_tokener_new_ex(64);
     if (!tok) {
         sl_rest_error_custom(err, 500, 1, "error", "out of memory");
@@ -216,9 +221,41 @@ bool sl_rest_json_bool(json_object *o, const char *key, bool required, bool *out
 
 /* --- JSON out ------------------------------------------------------------------------- */
 
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 when it is not one. */
+static size_t utf8_seq(const uint8_t *p, size_t n)
+{
+    size_t len = p[0] < 0x80         ? 1
+                 : (p[0] >> 5) == 6  ? 2
+                 : (p[0] >> 4) == 14 ? 3
+                 : (p[0] >> 3) == 30 ? 4
+                                     : 0;
+    if (len == 0 || len > n)
+        return 0;
+    return sl_utf8_valid(p, len) ? len : 0;
+}
+
 json_object *sl_rest_json_string(sl_span_t s)
 {
-    return json_object_new_string_len((const char *)s.ptr, (int)s.len);
+    if (sl_utf8_valid(s.ptr, s.len))
+        return json_object_new_string_len((const char *)s.ptr, (int)s.len);
+    /* Never invalid JSON text: a byte that is not UTF-8 becomes U+FFFD, as
+     * a lossy decode would show it. Names are validated UTF-8 everywhere;
+     * this guards the text the server reads from its host (stats). */
+    sl_buf_t b;
+    sl_buf_init(&b, 0);
+    for (size_t i = 0; i < s.len;) {
+        size_t k = utf8_seq(s.ptr + i, s.len - i);
+        if (k) {
+            sl_put_bytes(&b, s.ptr + i, k);
+            i += k;
+        } else {
+            sl_put_bytes(&b, "\xEF\xBF\xBD", 3);
+            i++;
+        }
+    }
+    json_object *o = json_object_new_string_len((const char *)b.data, (int)b.len);
+    sl_buf_free(&b);
+    return o;
 }
 
 json_object *sl_rest_json_uint(uint64_t v)
@@ -251,6 +288,9 @@ json_object *sl_rest_json_u128(sl_u128_t v)
 
 json_object *sl_rest_json_f32(float v)
 {
+    /* JSON has no NaN or infinity; serde writes null for them. */
+    if (v != v || v - v != 0.0f)
+        return NULL;
     char text[32];
     for (int prec = 1; prec <= 9; prec++) {
         snprintf(text, sizeof(text), "%.*g", prec, (double)v);

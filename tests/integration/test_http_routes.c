@@ -226,6 +226,26 @@ static void test_users(void **state)
     assert_string_equal(th_json_str(as.last.json, "code"), "unauthorized");
     th_http_free(&as);
 
+    /* Grants without streams, and a stream grant without topics: null maps
+     * (found by fuzz_rest: they once crashed the HTTP thread). */
+    ok(th_http_put(&http, path,
+                   "{\"permissions\":{\"global\":{\"manage_servers\":false,\"read_servers\":true,"
+                   "\"manage_users\":false,\"read_users\":false,\"manage_streams\":false,"
+                   "\"read_streams\":true,\"manage_topics\":false,\"read_topics\":true,"
+                   "\"poll_messages\":false,\"send_messages\":false},\"streams\":{\"1\":{"
+                   "\"manage_stream\":false,\"read_stream\":true,\"manage_topics\":false,"
+                   "\"read_topics\":true,\"poll_messages\":true,\"send_messages\":false,"
+                   "\"topics\":null}}}}"),
+       204);
+    ok(th_http_get(&http, "/users/alice2"), 200);
+    assert_true(json_object_get_boolean(J("permissions.streams.1.read_stream")));
+    assert_null(J("permissions.streams.1.topics"));
+    ok(th_http_put(&http, path,
+                   "{\"permissions\":{\"global\":{\"manage_servers\":false,\"read_servers\":true,"
+                   "\"manage_users\":false,\"read_users\":false,\"manage_streams\":false,"
+                   "\"read_streams\":true,\"manage_topics\":false,\"read_topics\":true,"
+                   "\"poll_messages\":false,\"send_messages\":false},\"streams\":null}}"),
+       204);
     refused(th_http_delete(&http, "/users/0"), 400, 48, "cannot_delete_user");
     refused(th_http_put(&http, "/users/0/permissions", "{\"permissions\":null}"), 400, 49,
             "cannot_change_permissions");
