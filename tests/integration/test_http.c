@@ -324,6 +324,36 @@ static void test_key_kept_across_restart(void **state)
     assert_int_equal(th_http_get(&http, "/streams"), 401);
 }
 
+/* Tokens expire as configured (http.jwt.access_token_expiry, no leeway
+ * here); a configured secret replaces the kept key. */
+static void test_expiry_and_configured_secret(void **state)
+{
+    (void)state;
+    th_server_t short_lived;
+    th_options_t o = {.extra_config = "[http]\naddress = \"127.0.0.1:0\"\n\n[http.jwt]\n"
+                                      "access_token_expiry = \"1 s\"\nclock_skew = \"0 s\"\n"
+                                      "encoding_secret = \"a configured secret\"\n"};
+    assert_true(th_start(&short_lived, &o));
+    th_http_t h;
+    th_http_init(&h, short_lived.http_port);
+    assert_true(th_http_login(&h, "iggy", "iggy"));
+    int64_t expiry = th_json_int(h.last.json, "access_token.expiry");
+    assert_int_equal(th_http_get(&h, "/streams"), 200);
+    /* No key file when a secret is configured. */
+    char path[512];
+    snprintf(path, sizeof(path), "%s/data/http_jwt_key", short_lived.data_dir);
+    struct stat st;
+    assert_int_not_equal(stat(path, &st), 0);
+    /* Past exp (whole seconds, no leeway): refused. */
+    while ((int64_t)time(NULL) <= expiry + 1)
+        usleep(200 * 1000);
+    assert_int_equal(th_http_get(&h, "/streams"), 401);
+    assert_int_equal(th_json_int(h.last.json, "id"), 40);
+    th_http_free(&h);
+    assert_int_equal(th_stop(&short_lived, SIGTERM), 0);
+    th_cleanup(&short_lived);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -339,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_huge_body),
         cmocka_unit_test(test_cors),
         cmocka_unit_test(test_key_kept_across_restart),
+        cmocka_unit_test(test_expiry_and_configured_secret),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
