@@ -135,7 +135,7 @@ static enum MHD_Result send_empty(sl_http_t *h, struct MHD_Connection *c, uint16
     sl_rest_response_t resp;
     sl_rest_response_init(&resp);
     sl_rest_response_empty(&resp, status);
-    enum MHD_Result rc = send_response(h, c, &resp, false);
+    enum MHD_Result rc = send_response(h, c, &resp, true);
     sl_rest_response_free(&resp);
     return rc;
 }
@@ -349,7 +349,7 @@ static enum MHD_Result metrics(sl_http_t *h, struct MHD_Connection *c)
     }
     sl_http_links_release(&h->links, l);
     enum MHD_Result answer =
-        rc == 0 && a.code == 0 ? send_response(h, c, &resp, false) : send_unavailable(h, c);
+        rc == 0 && a.code == 0 ? send_response(h, c, &resp, true) : send_unavailable(h, c);
     sl_rest_response_free(&resp);
     return answer;
 }

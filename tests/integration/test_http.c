@@ -156,7 +156,10 @@ static void test_logout_revokes_the_token(void **state)
     snprintf(token, sizeof(token), "%s", http.token);
     assert_int_equal(th_http_get(&http, "/streams"), 200);
     assert_int_equal(th_http_delete(&http, "/users/logout"), 204);
+    char view[16];
+    assert_true(th_http_header(&http, "iggy-view", view, sizeof(view)));
     assert_error(th_http_get(&http, "/streams"), 401, 40, "unauthenticated");
+    assert_false(th_http_header(&http, "iggy-view", view, sizeof(view)));
     /* Refresh with the logged-out token is refused too. */
     char body[2200];
     snprintf(body, sizeof(body), "{\"token\":\"%s\"}", token);
