@@ -35,7 +35,7 @@ typedef struct sb_options {
     int partition_message_bytes;      /* payload of each of its 1000 messages per batch */
     bool run_rss, run_ping, run_durable, run_messages, run_group;
     int stall_streams;                /* streams GetStreams lists in the stall figure */
-    bool run_logins, run_partitions, run_stall;
+    bool run_logins, run_partitions, run_stall, run_http;
 } sb_options_t;
 
 /* --- process plumbing (sluice_bench_proc.c) ------------------------------------- */
@@ -227,5 +227,12 @@ void sb_logins_run(const sb_options_t *o, const char *host, uint16_t port);
 /* Ping latency from one client while another runs each heavy request (issue 10), next to
  * pings alone; prints the figures. */
 void sb_stall_run(const sb_options_t *o, const char *host, uint16_t port);
+
+/* --- http (sluice_bench_http.c) --------------------------------------------------- */
+
+/* GetStream over the HTTP API next to the binary protocol, same server, same
+ * run. Needs the server the bench started (own), whose log names its HTTP
+ * port. */
+void sb_http_run(const sb_options_t *o, const sb_sluiced_t *own, const char *host, uint16_t port);
 
 #endif

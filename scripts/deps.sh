@@ -17,6 +17,9 @@ packages=(
   libargon2-dev     # password hashing (server)
   libssl-dev        # SHA-256 digests of personal access tokens
   libzip-dev        # GetSnapshot ZIP archives (server)
+  libmicrohttpd-dev # the HTTP API's server (server/http.c)
+  libjson-c-dev     # JSON of the HTTP API (src/rest)
+  libcurl4-openssl-dev # HTTP client of the HTTP API tests
 )
 
 missing=()

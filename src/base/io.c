@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static sl_io_hook_fn io_hook;
@@ -43,6 +44,38 @@ mode_t sl_io_file_mode(void)
 mode_t sl_io_dir_mode(void)
 {
     return io_group_access ? 0750 : 0700;
+}
+
+static sl_io_sync_observer_fn io_sync_observer;
+static void *io_sync_observer_ctx;
+
+void sl_io_set_sync_observer(sl_io_sync_observer_fn fn, void *ctx)
+{
+    io_sync_observer_ctx = ctx;
+    io_sync_observer = fn;
+}
+
+static uint64_t io_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Runs one sync call (fdatasync or fsync), EINTR retried, and tells the observer how long
+ * it took. */
+static int io_sync(int fd, int (*sync_fn)(int))
+{
+    uint64_t start = io_sync_observer ? io_now_ns() : 0;
+    int rc;
+    do
+        rc = sync_fn(fd);
+    while (rc < 0 && errno == EINTR);
+    int saved = errno;
+    if (io_sync_observer)
+        io_sync_observer(io_sync_observer_ctx, io_now_ns() - start);
+    errno = saved;
+    return rc < 0 ? -errno : 0;
 }
 
 void sl_io_set_hook(sl_io_hook_fn fn, void *ctx)
@@ -189,21 +222,13 @@ ssize_t sl_io_pread(int fd, void *p, size_t n, off_t off)
 int sl_io_fdatasync(int fd)
 {
     IO_ASK(SL_IO_FDATASYNC, fd, NULL, NULL, NULL);
-    int rc;
-    do
-        rc = fdatasync(fd);
-    while (rc < 0 && errno == EINTR);
-    return rc < 0 ? -errno : 0;
+    return io_sync(fd, fdatasync);
 }
 
 int sl_io_fsync(int fd)
 {
     IO_ASK(SL_IO_FSYNC, fd, NULL, NULL, NULL);
-    int rc;
-    do
-        rc = fsync(fd);
-    while (rc < 0 && errno == EINTR);
-    return rc < 0 ? -errno : 0;
+    return io_sync(fd, fsync);
 }
 
 int sl_io_fsync_dir(const char *path)
@@ -215,13 +240,9 @@ int sl_io_fsync_dir(const char *path)
     while (fd < 0 && errno == EINTR);
     if (fd < 0)
         return -errno;
-    int rc;
-    do
-        rc = fsync(fd);
-    while (rc < 0 && errno == EINTR);
-    int error = rc < 0 ? errno : 0;
+    int rc = io_sync(fd, fsync);
     close(fd);
-    return -error;
+    return rc;
 }
 
 int sl_io_rename(const char *from, const char *to)

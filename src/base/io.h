@@ -65,6 +65,13 @@ typedef int (*sl_io_hook_fn)(void *ctx, sl_io_op_t *op);
  * hook was installed are matched by path too. */
 void sl_io_set_hook(sl_io_hook_fn fn, void *ctx);
 
+/* Called after every fdatasync, fsync and directory fsync that ran, with its duration in
+ * nanoseconds, on whichever thread made the call (the observer must be thread-safe). Set once
+ * at start-up (the server's metrics, server/metrics.h) and cleared before the observer goes;
+ * NULL: none. With no observer the cost is one predictable branch. */
+typedef void (*sl_io_sync_observer_fn)(void *ctx, uint64_t ns);
+void sl_io_set_sync_observer(sl_io_sync_observer_fn fn, void *ctx);
+
 /* --- the modes of what the process creates ---------------------------------------------- */
 
 /* The server's files hold password hashes, token digests and every message: by default only the

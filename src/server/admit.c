@@ -114,6 +114,7 @@ static void login_reply(sl_session_t *s, const sl_request_header_t *req, uint64_
         .size = (uint32_t)(SL_HEADER_SIZE + s->reply_body.len),
     };
     sl_reply_header_encode(s->reply_header, &h);
+    sl_reply_account(s, h.size, false);
     struct iovec iov[2] = {{s->reply_header, SL_HEADER_SIZE},
                            {s->reply_body.data, s->reply_body.len}};
     if (sl_conn_reply(s->conn, iov, 2) != 0)
@@ -269,6 +270,24 @@ void sl_admit_register_resume(sl_session_t *s, const sl_hash_job_t *job)
     }
     bool ok = job->verified && u && u->status == SL_USER_ACTIVE;
     login_continue(s, req, &version, rest, ok ? LOGIN_OK : LOGIN_REJECTED, ok ? u->id : 0);
+}
+
+void sl_admit_register_internal(sl_session_t *s, const sl_request_header_t *req, uint32_t user_id,
+                                uint64_t created_at)
+{
+    sl_assert(s->internal);
+    const sl_meta_user_t *u = sl_meta_user_by_id(s->server->meta, user_id);
+    if (s->bound || !u || u->status != SL_USER_ACTIVE ||
+        (created_at != 0 && u->created_at != created_at)) {
+        sl_reply_status(s, req, SL_ERR_UNAUTHENTICATED);
+        return;
+    }
+    sl_client_version_t version = {
+        .protocol_version = SL_PROTOCOL_VERSION,
+        .sdk_name = sl_span_str("sluice-http"),
+        .sdk_version = sl_span_str(SL_SERVER_VERSION),
+    };
+    commit_register(s, req, &version, user_id);
 }
 
 /* --- logout (lifecycle.md 7) --------------------------------------------------- */

@@ -59,10 +59,81 @@ static const sl_setting_t settings[] = {
      "Reported only (cluster metadata): Sluice does not serve QUIC."},
     {"quic.address", SL_SETTING_ADDRESS, FIELD(quic.address), "127.0.0.1:8080", 0, 0,
      "IGGY_QUIC_ADDRESS", 0, "Reported QUIC address when quic.enabled is true."},
-    {"http.enabled", SL_SETTING_BOOL, FIELD(http.enabled), "false", 0, 1, "IGGY_HTTP_ENABLED", 0,
-     "Reported only (cluster metadata): Sluice does not serve the HTTP API."},
+    {"http.enabled", SL_SETTING_BOOL, FIELD(http.enabled), "true", 0, 1, "IGGY_HTTP_ENABLED", 0,
+     "Serve Iggy's HTTP API (docs/http.md) and /metrics."},
     {"http.address", SL_SETTING_ADDRESS, FIELD(http.address), "127.0.0.1:3000", 0, 0,
-     "IGGY_HTTP_ADDRESS", 0, "Reported HTTP address when http.enabled is true."},
+     "IGGY_HTTP_ADDRESS", 0, "Address the HTTP listener binds (port 0 = any free port)."},
+    {"http.max_request_size", SL_SETTING_BYTES, FIELD(http.max_request_size), "2 MB", 1024,
+     64 * MIB, "IGGY_HTTP_MAX_REQUEST_SIZE", 0,
+     "Largest request body; a larger one is answered 413 and the connection closed."},
+    {"http.max_connections", SL_SETTING_U32, FIELD(http.max_connections), "256", 1, 10000,
+     "IGGY_HTTP_MAX_CONNECTIONS", 0,
+     "HTTP connections open at once (one thread each); more are refused on accept."},
+    {"http.idle_timeout", SL_SETTING_DURATION, FIELD(http.idle_timeout_us), "30 s", US_PER_S,
+     US_PER_H, "IGGY_HTTP_IDLE_TIMEOUT", 0,
+     "An HTTP connection that sends nothing for this long (a slow or stalled client) is closed."},
+    {"http.sessions", SL_SETTING_U32, FIELD(http.sessions), "8", 1, 256, "IGGY_HTTP_SESSIONS", 0,
+     "Internal binary-protocol sessions HTTP requests are served through, one request each "
+     "at a time; more requests wait."},
+    {"http.web_ui", SL_SETTING_BOOL, FIELD(http.web_ui), "false", 0, 1, "IGGY_HTTP_WEB_UI", 0,
+     "Reported only: Sluice does not embed Iggy's web console (run it on its own)."},
+    {"http.cors.enabled", SL_SETTING_BOOL, FIELD(http.cors.enabled), "true", 0, 1,
+     "IGGY_HTTP_CORS_ENABLED", 0, "Answer CORS preflights and add CORS headers."},
+    {"http.cors.allowed_methods", SL_SETTING_STRING, FIELD(http.cors.allowed_methods),
+     "GET, POST, PUT, DELETE", 0, SL_CONFIG_LIST_CAPACITY - 1, "IGGY_HTTP_CORS_ALLOWED_METHODS",
+     SL_SETTING_OPTIONAL, "Comma-separated methods a cross-origin request may use."},
+    {"http.cors.allowed_origins", SL_SETTING_STRING, FIELD(http.cors.allowed_origins), "*", 0,
+     SL_CONFIG_LIST_CAPACITY - 1, "IGGY_HTTP_CORS_ALLOWED_ORIGINS", SL_SETTING_OPTIONAL,
+     "Comma-separated origins allowed; * first = any; empty = none."},
+    {"http.cors.allowed_headers", SL_SETTING_STRING, FIELD(http.cors.allowed_headers),
+     "content-type, authorization", 0, SL_CONFIG_LIST_CAPACITY - 1,
+     "IGGY_HTTP_CORS_ALLOWED_HEADERS", SL_SETTING_OPTIONAL,
+     "Comma-separated request headers a cross-origin request may send."},
+    {"http.cors.exposed_headers", SL_SETTING_STRING, FIELD(http.cors.exposed_headers),
+     "iggy-view", 0, SL_CONFIG_LIST_CAPACITY - 1, "IGGY_HTTP_CORS_EXPOSED_HEADERS",
+     SL_SETTING_OPTIONAL, "Comma-separated response headers a cross-origin caller may read."},
+    {"http.cors.allow_credentials", SL_SETTING_BOOL, FIELD(http.cors.allow_credentials), "false",
+     0, 1, "IGGY_HTTP_CORS_ALLOW_CREDENTIALS", 0,
+     "Send Access-Control-Allow-Credentials; needs explicit origins."},
+    {"http.cors.allow_private_network", SL_SETTING_BOOL, FIELD(http.cors.allow_private_network),
+     "false", 0, 1, "IGGY_HTTP_CORS_ALLOW_PRIVATE_NETWORK", 0,
+     "Answer private-network preflights with Access-Control-Allow-Private-Network."},
+    {"http.jwt.algorithm", SL_SETTING_STRING, FIELD(http.jwt.algorithm), "HS256", 5, 5,
+     "IGGY_HTTP_JWT_ALGORITHM", 0, "Signature of access tokens: HS256, HS384 or HS512."},
+    {"http.jwt.issuer", SL_SETTING_STRING, FIELD(http.jwt.issuer), "iggy.apache.org", 1,
+     SL_CONFIG_NAME_CAPACITY - 1, "IGGY_HTTP_JWT_ISSUER", 0, "The iss claim of issued tokens."},
+    {"http.jwt.audience", SL_SETTING_STRING, FIELD(http.jwt.audience), "iggy.apache.org", 1,
+     SL_CONFIG_NAME_CAPACITY - 1, "IGGY_HTTP_JWT_AUDIENCE", 0, "The aud claim of issued tokens."},
+    {"http.jwt.valid_issuers", SL_SETTING_STRING, FIELD(http.jwt.valid_issuers),
+     "iggy.apache.org", 1, SL_CONFIG_LIST_CAPACITY - 1, "IGGY_HTTP_JWT_VALID_ISSUERS", 0,
+     "Comma-separated iss values a token may carry."},
+    {"http.jwt.valid_audiences", SL_SETTING_STRING, FIELD(http.jwt.valid_audiences),
+     "iggy.apache.org", 1, SL_CONFIG_LIST_CAPACITY - 1, "IGGY_HTTP_JWT_VALID_AUDIENCES", 0,
+     "Comma-separated aud values a token may carry."},
+    {"http.jwt.access_token_expiry", SL_SETTING_DURATION, FIELD(http.jwt.access_token_expiry_us),
+     "1 h", US_PER_S, 3650 * US_PER_D, "IGGY_HTTP_JWT_ACCESS_TOKEN_EXPIRY", 0,
+     "Lifetime of an access token."},
+    {"http.jwt.clock_skew", SL_SETTING_DURATION, FIELD(http.jwt.clock_skew_us), "5 s", 0,
+     US_PER_H, "IGGY_HTTP_JWT_CLOCK_SKEW", 0, "Leeway on a token's exp and nbf."},
+    {"http.jwt.not_before", SL_SETTING_DURATION, FIELD(http.jwt.not_before_us), "0 s", 0, US_PER_H,
+     "IGGY_HTTP_JWT_NOT_BEFORE", 0, "How long after issue a token becomes valid (nbf)."},
+    {"http.jwt.encoding_secret", SL_SETTING_STRING, FIELD(http.jwt.encoding_secret), "", 1,
+     SL_CONFIG_NAME_CAPACITY - 1, "IGGY_HTTP_JWT_ENCODING_SECRET",
+     SL_SETTING_OPTIONAL | SL_SETTING_SECRET,
+     "HMAC key of access tokens; empty: a random key kept in <system.path>/http_jwt_key."},
+    {"http.jwt.decoding_secret", SL_SETTING_STRING, FIELD(http.jwt.decoding_secret), "", 1,
+     SL_CONFIG_NAME_CAPACITY - 1, "IGGY_HTTP_JWT_DECODING_SECRET",
+     SL_SETTING_OPTIONAL | SL_SETTING_SECRET,
+     "Key tokens are verified with; must equal encoding_secret (either alone serves both)."},
+    {"http.jwt.use_base64_secret", SL_SETTING_BOOL, FIELD(http.jwt.use_base64_secret), "false", 0,
+     1, "IGGY_HTTP_JWT_USE_BASE64_SECRET", 0, "The secrets are base64 of the key bytes."},
+    {"http.metrics.enabled", SL_SETTING_BOOL, FIELD(http.metrics.enabled), "true", 0, 1,
+     "IGGY_HTTP_METRICS_ENABLED", 0, "Serve Prometheus metrics (docs/metrics.md)."},
+    {"http.metrics.endpoint", SL_SETTING_STRING, FIELD(http.metrics.endpoint), "/metrics", 2,
+     SL_CONFIG_NAME_CAPACITY - 1, "IGGY_HTTP_METRICS_ENDPOINT", 0,
+     "Path of the metrics scrape; starts with /."},
+    {"http.tls.enabled", SL_SETTING_BOOL, FIELD(http.tls.enabled), "false", 0, 1,
+     "IGGY_HTTP_TLS_ENABLED", 0, "HTTPS is not served yet: true is refused at start-up."},
     {"websocket.enabled", SL_SETTING_BOOL, FIELD(websocket.enabled), "false", 0, 1,
      "IGGY_WEBSOCKET_ENABLED", 0,
      "Reported only (cluster metadata): Sluice does not serve WebSocket."},
@@ -780,6 +851,89 @@ static int check_row(const sl_config_t *cfg, const sl_setting_t *row, char *why,
     return 0;
 }
 
+/* Calls fn on each trimmed, non-empty entry of a comma-separated list; stops
+ * at the first non-zero return. */
+static int list_each(const char *list,
+                     int (*fn)(const char *item, size_t len, size_t index, void *ctx), void *ctx)
+{
+    const char *p = list;
+    size_t index = 0;
+    for (size_t guard = 0; p && *p && guard < SL_CONFIG_LIST_CAPACITY; guard++) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        const char *item = p;
+        /* Iggy's environment form "[a, b]" (quotes allowed) reads the same. */
+        while (n > 0 && strchr(" \t[\"", *item)) {
+            item++;
+            n--;
+        }
+        while (n > 0 && strchr(" \t]\"", item[n - 1]))
+            n--;
+        if (n > 0) {
+            int rc = fn(item, n, index++, ctx);
+            if (rc)
+                return rc;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+static int method_known(const char *item, size_t len, size_t index, void *ctx)
+{
+    (void)index, (void)ctx;
+    static const char *const methods[] = {"GET",  "POST",    "PUT",  "DELETE",
+                                          "HEAD", "OPTIONS", "PATCH"};
+    for (size_t i = 0; i < SL_ARRAY_LEN(methods); i++)
+        if (len == strlen(methods[i]) && strncasecmp(item, methods[i], len) == 0)
+            return 0;
+    return 1;
+}
+
+/* A wildcard anywhere but first (origins), or anywhere with credentials. */
+static int wildcard_at(const char *item, size_t len, size_t index, void *ctx)
+{
+    size_t first_ok = *(size_t *)ctx;
+    return len == 1 && item[0] == '*' && index >= first_ok;
+}
+
+static int validate_http_cors(const sl_config_t *cfg, char *err, size_t err_len)
+{
+    const __typeof__(cfg->http.cors) *c = &cfg->http.cors;
+    if (list_each(c->allowed_methods, method_known, NULL))
+        return fail(err, err_len,
+                    "http.cors.allowed_methods: only GET, POST, PUT, DELETE, HEAD, OPTIONS and "
+                    "PATCH may be listed");
+    size_t first_ok = 1;
+    if (list_each(c->allowed_origins, wildcard_at, &first_ok))
+        return fail(err, err_len, "http.cors.allowed_origins: * may only be the first entry");
+    first_ok = 0;
+    if (c->allow_credentials && (list_each(c->allowed_origins, wildcard_at, &first_ok) ||
+                                 list_each(c->allowed_headers, wildcard_at, &first_ok) ||
+                                 list_each(c->exposed_headers, wildcard_at, &first_ok)))
+        return fail(err, err_len,
+                    "http.cors.allow_credentials needs explicit origins and headers (no *)");
+    return 0;
+}
+
+static int validate_http(const sl_config_t *cfg, char *err, size_t err_len)
+{
+    const char *alg = cfg->http.jwt.algorithm;
+    if (strcmp(alg, "HS256") != 0 && strcmp(alg, "HS384") != 0 && strcmp(alg, "HS512") != 0)
+        return fail(err, err_len, "http.jwt.algorithm: only HS256, HS384 and HS512 are supported");
+    if (cfg->http.metrics.endpoint[0] != '/')
+        return fail(err, err_len, "http.metrics.endpoint must start with /");
+    if (cfg->http.tls.enabled)
+        return fail(err, err_len,
+                    "http.tls.enabled is true, but Sluice does not serve HTTPS yet (docs/http.md)");
+    const char *enc = cfg->http.jwt.encoding_secret, *dec = cfg->http.jwt.decoding_secret;
+    if (enc[0] && dec[0] && strcmp(enc, dec) != 0)
+        return fail(err, err_len,
+                    "http.jwt.decoding_secret differs from http.jwt.encoding_secret: tokens "
+                    "signed with one would never verify with the other");
+    return validate_http_cors(cfg, err, err_len);
+}
+
 static int validate_root(const sl_config_t *cfg, char *err, size_t err_len)
 {
     const sl_setting_t *user = sl_config_setting_find("root.username");
@@ -814,7 +968,8 @@ int sl_config_validate(const sl_config_t *cfg, char *err, size_t err_len)
                     "metadata.checkpoint_interval (%u) exceeds metadata.journal_slots (%u): the "
                     "journal must hold every operation since the last snapshot",
                     cfg->metadata.checkpoint_interval, cfg->metadata.journal_slots);
-    return validate_root(cfg, err, err_len);
+    int rc = validate_http(cfg, err, err_len);
+    return rc ? rc : validate_root(cfg, err, err_len);
 }
 
 /* --- printing --------------------------------------------------------------------- */
@@ -908,8 +1063,13 @@ void sl_config_print(FILE *f, const sl_config_t *cfg)
         char value[6 * SL_CONFIG_PATH_CAPACITY + 8];
         sl_config_format(cfg, row, false, value, sizeof(value));
         fprintf(f, "# %s Env: %s\n", row->description, row->env);
+        /* A secret that is set prints commented out: read back, the file
+         * must not set it to the placeholder. */
+        bool hidden = (row->flags & SL_SETTING_SECRET) && strcmp(value, "\"<hidden>\"") == 0;
         if (env_only)
             fprintf(f, "# %s = %s\n", row->name, value);
+        else if (hidden)
+            fprintf(f, "# %s = %s\n", row->name + (tlen ? tlen + 1 : 0), value);
         else
             fprintf(f, "%s = %s\n", row->name + (tlen ? tlen + 1 : 0), value);
         prev = row;
@@ -977,12 +1137,16 @@ static void apply_default_root(sl_config_t *cfg)
 
 static void warn_reported_only(const sl_config_t *cfg)
 {
-    const sl_config_reported_listener_t *l[] = {&cfg->quic, &cfg->http, &cfg->websocket};
-    const char *names[] = {"quic", "http", "websocket"};
+    const sl_config_reported_listener_t *l[] = {&cfg->quic, &cfg->websocket};
+    const char *names[] = {"quic", "websocket"};
     for (size_t i = 0; i < SL_ARRAY_LEN(l); i++)
         if (l[i]->enabled)
             sl_log_warn("%s.enabled is true: Sluice does not serve %s, it only reports %s",
                         names[i], names[i], l[i]->address.text);
+    if (cfg->http.enabled && cfg->http.web_ui)
+        sl_log_warn("http.web_ui is true: Sluice does not embed the web console; run it on its "
+                    "own against %s",
+                    cfg->http.address.text);
 }
 
 int sl_config_load(sl_config_t *cfg, int argc, char **argv, FILE *out, char *err, size_t err_len,

@@ -22,6 +22,8 @@
 /* Capacities of the string settings, terminator included. */
 #define SL_CONFIG_PATH_CAPACITY         4096u
 #define SL_CONFIG_ADDRESS_TEXT_CAPACITY 64u
+#define SL_CONFIG_NAME_CAPACITY         256u
+#define SL_CONFIG_LIST_CAPACITY         1024u
 /* Configuration files larger than this are refused (toml.h). */
 #define SL_CONFIG_FILE_MAX (1u << 20)
 
@@ -55,7 +57,45 @@ typedef struct sl_config {
         uint64_t reply_timeout_us; /* a reply's first byte sent to its last */
     } tcp;
     sl_config_reported_listener_t quic;
-    sl_config_reported_listener_t http;
+    /* The HTTP API (server/http.h, docs/http.md). Lists are comma-separated. */
+    struct {
+        bool enabled;
+        sl_config_address_t address;
+        uint64_t max_request_size; /* bytes of a request body */
+        uint32_t max_connections;
+        uint64_t idle_timeout_us; /* an HTTP connection idle this long is closed */
+        uint32_t sessions;        /* internal binary sessions requests go through */
+        bool web_ui;
+        struct {
+            bool enabled;
+            char allowed_methods[SL_CONFIG_LIST_CAPACITY];
+            char allowed_origins[SL_CONFIG_LIST_CAPACITY];
+            char allowed_headers[SL_CONFIG_LIST_CAPACITY];
+            char exposed_headers[SL_CONFIG_LIST_CAPACITY];
+            bool allow_credentials;
+            bool allow_private_network;
+        } cors;
+        struct {
+            char algorithm[8];
+            char issuer[SL_CONFIG_NAME_CAPACITY];
+            char audience[SL_CONFIG_NAME_CAPACITY];
+            char valid_issuers[SL_CONFIG_LIST_CAPACITY];
+            char valid_audiences[SL_CONFIG_LIST_CAPACITY];
+            uint64_t access_token_expiry_us;
+            uint64_t clock_skew_us;
+            uint64_t not_before_us;
+            char encoding_secret[SL_CONFIG_NAME_CAPACITY];
+            char decoding_secret[SL_CONFIG_NAME_CAPACITY];
+            bool use_base64_secret;
+        } jwt;
+        struct {
+            bool enabled;
+            char endpoint[SL_CONFIG_NAME_CAPACITY];
+        } metrics;
+        struct {
+            bool enabled; /* refused: HTTPS is not served yet */
+        } tls;
+    } http;
     sl_config_reported_listener_t websocket;
     struct {
         bool enabled;

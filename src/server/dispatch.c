@@ -4,6 +4,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "server/internal.h"
 #include "server/server.h"
 #include "wire/command.h"
 
@@ -44,6 +45,10 @@ static void non_replicated(sl_session_t *s, const sl_request_header_t *req, sl_s
 {
     if (req->code == SL_CMD_LOGIN_USER || req->code == SL_CMD_LOGIN_WITH_PERSONAL_ACCESS_TOKEN) {
         sl_reply_evict(s, req->client, SL_EVICT_MALFORMED_LOGIN, false);
+        return;
+    }
+    if (s->internal && sl_internal_code(req->code)) {
+        sl_internal_handle(s, req, body);
         return;
     }
     if (!s->bound && req->code != SL_CMD_PING) {
@@ -91,12 +96,16 @@ void sl_dispatch_frame(void *ctx, sl_conn_t *conn, const uint8_t *frame, uint32_
 {
     (void)ctx;
     sl_session_t *s = sl_conn_user(conn);
+    s->metric_slot = sl_metrics_slot_other();
+    s->metric_start_us = sl_clock_monotonic_us();
+    s->server->metrics.bytes_in += size;
     sl_request_header_t req;
     sl_hdr_verdict_t v = sl_request_header_decode(frame, s->server->frame_max, &req);
     if (v != SL_HDR_OK) {
         bad_header(s, frame, v);
         return;
     }
+    s->metric_slot = sl_metrics_slot(&s->server->metrics, req.operation, req.code);
     sl_span_t body = sl_span(frame + SL_HEADER_SIZE, size - SL_HEADER_SIZE);
     if (!sl_request_checksum_ok(req.request_checksum, body)) {
         sl_reply_status(s, &req, SL_ERR_INVALID_FORMAT);
@@ -111,7 +120,7 @@ void sl_dispatch_frame(void *ctx, sl_conn_t *conn, const uint8_t *frame, uint32_
      * the request is then judged as one without a session (40, or
      * Eviction 1). */
     (void)sl_admit_user_current(s);
-    s->last_seen_us = sl_clock_monotonic_us();
+    s->last_seen_us = s->metric_start_us;
     sl_arena_reset(&s->arena);
     sl_buf_reset(&s->reply_body);
 

@@ -450,6 +450,17 @@ static void loop_admit(sl_loop_t *loop, int fd)
     sl_loop_enqueue(loop, c);
 }
 
+sl_conn_t *sl_loop_adopt(sl_loop_t *loop, int fd, const char *label)
+{
+    uint32_t before = loop->nconns;
+    loop_admit(loop, fd);
+    if (loop->nconns == before)
+        return NULL; /* refused: fd is closed */
+    sl_conn_t *c = SL_CONTAINER_OF(loop->conns.prev, sl_conn_t, all_link);
+    snprintf(c->peer, sizeof(c->peer), "%s", label);
+    return c;
+}
+
 static void loop_on_accept(sl_loop_t *loop, int res, uint32_t flags)
 {
     if (!(flags & IORING_CQE_F_MORE))

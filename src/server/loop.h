@@ -211,6 +211,14 @@ const char *sl_loop_diagnose(int err);
  * several loops to share. Returns 0 or -errno. */
 int sl_loop_listen(const char *host, uint16_t port, int backlog, int *fd_out) SL_WUR;
 
+/* Opens a connection on fd, a connected stream socket made in this process
+ * (one end of a socketpair), as if it had been accepted: on_open runs, then
+ * frames flow as on any connection. label replaces the peer address in
+ * logs. Returns the connection, or NULL when refused (at max_conns or
+ * stopping; fd is closed). Loop thread only, before or during run. Used by
+ * the HTTP door to reach the request gate as an internal client. */
+sl_conn_t *sl_loop_adopt(sl_loop_t *loop, int fd, const char *label);
+
 /* --- connections ----------------------------------------------------------- */
 
 /* Answers the delivered frame with iovcnt (1..SL_LOOP_IOV_MAX) runs of bytes,

@@ -126,6 +126,7 @@ static void send_messages(sl_session_t *s, const sl_request_header_t *req, const
     int rc = sl_batch_validate(q.batch, q.messages_count);
     if (rc != 0)
         return sl_reply_status(s, req, (uint32_t)-rc);
+    s->server->metrics.messages_in += q.messages_count;
 
     /* The frame becomes the journal's: no copy of the messages. Everything
      * read from it must be read before the append (a flush may free it). */
@@ -318,6 +319,7 @@ static void poll_messages(sl_read_t *c)
         return sl_reply_budget_park(s, c->req, c->body);
     }
     sl_buf_patch_u32(&s->reply_body, count_at, res.messages);
+    srv->metrics.messages_out += res.messages;
     if (q.auto_commit && res.messages > 0 &&
         sl_offsets_store(p, kind, key, res.last_offset, false, true) != 0)
         sl_log_warn("auto-commit of offset %llu failed", (unsigned long long)res.last_offset);

@@ -28,7 +28,7 @@ static void get_stats(sl_read_t *c)
     r.messages_count = st.messages;
     r.messages_size_bytes = st.size_bytes;
     r.consumer_groups_count = n.groups;
-    r.clients_count = srv->sessions_count;
+    r.clients_count = srv->sessions_count - srv->internal_count;
     if (sl_get_stats_reply_encode(c->out, &r) != 0)
         return sl_read_status(c, SL_ERR_ERROR);
     sl_read_ok(c);
@@ -59,17 +59,17 @@ static void get_snapshot(sl_read_t *c)
         return sl_read_status(c, rc);
 }
 
-/* defaults.md 6: one node, the TCP listener's IP and the configured ports
- * (0 for a transport Sluice does not serve). */
+/* defaults.md 6: one node, the TCP listener's IP and the ports served (the
+ * HTTP port bound, 0 for a transport Sluice does not serve). */
 static void get_cluster_metadata(sl_read_t *c)
 {
     const sl_config_t *cfg = &c->s->server->cfg;
     sl_cluster_node_t node = {
         .name = sl_span_str("iggy-node"),
         .ip = sl_span_str(cfg->tcp.address.host),
-        .tcp_port = c->s->server->cfg.tcp.address.port,
+        .tcp_port = sl_loop_port(c->s->server->loop),
         .quic_port = cfg->quic.enabled ? cfg->quic.address.port : 0,
-        .http_port = cfg->http.enabled ? cfg->http.address.port : 0,
+        .http_port = c->s->server->http ? c->s->server->http_port : 0,
         .websocket_port = cfg->websocket.enabled ? cfg->websocket.address.port : 0,
         .role = SL_NODE_LEADER,
         .status = SL_NODE_HEALTHY,
@@ -144,7 +144,7 @@ static void get_client(sl_read_t *c)
         return sl_read_ok(c); /* as for an unknown connection: empty */
     sl_server_t *srv = c->s->server;
     for (uint32_t i = 0; i < srv->sessions_count; i++) {
-        if (srv->sessions[i]->id != q.client_id)
+        if (srv->sessions[i]->id != q.client_id || srv->sessions[i]->internal)
             continue;
         sl_get_client_reply_t r = {.found = true};
         if (!client_view(c, srv->sessions[i], true, &r.client) ||
@@ -165,12 +165,16 @@ static void get_clients(sl_read_t *c)
                             : NULL;
     if (srv->sessions_count && !items)
         return sl_read_status(c, SL_ERR_ERROR);
+    /* The HTTP door's internal sessions are not clients (http.h). */
+    uint32_t n = 0;
     for (uint32_t i = 0; i < srv->sessions_count; i++) {
+        if (srv->sessions[i]->internal)
+            continue;
         sl_client_details_t d;
         client_view(c, srv->sessions[i], false, &d);
-        items[i] = d.header;
+        items[n++] = d.header;
     }
-    sl_get_clients_reply_t r = {srv->sessions_count, items};
+    sl_get_clients_reply_t r = {n, items};
     if (sl_get_clients_reply_encode(c->out, &r) != 0)
         return sl_read_status(c, SL_ERR_ERROR);
     sl_read_ok(c);

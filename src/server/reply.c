@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <sluice/error.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "server/server.h"
 #include "wire/codec.h"
@@ -21,8 +22,25 @@ static sl_reply_header_t reply_base(const sl_session_t *s, const sl_request_head
     };
 }
 
+void sl_reply_account(sl_session_t *s, size_t frame_bytes, bool error)
+{
+    sl_metrics_t *m = &s->server->metrics;
+    m->bytes_out += frame_bytes;
+    sl_metrics_answered(m, s->metric_slot, sl_clock_monotonic_us() - s->metric_start_us, error);
+}
+
+/* A refusal: a status, or a result section whose count is not 0. */
+static bool reply_refused(const sl_reply_header_t *h, sl_span_t body)
+{
+    if (h->status != 0)
+        return true;
+    bool framed = sl_op_result_framed(h->operation) || h->operation == SL_OP_REGISTER;
+    return framed && body.len >= 4 && sl_load_u32(body.ptr) != 0;
+}
+
 static void send_frame(sl_session_t *s, const sl_reply_header_t *h, sl_span_t body, bool close)
 {
+    sl_reply_account(s, SL_HEADER_SIZE + body.len, reply_refused(h, body));
     sl_reply_header_t hdr = *h;
     hdr.size = (uint32_t)(SL_HEADER_SIZE + body.len);
     sl_reply_header_encode(s->reply_header, &hdr);
@@ -75,6 +93,7 @@ void sl_reply_evict(sl_session_t *s, sl_u128_t client, uint8_t reason, bool clos
         e.version_min = SL_PROTOCOL_VERSION_MIN;
     }
     sl_eviction_header_encode(s->reply_header, &e);
+    sl_reply_account(s, SL_HEADER_SIZE, true);
     struct iovec iov = {s->reply_header, SL_HEADER_SIZE};
     int rc = close ? sl_conn_reply_close(s->conn, &iov, 1) : sl_conn_reply(s->conn, &iov, 1);
     if (rc != 0 && rc != -ECONNRESET)
@@ -85,5 +104,6 @@ void sl_reply_evict(sl_session_t *s, sl_u128_t client, uint8_t reason, bool clos
 
 void sl_reply_drop(sl_session_t *s)
 {
+    sl_reply_account(s, 0, true);
     sl_conn_done(s->conn);
 }

@@ -18,6 +18,7 @@
 #include "base/io.h"
 #include "base/log.h"
 #include "server/datadir.h"
+#include "server/http.h"
 #include "server/test_faults.h"
 #include "wire/cmd_system.h"
 #include "wire/codec.h"
@@ -201,6 +202,8 @@ static void on_close(void *ctx, sl_conn_t *conn)
     sl_session_t *s = sl_conn_user(conn);
     if (!s)
         return;
+    if (s->internal)
+        srv->internal_count--;
     sl_hashing_cancel(s);
     sl_background_cancel(s);
     sl_admit_disconnect(s);
@@ -322,7 +325,7 @@ static void login_timeouts(sl_server_t *srv, uint64_t now)
     for (uint32_t i = 0; i < srv->sessions_count; i++) {
         sl_session_t *s = srv->sessions[i];
         sl_session_sync_login(s);
-        if (s->bound || s->hash_job || sl_conn_closing(s->conn) ||
+        if (s->bound || s->internal || s->hash_job || sl_conn_closing(s->conn) ||
             now - s->unbound_since_us <= limit)
             continue;
         sl_log_info("connection %u (%s): closed: no login within %llu s", s->id,
@@ -342,6 +345,7 @@ static void on_tick(void *ctx, sl_loop_t *loop)
     retention_tick(srv);
     uint64_t now = sl_clock_monotonic_us();
     login_timeouts(srv, now);
+    sl_http_tick(srv->http, srv);
     /* Parked polls resume when a reply is written or a connection closes;
      * the tick tries too, so no release can be missed for long. */
     sl_reply_budget_resume(srv);
@@ -440,7 +444,9 @@ static int start_loop(sl_server_t *srv, char *err, size_t err_len)
     lc.frame_budget = cfg->message_bus.receive_memory_max;
     lc.frame_timeout_ms = (uint32_t)(cfg->tcp.frame_timeout_us / 1000u);
     lc.reply_timeout_ms = (uint32_t)(cfg->tcp.reply_timeout_us / 1000u);
-    lc.max_conns = cfg->tcp.max_connections;
+    /* The HTTP door's internal sessions are connections of the loop too;
+     * they do not take client slots. */
+    lc.max_conns = cfg->tcp.max_connections + (cfg->http.enabled ? cfg->http.sessions : 0);
     lc.frames_per_turn = cfg->server.per_connection_work_max;
     lc.frame_pool = srv->frame_pool;
     lc.cb =
@@ -468,6 +474,20 @@ static int start_loop(sl_server_t *srv, char *err, size_t err_len)
     return 0;
 }
 
+/* The HTTP door: after the loop exists (its internal connections are the
+ * loop's), before it runs. */
+static int start_http(sl_server_t *srv, char *err, size_t err_len)
+{
+    int fd = srv->http_listen_fd;
+    srv->http_listen_fd = -1; /* the door's now, even when it fails */
+    int rc = sl_http_start(srv, fd, &srv->http, err, err_len);
+    if (rc != 0)
+        return rc;
+    const sl_config_address_t *a = &srv->cfg.http.address;
+    sl_log_info(a->ipv6 ? "HTTP API on [%s]:%u" : "HTTP API on %s:%u", a->host, srv->http_port);
+    return 0;
+}
+
 /* Files and directories are created with explicit modes (base/io.h); the
  * umask is set to match, so neither a permissive caller (umask 000) widens
  * what the server makes nor does anything created outside those calls end
@@ -484,8 +504,10 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
 {
     memset(srv, 0, sizeof(*srv));
     srv->listen_fd = -1;
+    srv->http_listen_fd = -1;
     srv->lock_fd = -1;
     srv->cfg = *cfg;
+    sl_metrics_init(&srv->metrics);
     srv->start_us = sl_clock_realtime_us();
     srv->frame_max = (uint32_t)cfg->message_bus.max_message_size;
     sl_buf_init(&srv->admitted, srv->frame_max);
@@ -504,6 +526,8 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
         return rc;
     }
     rc = bind_listener(srv, err, err_len);
+    if (rc == 0 && cfg->http.enabled)
+        rc = sl_http_bind(cfg, &srv->http_listen_fd, &srv->http_port, err, err_len);
     if (rc == 0)
         rc = sl_datadir_lock(cfg->system.path, &srv->lock_fd, err, err_len);
     if (rc == 0)
@@ -520,7 +544,10 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
         snprintf(err, err_len, "cannot start the password hashing threads: %s", strerror(-rc));
         return rc;
     }
-    return start_loop(srv, err, err_len);
+    rc = start_loop(srv, err, err_len);
+    if (rc == 0 && cfg->http.enabled)
+        rc = start_http(srv, err, err_len);
+    return rc;
 }
 
 int sl_server_run(sl_server_t *srv)
@@ -547,6 +574,11 @@ static void log_frame_pool(const sl_frame_pool_t *pool)
 
 void sl_server_close(sl_server_t *srv)
 {
+    /* The loop has stopped: HTTP requests still waiting for it are answered. */
+    sl_http_stop(srv->http);
+    srv->http = NULL;
+    if (srv->http_listen_fd >= 0)
+        close(srv->http_listen_fd);
     if (srv->loop)
         sl_loop_destroy(srv->loop);
     /* The loop leaves the socket it was given open. */
@@ -575,9 +607,11 @@ void sl_server_close(sl_server_t *srv)
     free(srv->staged_bases);
     free(srv->staged_picks);
     sl_buf_free(&srv->admitted);
+    sl_metrics_close(&srv->metrics);
     /* Last: every file of the data directory is closed. */
     sl_datadir_unlock(srv->lock_fd);
     memset(srv, 0, sizeof(*srv));
     srv->listen_fd = -1;
+    srv->http_listen_fd = -1;
     srv->lock_fd = -1;
 }

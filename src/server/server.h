@@ -26,6 +26,7 @@
 #include "server/hash_pool.h"
 #include "server/work_pool.h"
 #include "server/loop.h"
+#include "server/metrics.h"
 #include "server/partitions.h"
 #include "server/sysinfo.h"
 #include "wire/header.h"
@@ -59,6 +60,10 @@ typedef struct sl_session {
     uint32_t id;    /* the connection number GetClient(s) report */
     uint32_t index; /* position in server->sessions */
     bool bound;     /* logged in: client/epoch/user are set */
+    /* An internal connection of the HTTP door (http.h): trusted to bind to
+     * a user without a password, never listed as a client, never timed
+     * out for want of a login. */
+    bool internal;
     sl_u128_t client;
     uint64_t epoch;
     uint32_t user_id;
@@ -67,6 +72,10 @@ typedef struct sl_session {
     char sdk_name[256];
     char sdk_version[256];
     uint64_t last_seen_us; /* monotonic: any accepted request refreshes it */
+    /* metrics.h: the slot of the request being answered and when its frame
+     * was delivered (monotonic). */
+    uint16_t metric_slot;
+    uint64_t metric_start_us;
     /* An eviction waiting for the reply being written (stale clients). */
     uint8_t evict_after_reply;
     sl_u128_t evict_client;
@@ -115,9 +124,18 @@ typedef struct sl_staged_send {
     uint32_t stream_id, topic_id, partition_id;
 } sl_staged_send_t;
 
+struct sl_http;
+
 struct sl_server {
     sl_config_t cfg;
     int listen_fd; /* bound before the data directory is touched; -1 when none */
+    /* The HTTP door (http.h): its listener is bound with the TCP one, its
+     * threads start after the loop is created. NULL when http.enabled is
+     * false. http_port is the port it serves (the ephemeral one for 0). */
+    struct sl_http *http;
+    int http_listen_fd; /* bound, not yet handed to the door; -1 otherwise */
+    uint16_t http_port;
+    uint32_t internal_count; /* sessions that are internal */
     int lock_fd;   /* the data directory's owner lock (datadir.h); -1 when not held */
     sl_loop_t *loop;
     bool io_uring_failed; /* sl_server_open failed creating the ring (exit 77) */
@@ -127,6 +145,7 @@ struct sl_server {
     sl_meta_t *meta;
     sl_meta_store_t *store;
     sl_sysinfo_t sysinfo;
+    sl_metrics_t metrics;       /* loop thread (metrics.h) */
     sl_partitions_t partitions; /* every partition of meta, open */
     uint64_t last_timestamp;    /* of the last journaled entry */
     uint64_t last_message_ts;   /* of the last appended batch: strictly increasing */
@@ -185,7 +204,11 @@ void sl_server_close(sl_server_t *srv);
 /* dispatch.c: the loop's on_frame. */
 void sl_dispatch_frame(void *ctx, sl_conn_t *conn, const uint8_t *frame, uint32_t size);
 
-/* reply.c: every answer goes through these. */
+/* reply.c: every answer goes through these (each one counts the request in
+ * srv->metrics). */
+/* A request's answer of frame_bytes left (0 for a drop); error when it was
+ * a refusal. */
+void sl_reply_account(sl_session_t *s, size_t frame_bytes, bool error);
 void sl_reply_status(sl_session_t *s, const sl_request_header_t *req, uint32_t status);
 /* Sends the session's reply_body with the given reply operation; op/commit
  * and timestamp as framing.md 7 describes for non-replicated replies. */
@@ -221,6 +244,9 @@ uint32_t sl_server_commit_stream(const sl_server_t *srv, const sl_meta_entry_t *
 void sl_server_after_commit(sl_server_t *srv, const sl_meta_entry_t *e, uint32_t stream_id,
                             sl_span_t reply);
 
+/* internal.c: the internal-only commands of HTTP's connections (internal.h). */
+void sl_internal_handle(sl_session_t *s, const sl_request_header_t *req, sl_span_t body);
+
 /* reads.c: operation 2 commands after the gate. */
 void sl_reads_handle(sl_session_t *s, const sl_request_header_t *req, sl_span_t body);
 
@@ -238,6 +264,13 @@ bool sl_admit_user_current(sl_session_t *s);
 /* The hash pool finished the job of s's waiting login or metadata request:
  * take it up where admission left it (the frame is still delivered). */
 void sl_admit_register_resume(sl_session_t *s, const sl_hash_job_t *job);
+/* An internal session (HTTP) binds to user_id without a password: the same
+ * Register commit a login makes. created_at, when not 0, must be the
+ * user's (a token of a deleted user does not pass for a new one with its
+ * id). The user must be active. Answers like a login: the login reply, or
+ * status 40. */
+void sl_admit_register_internal(sl_session_t *s, const sl_request_header_t *req, uint32_t user_id,
+                                uint64_t created_at);
 void sl_admit_metadata_resume(sl_session_t *s, const sl_hash_job_t *job);
 
 /* background.c: work on the worker pool. */

@@ -10,6 +10,7 @@
 
 #include "base/bytes.h"
 #include "meta/state.h"
+#include "rest/rest.h"
 #include "wire/codec.h"
 #include "wire/header.h"
 #include "wire/perms.h"
@@ -333,6 +334,62 @@ static void seeds_toml(void)
     sl_buf_free(&b);
 }
 
+/* --- fuzz_rest: paths, JSON bodies and tokens of the HTTP API ---------------- */
+
+/* [mode][route - 1][query length][query][body] for the build mode. */
+static void rest_build_seed(const char *name, sl_rest_route_t route, const char *query,
+                            const char *body)
+{
+    sl_buf_t b;
+    sl_buf_init(&b, 0);
+    sl_put_u8(&b, 1);
+    sl_put_u8(&b, (uint8_t)(route - 1));
+    sl_put_u8(&b, (uint8_t)strlen(query));
+    sl_put_bytes(&b, query, strlen(query));
+    sl_put_bytes(&b, body, strlen(body));
+    emit("fuzz_rest", name, no_prefix, &b);
+    sl_buf_free(&b);
+}
+
+static void seeds_rest(void)
+{
+    sl_buf_t b;
+    sl_buf_init(&b, 0);
+    const char *path = "\x00\x01/streams/1/topics/orders/consumer-offsets/worker?partition_id=0";
+    sl_put_bytes(&b, path, strlen(path));
+    emit("fuzz_rest", "route", no_prefix, &b);
+    rest_build_seed(
+        "send", SL_ROUTE_SEND, "ack=none",
+        "{\"partitioning\":{\"kind\":\"messages_key\",\"value\":\"a2V5\"},"
+        "\"messages\":[{\"id\":\"5d4c3b2a-0000-4000-8000-000000000001\","
+        "\"payload\":\"aGVsbG8=\",\"user_headers\":[{\"key\":{\"kind\":\"string\","
+        "\"value\":\"a2V5\"},\"value\":{\"kind\":\"uint64\",\"value\":\"KgAAAAAAAAA=\"}}]}]}");
+    rest_build_seed("create_topic", SL_ROUTE_TOPIC_CREATE, "",
+                    "{\"name\":\"t\",\"partitions_count\":2,\"compression_algorithm\":\"gzip\","
+                    "\"message_expiry\":18446744073709551615,\"max_topic_size\":0,"
+                    "\"options\":{\"segment_size\":\"128 MiB\"}}");
+    rest_build_seed("create_user", SL_ROUTE_USER_CREATE, "",
+                    "{\"username\":\"alice\",\"password\":\"secret\",\"status\":\"active\","
+                    "\"permissions\":{\"global\":{\"manage_servers\":false,\"read_servers\":true,"
+                    "\"manage_users\":false,\"read_users\":true,\"manage_streams\":false,"
+                    "\"read_streams\":true,\"manage_topics\":false,\"read_topics\":true,"
+                    "\"poll_messages\":true,\"send_messages\":true},\"streams\":{\"3\":{"
+                    "\"manage_stream\":false,\"read_stream\":true,\"manage_topics\":false,"
+                    "\"read_topics\":true,\"poll_messages\":true,\"send_messages\":false,"
+                    "\"topics\":{\"1\":{\"manage_topic\":false,\"read_topic\":true,"
+                    "\"poll_messages\":true,\"send_messages\":true}}}}}}");
+    rest_build_seed("poll", SL_ROUTE_POLL, "consumer_id=worker&partition_id=1&kind=n&count=5", "");
+    rest_build_seed("store_offset", SL_ROUTE_OFFSET_STORE, "",
+                    "{\"consumer_id\":\"w\",\"partition_id\":null,\"offset\":3}");
+    const char *login = "\x04\x00{\"username\":\"iggy\",\"password\":\"iggy\"}";
+    sl_put_bytes(&b, login, strlen(login));
+    emit("fuzz_rest", "login", no_prefix, &b);
+    const char *jwt = "\x03eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIwIn0.c2ln";
+    sl_put_bytes(&b, jwt, strlen(jwt));
+    emit("fuzz_rest", "jwt", no_prefix, &b);
+    sl_buf_free(&b);
+}
+
 /* --- fuzz_meta_snapshot: a small state's image without its trailer --------- */
 
 /* Applies one metadata entry of root (user 0) with the body in b (then
@@ -413,6 +470,7 @@ int main(int argc, char **argv)
     seeds_commands();
 #endif
     seeds_batch();
+    seeds_rest();
     seeds_toml();
     seeds_meta_snapshot();
     return 0;

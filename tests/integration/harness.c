@@ -39,6 +39,9 @@ static void write_config(th_server_t *srv, const th_options_t *opt)
     if (!f)
         die("config");
     fprintf(f, "[tcp]\naddress = \"127.0.0.1:0\"\n\n[system]\npath = \"%s/data\"\n", srv->data_dir);
+    /* HTTP is on by default: every test server gets a port of its own. */
+    if (!opt || !opt->extra_config || !strstr(opt->extra_config, "[http]"))
+        fprintf(f, "\n[http]\naddress = \"127.0.0.1:0\"\n");
     if (opt && opt->extra_config)
         fprintf(f, "\n%s\n", opt->extra_config);
     fclose(f);
@@ -92,14 +95,17 @@ const char *th_log(th_server_t *srv)
     return log_text;
 }
 
-/* sluiced logs "listening on 127.0.0.1:PORT" once it accepts. */
+/* sluiced logs "listening on 127.0.0.1:PORT" once it accepts, then
+ * "HTTP API on 127.0.0.1:PORT" when HTTP is on, then "ready". */
 static bool find_port(th_server_t *srv)
 {
     const char *log = th_log(srv);
     const char *p = strstr(log, "listening on 127.0.0.1:");
-    if (!p)
+    if (!p || !strstr(log, " ready, data in "))
         return false;
     srv->port = (uint16_t)atoi(p + strlen("listening on 127.0.0.1:"));
+    const char *h = strstr(log, "HTTP API on 127.0.0.1:");
+    srv->http_port = h ? (uint16_t)atoi(h + strlen("HTTP API on 127.0.0.1:")) : 0;
     return srv->port != 0;
 }
 
@@ -121,6 +127,7 @@ static int start(th_server_t *srv, const th_options_t *opt, int *status)
     if (truncate(srv->log_path, 0) != 0 && errno != ENOENT)
         die("truncate sluiced.log");
     srv->port = 0;
+    srv->http_port = 0;
     srv->pid = spawn(srv, opt);
     for (int i = 0; i < 1000; i++) { /* up to 20 s: Argon2 and recovery run first */
         if (find_port(srv))

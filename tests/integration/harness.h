@@ -13,6 +13,7 @@
 typedef struct th_server {
     pid_t pid;
     uint16_t port;
+    uint16_t http_port; /* 0 when HTTP is off */
     char data_dir[256];
     char log_path[320];
     char config_path[320];

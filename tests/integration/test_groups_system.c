@@ -627,9 +627,11 @@ static void test_cluster_metadata(void **state)
     const sl_node_info_t *node = &cl->nodes[0];
     assert_string_equal(node->name, "iggy-node");
     assert_string_equal(node->ip, "127.0.0.1");
-    assert_int_equal(node->tcp_port, 0); /* the configured port: ":0" reports 0 */
+    /* The ports served: ":0" reports the port the kernel chose. */
+    assert_int_equal(node->tcp_port, srv.port);
     assert_int_equal(node->quic_port, 0);
-    assert_int_equal(node->http_port, 0);
+    assert_int_not_equal(srv.http_port, 0);
+    assert_int_equal(node->http_port, srv.http_port);
     assert_int_equal(node->websocket_port, 0);
     assert_int_equal(node->role, 0);
     assert_int_equal(node->status, 0);

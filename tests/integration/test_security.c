@@ -57,7 +57,7 @@ static struct {
     unsigned files, dirs;
     /* Names that must turn up, so the walk is known to cover each kind of
      * file the server writes. */
-    bool journal, snapshot, superblock, lock, segment, index, offset, purge_gen;
+    bool journal, snapshot, superblock, lock, segment, index, offset, purge_gen, jwt_key, revoked;
 } walk;
 
 static int check_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
@@ -73,8 +73,12 @@ static int check_entry(const char *path, const struct stat *st, int type, struct
     }
     if (!S_ISREG(st->st_mode))
         fail_msg("%s: neither a file nor a directory (mode %o)", path, st->st_mode);
-    if (mode != walk.file_mode)
-        fail_msg("%s: file mode %04o, want %04o", path, mode, walk.file_mode);
+    /* The HTTP API's signing key is a secret: owner only, always. */
+    mode_t want = strcmp(name, "http_jwt_key") == 0 ? 0600 : walk.file_mode;
+    if (mode != want)
+        fail_msg("%s: file mode %04o, want %04o", path, mode, want);
+    walk.jwt_key |= strcmp(name, "http_jwt_key") == 0;
+    walk.revoked |= strcmp(name, "http_revoked") == 0;
     walk.files++;
     size_t len = strlen(name);
     walk.journal |= strcmp(name, "journal.wal") == 0;
@@ -100,6 +104,7 @@ static void assert_modes(const th_server_t *srv, mode_t file_mode, mode_t dir_mo
     OK(nftw(data, check_entry, 16, FTW_PHYS));
     assert_true(walk.journal && walk.snapshot && walk.superblock && walk.lock);
     assert_true(walk.segment && walk.index && walk.offset && walk.purge_gen);
+    assert_true(walk.jwt_key && walk.revoked);
     assert_true(walk.dirs >= 8);
 }
 

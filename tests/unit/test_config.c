@@ -201,8 +201,18 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.tcp.max_connections, 10000);
     assert_false(cfg.quic.enabled);
     assert_string_equal(cfg.quic.address.text, "127.0.0.1:8080");
-    assert_false(cfg.http.enabled);
+    /* HTTP is served by default, as in the reference (http.md 12). */
+    assert_true(cfg.http.enabled);
     assert_string_equal(cfg.http.address.text, "127.0.0.1:3000");
+    assert_int_equal(cfg.http.max_request_size, 2000000);
+    assert_true(cfg.http.cors.enabled);
+    assert_string_equal(cfg.http.cors.allowed_origins, "*");
+    assert_string_equal(cfg.http.jwt.algorithm, "HS256");
+    assert_int_equal(cfg.http.jwt.access_token_expiry_us, 3600ull * 1000000ull);
+    assert_string_equal(cfg.http.jwt.encoding_secret, "");
+    assert_true(cfg.http.metrics.enabled);
+    assert_string_equal(cfg.http.metrics.endpoint, "/metrics");
+    assert_false(cfg.http.tls.enabled);
     assert_false(cfg.websocket.enabled);
     assert_string_equal(cfg.websocket.address.text, "127.0.0.1:8092");
     assert_true(cfg.heartbeat.enabled);
@@ -627,6 +637,51 @@ static void test_root_credentials(void **state)
 
 /* --- validation ------------------------------------------------------------------------ */
 
+/* One [http] rule: the setting as the environment would write it is refused
+ * with a message containing want. */
+static void http_refused(const char *name, const char *value, const char *want)
+{
+    sl_config_t cfg;
+    char err[512];
+    sl_config_defaults(&cfg);
+    if (sl_config_set(&cfg, sl_config_setting_find(name), value, err, sizeof(err)) == 0)
+        assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), -SL_ERR_INVALID_CONFIGURATION);
+    assert_contains(err, want);
+}
+
+/* The boot checks of http.md 12. */
+static void test_validation_http(void **state)
+{
+    (void)state;
+    http_refused("http.jwt.algorithm", "RS256", "only HS256, HS384 and HS512");
+    http_refused("http.metrics.endpoint", "metrics", "must start with /");
+    http_refused("http.tls.enabled", "true", "does not serve HTTPS yet");
+    http_refused("http.cors.allowed_methods", "GET, FETCH", "http.cors.allowed_methods");
+    http_refused("http.cors.allowed_origins", "https://a.example, *", "only be the first");
+    sl_config_t cfg;
+    char err[512];
+    sl_config_defaults(&cfg);
+    cfg.http.cors.allow_credentials = true;
+    assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), -SL_ERR_INVALID_CONFIGURATION);
+    assert_contains(err, "allow_credentials needs explicit origins");
+    snprintf(cfg.http.cors.allowed_origins, sizeof(cfg.http.cors.allowed_origins),
+             "https://a.example");
+    assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), 0);
+    sl_config_defaults(&cfg);
+    snprintf(cfg.http.jwt.encoding_secret, sizeof(cfg.http.jwt.encoding_secret), "one");
+    snprintf(cfg.http.jwt.decoding_secret, sizeof(cfg.http.jwt.decoding_secret), "two");
+    assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), -SL_ERR_INVALID_CONFIGURATION);
+    assert_contains(err, "decoding_secret differs");
+    /* Iggy's list form from the environment reads as the comma form. */
+    sl_config_defaults(&cfg);
+    assert_int_equal(sl_config_set(&cfg, sl_config_setting_find("http.cors.allowed_methods"),
+                                   "[GET, \"POST\"]", err, sizeof(err)),
+                     0);
+    assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), 0);
+    /* The request size default is 2 MB, in decimal units. */
+    assert_int_equal(cfg.http.max_request_size, 2000000);
+}
+
 static void test_validation(void **state)
 {
     (void)state;
@@ -954,7 +1009,8 @@ static void assert_same_settings(const sl_config_t *a, const sl_config_t *b, boo
     size_t n;
     const sl_setting_t *rows = sl_config_settings(&n);
     for (size_t i = 0; i < n; i++) {
-        if (!with_env_only && (rows[i].flags & SL_SETTING_ENV_ONLY))
+        /* Secrets print as comments ("<hidden>"): they do not come back. */
+        if (!with_env_only && (rows[i].flags & (SL_SETTING_ENV_ONLY | SL_SETTING_SECRET)))
             continue;
         char va[32768], vb[32768];
         sl_config_format(a, &rows[i], true, va, sizeof(va));
@@ -977,8 +1033,34 @@ static void set_every_row(sl_config_t *cfg)
     set_or_fail(cfg, "tcp.reply_timeout", "3 s");
     set_or_fail(cfg, "quic.enabled", "true");
     set_or_fail(cfg, "quic.address", "10.0.0.1:1");
-    set_or_fail(cfg, "http.enabled", "true");
+    set_or_fail(cfg, "http.enabled", "false");
     set_or_fail(cfg, "http.address", "0.0.0.0:2");
+    set_or_fail(cfg, "http.max_request_size", "1 MiB");
+    set_or_fail(cfg, "http.max_connections", "9");
+    set_or_fail(cfg, "http.idle_timeout", "5 s");
+    set_or_fail(cfg, "http.sessions", "3");
+    set_or_fail(cfg, "http.web_ui", "true");
+    set_or_fail(cfg, "http.cors.enabled", "false");
+    set_or_fail(cfg, "http.cors.allowed_methods", "GET");
+    set_or_fail(cfg, "http.cors.allowed_origins", "https://a.example, https://b.example");
+    set_or_fail(cfg, "http.cors.allowed_headers", "x-a");
+    set_or_fail(cfg, "http.cors.exposed_headers", "");
+    set_or_fail(cfg, "http.cors.allow_credentials", "true");
+    set_or_fail(cfg, "http.cors.allow_private_network", "true");
+    set_or_fail(cfg, "http.jwt.algorithm", "HS512");
+    set_or_fail(cfg, "http.jwt.issuer", "me");
+    set_or_fail(cfg, "http.jwt.audience", "you");
+    set_or_fail(cfg, "http.jwt.valid_issuers", "me, them");
+    set_or_fail(cfg, "http.jwt.valid_audiences", "you");
+    set_or_fail(cfg, "http.jwt.access_token_expiry", "2 m");
+    set_or_fail(cfg, "http.jwt.clock_skew", "0 s");
+    set_or_fail(cfg, "http.jwt.not_before", "1 s");
+    set_or_fail(cfg, "http.jwt.encoding_secret", "se\"cret");
+    set_or_fail(cfg, "http.jwt.decoding_secret", "se\"cret");
+    set_or_fail(cfg, "http.jwt.use_base64_secret", "true");
+    set_or_fail(cfg, "http.metrics.enabled", "false");
+    set_or_fail(cfg, "http.metrics.endpoint", "/m");
+    set_or_fail(cfg, "http.tls.enabled", "false");
     set_or_fail(cfg, "websocket.enabled", "true");
     set_or_fail(cfg, "websocket.address", "[::]:3");
     set_or_fail(cfg, "heartbeat.enabled", "false");
@@ -1021,8 +1103,10 @@ static void test_print_round_trip(void **state)
         char va[512], vb[512];
         sl_config_format(&cfg, &rows[i], true, va, sizeof(va));
         sl_config_format(&defaults, &rows[i], true, vb, sizeof(vb));
-        /* tcp.enabled must stay true: TCP is the only transport. */
-        if (strcmp(va, vb) == 0 && strcmp(rows[i].name, "tcp.enabled") != 0)
+        /* tcp.enabled must stay true (TCP is always served) and
+         * http.tls.enabled false (HTTPS is not served yet). */
+        if (strcmp(va, vb) == 0 && strcmp(rows[i].name, "tcp.enabled") != 0 &&
+            strcmp(rows[i].name, "http.tls.enabled") != 0)
             fail_msg("%s is still its default", rows[i].name);
     }
 
@@ -1031,6 +1115,8 @@ static void test_print_round_trip(void **state)
     assert_contains(text, "# root.password = \"<hidden>\"");
     assert_null(strstr(text, "pa\\\"ss"));
     assert_contains(text, "# root.username = \"admin\"");
+    assert_contains(text, "# encoding_secret = \"<hidden>\"");
+    assert_null(strstr(text, "se\\\"cret"));
     for (size_t i = 0; i < n; i++)
         assert_contains(text, rows[i].env);
     assert_contains(text, "[system.sharding]\n");
@@ -1150,6 +1236,7 @@ int main(void)
         cmocka_unit_test_setup(test_flags, clear_env),
         cmocka_unit_test_setup(test_root_credentials, clear_env),
         cmocka_unit_test_setup(test_validation, clear_env),
+        cmocka_unit_test_setup(test_validation_http, clear_env),
         cmocka_unit_test_setup(test_config_set, clear_env),
         cmocka_unit_test_setup(test_duration_parse, clear_env),
         cmocka_unit_test_setup(test_duration_format, clear_env),
