@@ -27,6 +27,7 @@
 #include "server/loop.h"
 #include "server/partitions.h"
 #include "server/sysinfo.h"
+#include "server/tls.h"
 #include "wire/header.h"
 
 /* The server build version (login replies, GetStats); set by CMake. */
@@ -116,6 +117,7 @@ struct sl_server {
     int listen_fd; /* bound before the data directory is touched; -1 when none */
     int lock_fd;   /* the data directory's owner lock (datadir.h); -1 when not held */
     sl_loop_t *loop;
+    sl_tls_ctx_t *tcp_tls; /* tcp.tls.enabled: the TCP door's TLS context */
     bool io_uring_failed; /* sl_server_open failed creating the ring (exit 77) */
     /* Request-frame buffers: the loop takes them, partitions and
      * messages.c give them back. Outlives the loop and the partitions. */
