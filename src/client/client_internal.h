@@ -320,6 +320,12 @@ int sl_client_link_recv(sl_client_t *c, uint8_t *p, size_t n, uint64_t deadline_
  * without consuming them: the count, 0 when none, -1 at end of stream or
  * on an error. */
 int sl_client_link_peek(sl_client_t *c, uint8_t *p, size_t n);
+/* One non-blocking read of the stream: >0 bytes, 0 when nothing is here
+ * yet (*events: what to poll for), -1 at end of stream or on an error. */
+ssize_t sl_client_link_read_some(sl_client_t *c, uint8_t *p, size_t n, short *events);
+/* True when stream bytes wait inside the transport (decrypted or decoded
+ * but not read), so polling the socket would not announce them. */
+bool sl_client_link_buffered(const sl_client_t *c);
 /* Ends this connection's transport state and closes the socket. */
 void sl_client_link_close(sl_client_t *c);
 /* Frees what link_init and the first connect made (the TLS context). */
@@ -345,6 +351,8 @@ int sl_client_ws_send(sl_client_t *c, const uint8_t *p, size_t n, uint64_t deadl
 int sl_client_ws_recv(sl_client_t *c, uint8_t *p, size_t n, uint64_t deadline_us,
                       size_t *got) SL_WUR;
 int sl_client_ws_peek(sl_client_t *c, uint8_t *p, size_t n);
+ssize_t sl_client_ws_read_some(sl_client_t *c, uint8_t *p, size_t n, short *events);
+bool sl_client_ws_buffered(const sl_client_ws_t *ws);
 void sl_client_ws_free(sl_client_ws_t *ws);
 
 /* Sends c->tx (already numbered) and reads one frame into c->rx; any

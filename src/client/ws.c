@@ -32,3 +32,14 @@ void sl_client_ws_free(sl_client_ws_t *ws)
 {
     (void)ws;
 }
+
+ssize_t sl_client_ws_read_some(sl_client_t *c, uint8_t *p, size_t n, short *events)
+{
+    return sl_client_raw_read(c, p, n, events);
+}
+
+bool sl_client_ws_buffered(const sl_client_ws_t *ws)
+{
+    (void)ws;
+    return false;
+}

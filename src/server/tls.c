@@ -155,7 +155,13 @@ static int use_files(SSL_CTX *ssl, const sl_tls_settings_t *s, char *err, size_t
         return -1;
     }
     if (SSL_CTX_use_PrivateKey_file(ssl, s->key_file, SSL_FILETYPE_PEM) != 1) {
+        bool mismatch = ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH;
         openssl_reason(why, sizeof(why));
+        if (mismatch) {
+            snprintf(err, err_len, "%s: the key %s does not match the certificate %s", s->section,
+                     s->key_file, s->cert_file);
+            return -1;
+        }
         snprintf(err, err_len, "%s: cannot load the private key %s: %s", s->section, s->key_file,
                  why);
         return -1;
