@@ -141,7 +141,7 @@ static void usage(FILE *f)
             "  --partitions N     partitions of the many-partition figure (default 1000)\n"
             "  --partition-mb M   MB sent per round to each of its topics (default 2000)\n"
             "  --partition-message-bytes B  payload of its 1000 messages per batch (default 1000)\n"
-            "  --only LIST        any of rss,ping,durable,messages,group,logins,partitions\n"
+            "  --only LIST        any of rss,ping,durable,messages,group,logins,partitions,tls\n"
             "                     (default all but partitions)\n",
             default_sluiced());
 }
@@ -166,9 +166,10 @@ static void parse_only(sb_options_t *o, const char *list)
     o->run_group = strstr(list, "group") != NULL;
     o->run_logins = strstr(list, "logins") != NULL;
     o->run_partitions = strstr(list, "partitions") != NULL;
+    o->run_tls = strstr(list, "tls") != NULL;
     if (!o->run_rss && !o->run_ping && !o->run_durable && !o->run_messages && !o->run_group &&
-        !o->run_logins && !o->run_partitions)
-        sb_die("--only takes rss, ping, durable, messages, group, logins and/or partitions");
+        !o->run_logins && !o->run_partitions && !o->run_tls)
+        sb_die("--only takes rss, ping, durable, messages, group, logins, partitions and/or tls");
 }
 
 static void check_options(const sb_options_t *o)
@@ -347,6 +348,8 @@ int main(int argc, char **argv)
         sb_logins_run(&o, host, port);
     if (o.run_partitions)
         sb_partitions_run(&o, host, port, own.pid);
+    if (o.run_tls)
+        sb_tls_run(&o);
     if (own.pid > 0) {
         sb_memory_t end;
         if (sb_memory_read(own.pid, &end))

@@ -193,6 +193,8 @@ typedef struct sl_client_care {
 /* The transport of a connection (link.c): TLS and WebSocket state on top
  * of the socket. Settings are copied from the options at connect. */
 #define SL_CLIENT_TLS_TEXT_MAX 1024u
+/* TLS read-ahead buffer: a few 16 KiB records per read(2). */
+#define SL_CLIENT_TLS_READ_BUFFER (128u * 1024u)
 struct ssl_st;
 struct ssl_ctx_st;
 typedef struct sl_client_ws sl_client_ws_t;

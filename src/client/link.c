@@ -60,6 +60,10 @@ static int tls_ctx_make(sl_client_link_t *l)
     int rc = 0;
     if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1)
         rc = -SL_ERR_CANNOT_ESTABLISH_CONNECTION;
+    /* Read ahead into a buffer of several records: a 1 MB reply otherwise
+     * costs two read(2) calls per 16 KiB record (its header, its body). */
+    SSL_CTX_set_read_ahead(ctx, 1);
+    SSL_CTX_set_default_read_buffer_len(ctx, SL_CLIENT_TLS_READ_BUFFER);
     if (rc == 0 && l->tls_validate) {
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
         int loaded = l->tls_ca_file[0] ? SSL_CTX_load_verify_file(ctx, l->tls_ca_file)

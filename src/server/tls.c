@@ -191,6 +191,14 @@ static SSL_CTX *server_ctx_new(void)
         SSL_CTX_free(ssl);
         return NULL;
     }
+    /* AES-128-GCM first: as strong as a 128-bit security level needs and
+     * about a third cheaper per byte than AES-256-GCM, which OpenSSL would
+     * pick first; ChaCha20 for clients without AES instructions. */
+    if (SSL_CTX_set_ciphersuites(ssl, "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256:"
+                                      "TLS_AES_256_GCM_SHA384") != 1) {
+        SSL_CTX_free(ssl);
+        return NULL;
+    }
     SSL_CTX_set_options(ssl, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
                                  SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_TICKET);
     SSL_CTX_set_num_tickets(ssl, 0);
