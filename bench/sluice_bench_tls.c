@@ -125,7 +125,7 @@ void sb_tls_run(const sb_options_t *o)
     for (int side = 0; side < SIDES; side++)
         tls_side_open(&sides[side], o, side == SIDE_TLS);
     printf("\nTLS (%d x %d-byte messages per batch, libsluice, %d rounds of %d slices of %.2f s "
-           "per figure and side; TLS 1.3 with OpenSSL's default suite)\n",
+           "per figure and side; TLS 1.3, AES-128-GCM)\n",
            TLS_MESSAGES, TLS_MESSAGE_BYTES, rounds, TLS_SLICES, o->message_seconds / TLS_SLICES);
     double slice = o->message_seconds / TLS_SLICES;
     for (int r = 0; r < rounds; r++) {
