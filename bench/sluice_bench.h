@@ -36,6 +36,7 @@ typedef struct sb_options {
     bool run_rss, run_ping, run_durable, run_messages, run_group;
     int stall_streams;                /* streams GetStreams lists in the stall figure */
     bool run_logins, run_partitions, run_stall, run_http;
+    bool run_tls; /* only with --only tls (it starts two servers of its own) */
 } sb_options_t;
 
 /* --- process plumbing (sluice_bench_proc.c) ------------------------------------- */
@@ -151,6 +152,11 @@ static inline double sb_per_second(sb_rate_t r)
 /* Runs the ping figures against host:port (server_pid 0: not ours, so its
  * CPU time is not read) and prints them. */
 void sb_ping_run(const sb_options_t *o, const char *host, uint16_t port, pid_t server_pid);
+
+/* --- TLS (sluice_bench_tls.c) ----------------------------------------------------- */
+
+/* Starts a plain and a TLS sluiced and prints produce and consume over each. */
+void sb_tls_run(const sb_options_t *o);
 
 /* --- durable operations (sluice_bench_durable.c) ------------------------------- */
 

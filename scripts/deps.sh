@@ -15,7 +15,8 @@ packages=(
   libcmocka-dev     # unit tests
   liburing-dev      # io_uring event loop (server)
   libargon2-dev     # password hashing (server)
-  libssl-dev        # SHA-256 digests of personal access tokens
+  libssl-dev        # TLS (server doors, libsluice), SHA-256 of access tokens
+  libwslay-dev      # WebSocket framing (server door, libsluice)
   libzip-dev        # GetSnapshot ZIP archives (server)
   libmicrohttpd-dev # the HTTP API's server (server/http.c)
   libjson-c-dev     # JSON of the HTTP API (src/rest)

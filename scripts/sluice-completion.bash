@@ -3,8 +3,8 @@
 # /usr/share/bash-completion/completions/sluice.
 
 _sluice_commands="stream topic partition segment message consumer-group consumer-offset user pat client cluster ping me stats snapshot options context login logout"
-_sluice_go="--server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-_sluice_gv="--server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate"
+_sluice_go="--server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+_sluice_gv="--server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate"
 
 _sluice_cmd() {
     case "$1" in
@@ -97,152 +97,152 @@ _sluice_subs() {
 _sluice_opts() {
     case "$1" in
     "stream create")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "stream delete")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "stream update")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "stream get")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "stream list")
-        _sluice_o="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--list-mode -l --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--list-mode -l --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "stream purge")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "topic create")
-        _sluice_o="--max-topic-size -m --replication-factor -r --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v="--max-topic-size -m --replication-factor -r --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--max-topic-size -m --replication-factor -r --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--max-topic-size -m --replication-factor -r --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "topic delete")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "topic update")
-        _sluice_o="--max-topic-size -m --replication-factor -r --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v="--max-topic-size -m --replication-factor -r --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--max-topic-size -m --replication-factor -r --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--max-topic-size -m --replication-factor -r --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "topic get")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "topic list")
-        _sluice_o="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--list-mode -l --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--list-mode -l --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "topic purge")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "partition create")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "partition delete")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "partition list")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "segment delete")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "message send")
-        _sluice_o="--partition-id -p --key --message-key -m --balanced -b --header --headers -H --batch-size --input-file --file-format --server --tcp-server-address --username -u --password --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v="--partition-id -p --key --message-key -m --header --headers -H --batch-size --input-file --file-format --server --tcp-server-address --username -u --password --token -t --context --output -o --generate" ;;
+        _sluice_o="--partition-id -p --key --message-key -m --balanced -b --header --headers -H --batch-size --input-file --file-format --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--partition-id -p --key --message-key -m --header --headers -H --batch-size --input-file --file-format --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password --token -t --context --output -o --generate" ;;
     "message poll")
-        _sluice_o="--offset -o --first -f --last -l --next -n --timestamp --count --message-count -m --consumer -c --kind --consumer-kind -k --auto-commit -a --show-headers -s --follow -F --follow-seconds --interval-ms --output-file --file-format --server --tcp-server-address --username -u --password -p --token -t --context --output --quiet -q --help -h --version -V --generate"
-        _sluice_v="--offset -o --timestamp --count --message-count -m --consumer -c --kind --consumer-kind -k --follow-seconds --interval-ms --output-file --file-format --server --tcp-server-address --username -u --password -p --token -t --context --output --generate" ;;
+        _sluice_o="--offset -o --first -f --last -l --next -n --timestamp --count --message-count -m --consumer -c --kind --consumer-kind -k --auto-commit -a --show-headers -s --follow -F --follow-seconds --interval-ms --output-file --file-format --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output --quiet -q --help -h --version -V --generate"
+        _sluice_v="--offset -o --timestamp --count --message-count -m --consumer -c --kind --consumer-kind -k --follow-seconds --interval-ms --output-file --file-format --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output --generate" ;;
     "message flush")
-        _sluice_o="--fsync -f --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--fsync -f --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "consumer-group create")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "consumer-group delete")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "consumer-group get")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "consumer-group list")
-        _sluice_o="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--list-mode -l --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--list-mode -l --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "consumer-offset get")
-        _sluice_o="--kind -k --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v="--kind -k --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--kind -k --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--kind -k --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "consumer-offset set")
-        _sluice_o="--kind -k --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v="--kind -k --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--kind -k --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--kind -k --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "consumer-offset delete")
-        _sluice_o="--kind -k --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v="--kind -k --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--kind -k --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--kind -k --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "user create")
-        _sluice_o="--user-status -u --global-permissions -g --stream-permissions -s --server --tcp-server-address --username --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v="--user-status -u --global-permissions -g --stream-permissions -s --server --tcp-server-address --username --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--user-status -u --global-permissions -g --stream-permissions -s --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--user-status -u --global-permissions -g --stream-permissions -s --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username --password -p --token -t --context --output -o --generate" ;;
     "user delete")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "user get")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "user list")
-        _sluice_o="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--list-mode -l --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--list-mode -l --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "user name")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "user status")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "user password")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "user permissions")
-        _sluice_o="--global-permissions -g --stream-permissions -s --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v="--global-permissions -g --stream-permissions -s --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--global-permissions -g --stream-permissions -s --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--global-permissions -g --stream-permissions -s --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "pat create")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "pat delete")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "pat list")
-        _sluice_o="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--list-mode -l --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--list-mode -l --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "client get")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "client list")
-        _sluice_o="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--list-mode -l --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--list-mode -l --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "cluster metadata")
-        _sluice_o="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--list-mode -l --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--list-mode -l --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "ping")
-        _sluice_o="--count -c --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v="--count -c --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--count -c --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--count -c --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "me")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "stats")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "snapshot")
-        _sluice_o="--compression -c --snapshot-types -s --out-dir -o --server --tcp-server-address --username -u --password -p --token -t --context --output --quiet -q --help -h --version -V --generate"
-        _sluice_v="--compression -c --snapshot-types -s --out-dir -o --server --tcp-server-address --username -u --password -p --token -t --context --output --generate" ;;
+        _sluice_o="--compression -c --snapshot-types -s --out-dir -o --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output --quiet -q --help -h --version -V --generate"
+        _sluice_v="--compression -c --snapshot-types -s --out-dir -o --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output --generate" ;;
     "options")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "context list")
-        _sluice_o="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v="--list-mode -l --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o="--list-mode -l --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v="--list-mode -l --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "context use")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "login")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     "logout")
-        _sluice_o=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
-        _sluice_v=" --server --tcp-server-address --username -u --password -p --token -t --context --output -o --generate" ;;
+        _sluice_o=" --server --tcp-server-address --transport --tls --tcp-tls-enabled --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --tls-insecure --username -u --password -p --token -t --context --output -o --quiet -q --help -h --version -V --generate"
+        _sluice_v=" --server --tcp-server-address --transport --tls-domain --tcp-tls-domain --tls-ca-file --tcp-tls-ca-file --username -u --password -p --token -t --context --output -o --generate" ;;
     *)
         _sluice_o=$_sluice_go
         _sluice_v=$_sluice_gv ;;
@@ -290,6 +290,7 @@ _sluice_choices() {
     "snapshot --snapshot-types" | "snapshot -s") ;;
     "snapshot --out-dir" | "snapshot -o") ;;
     "context list --list-mode" | "context list -l") echo "table list" ;;
+    *" --transport") echo "tcp websocket" ;;
     *" --output" | *" -o") echo "table json list" ;;
     *" --generate") echo "bash markdown" ;;
     esac

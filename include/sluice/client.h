@@ -109,9 +109,22 @@ typedef struct sl_client sl_client_t;
 
 /* --- connecting ---------------------------------------------------------- */
 
+/* How the frames travel (docs/client.md, "Transports"). */
+typedef enum sl_client_transport {
+    SL_CLIENT_TCP = 0,       /* the binary protocol on a TCP stream (default port 8090) */
+    SL_CLIENT_WEBSOCKET = 1, /* each frame one WebSocket binary message (default port 8092) */
+} sl_client_transport_t;
+
+/* Whether a TLS client checks the server's certificate. */
+typedef enum sl_client_tls_validate {
+    SL_CLIENT_TLS_VALIDATE_DEFAULT = 0, /* on */
+    SL_CLIENT_TLS_VALIDATE_ON = 1,
+    SL_CLIENT_TLS_VALIDATE_OFF = 2, /* accept any certificate: development only */
+} sl_client_tls_validate_t;
+
 /* Every field left at 0 (or NULL) takes the default after its comment; a
- * zero-initialised struct (or a NULL pointer) gives a client without
- * connection care. */
+ * zero-initialised struct (or a NULL pointer) gives a plain TCP client
+ * without connection care. */
 typedef struct sl_client_options {
     uint32_t connect_timeout_ms; /* 0: 5000; bounds each dial, also reconnects */
     uint32_t request_timeout_ms; /* 0: 30000; covers sending and the whole reply */
@@ -125,6 +138,13 @@ typedef struct sl_client_options {
     uint32_t transient_retries;      /* replays of a 57/58 refusal per call; 0: none */
     uint32_t transient_delay_ms;     /* backoff before the 1st replay; 0: 20; doubles, cap 1000 */
     uint32_t heartbeat_interval_ms;  /* sl_client_tick pings after this much silence; 0: never */
+    /* Transport and TLS (the options of Iggy's TcpClientConfig, tls.md 4.1).
+     * Strings are copied at connect. */
+    sl_client_transport_t transport; /* 0: TCP */
+    bool tls_enabled;                /* wrap the connection in TLS (TCP-TLS, or WSS) */
+    const char *tls_domain;          /* SNI and host name checked; NULL or "": the host dialled */
+    const char *tls_ca_file;         /* PEM trust anchors; NULL: the system's default roots */
+    sl_client_tls_validate_t tls_validate_certificate; /* 0: on */
 } sl_client_options_t;
 
 /* Connects to host:port (a name or an IPv4/IPv6 literal). options may be

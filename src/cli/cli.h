@@ -26,6 +26,7 @@ enum {
 };
 
 #define CLI_DEFAULT_SERVER "127.0.0.1:8090"
+#define CLI_DEFAULT_WS_SERVER "127.0.0.1:8092"
 
 /* Functions returning an exit code (or 0) must have it looked at. */
 #define CLI_WUR __attribute__((warn_unused_result))

@@ -308,10 +308,42 @@ static int find_server(cli_run_t *run, const cli_context_t *ctx)
         server = env("SLUICE_SERVER", "IGGY_TCP_SERVER_ADDRESS");
     if (server == NULL && ctx != NULL && ctx->server[0])
         server = ctx->server;
-    snprintf(run->server, sizeof(run->server), "%s", server ? server : CLI_DEFAULT_SERVER);
+    const char *transport = cli_opt(run, "transport");
+    if (transport == NULL)
+        transport = env("SLUICE_TRANSPORT", NULL);
+    bool ws = transport != NULL && strcmp(transport, "websocket") == 0;
+    if (server == NULL)
+        server = ws ? CLI_DEFAULT_WS_SERVER : CLI_DEFAULT_SERVER;
+    snprintf(run->server, sizeof(run->server), "%s", server);
     if (!cli_split_server(run->server, run->host, sizeof(run->host), &run->port))
         return cli_usage(run, "invalid server address '%s' (expected HOST:PORT)", run->server);
     return 0;
+}
+
+static bool env_true(const char *a, const char *b)
+{
+    const char *v = env(a, b);
+    return v != NULL && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
+}
+
+/* Transport and TLS: flags first, then SLUICE_* / Iggy's IGGY_TCP_TLS_*
+ * variables. Verification stays on unless --tls-insecure. */
+static void transport_options(const cli_run_t *run, sl_client_options_t *o)
+{
+    const char *transport = cli_opt(run, "transport");
+    if (transport == NULL)
+        transport = env("SLUICE_TRANSPORT", NULL);
+    if (transport != NULL && strcmp(transport, "websocket") == 0)
+        o->transport = SL_CLIENT_WEBSOCKET;
+    o->tls_enabled = cli_flag(run, "tls") || env_true("SLUICE_TLS", "IGGY_TCP_TLS_ENABLED");
+    o->tls_domain = cli_opt(run, "tls-domain");
+    if (o->tls_domain == NULL)
+        o->tls_domain = env("IGGY_TCP_TLS_DOMAIN", NULL);
+    o->tls_ca_file = cli_opt(run, "tls-ca-file");
+    if (o->tls_ca_file == NULL)
+        o->tls_ca_file = env("IGGY_TCP_TLS_CA_FILE", NULL);
+    if (cli_flag(run, "tls-insecure"))
+        o->tls_validate_certificate = SL_CLIENT_TLS_VALIDATE_OFF;
 }
 
 static int connect_and_login(cli_run_t *run, const cli_context_t *ctx)
@@ -326,6 +358,7 @@ static int connect_and_login(cli_run_t *run, const cli_context_t *ctx)
     }
     if (rc == 0) {
         sl_client_options_t opts = {.connect_timeout_ms = 5000, .sdk_name = "sluice-cli"};
+        transport_options(run, &opts);
         rc = sl_client_connect(run->host, run->port, &opts, &run->client);
         if (rc != 0)
             rc = cli_fail(rc, "connect to %s", run->server);

@@ -393,6 +393,18 @@ const cli_cmd_t cli_commands[] = {
 const cli_opt_t cli_global_opts[] = {
     {"server", "tcp-server-address", 0, "HOST:PORT", NULL, 0,
      "server address (default 127.0.0.1:8090; env SLUICE_SERVER or IGGY_TCP_SERVER_ADDRESS)"},
+    {"transport", NULL, 0, "KIND", "tcp websocket", 0,
+     "tcp (default) or websocket (default server 127.0.0.1:8092; env SLUICE_TRANSPORT)"},
+    {"tls", "tcp-tls-enabled", 0, NULL, NULL, 0,
+     "connect with TLS, verifying the server's certificate (env SLUICE_TLS=true or "
+     "IGGY_TCP_TLS_ENABLED=true)"},
+    {"tls-domain", "tcp-tls-domain", 0, "NAME", NULL, 0,
+     "server name to verify and send as SNI (default: the host of --server; env "
+     "IGGY_TCP_TLS_DOMAIN)"},
+    {"tls-ca-file", "tcp-tls-ca-file", 0, "PATH", NULL, 0,
+     "PEM file of the CAs to trust (default: the system's; env IGGY_TCP_TLS_CA_FILE)"},
+    {"tls-insecure", NULL, 0, NULL, NULL, 0,
+     "accept any server certificate, e.g. a self-signed one (development only)"},
     {"username", NULL, 'u', "NAME", NULL, 0, "username (env SLUICE_USERNAME or IGGY_USERNAME)"},
     {"password", NULL, 'p', "PASSWORD", NULL, 0,
      "password (env SLUICE_PASSWORD or IGGY_PASSWORD; asked for on a terminal)"},

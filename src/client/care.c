@@ -163,8 +163,9 @@ static int redial(sl_client_t *c)
                                              c->care.reconnect_delay_max_ms, a - 1, jitter()));
         int fd;
         rc = dial(c, &fd);
+        if (rc == 0)
+            rc = sl_client_link_open(c, fd, c->care.host ? c->care.host : "", c->care.port);
         if (rc == 0) {
-            c->fd = fd;
             c->care.reconnects++;
             return 0;
         }
@@ -178,7 +179,7 @@ static int redial(sl_client_t *c)
  * pushed an eviction (StaleClient) since the last reply. Nothing is read
  * from the stream: a frame other than an eviction is left for the reply
  * reader. Never blocks. */
-static bool connection_stale(const sl_client_t *c)
+static bool connection_stale(sl_client_t *c)
 {
     if (c->fd < 0)
         return true;
@@ -189,11 +190,9 @@ static bool connection_stale(const sl_client_t *c)
     if (p.revents & (POLLERR | POLLNVAL))
         return true;
     uint8_t hdr[SL_HEADER_SIZE];
-    ssize_t got = recv(c->fd, hdr, sizeof(hdr), MSG_PEEK | MSG_DONTWAIT);
-    if (got == 0)
-        return true; /* end of stream */
+    int got = sl_client_link_peek(c, hdr, sizeof(hdr));
     if (got < 0)
-        return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+        return true; /* end of stream or an error */
     /* An eviction nobody asked for ends the session, and the server closes
      * the connection behind it (lifecycle.md 8). */
     return (size_t)got > SL_HDR_OFF_COMMAND && hdr[SL_HDR_OFF_COMMAND] == SL_COMMAND_EVICTION;

@@ -89,6 +89,12 @@ int sl_client_adopt(int fd, const sl_client_options_t *options, sl_client_t **ou
         return -SL_ERR_ERROR;
     }
     c->fd = fd;
+    int rc = sl_client_link_init(c, options);
+    if (rc != 0) {
+        close(fd);
+        free(c);
+        return rc;
+    }
     apply_options(c, options);
     init_buffers(c);
     sl_client_session_reset(&c->session);
@@ -115,6 +121,13 @@ int sl_client_connect(const char *host, uint16_t port, const sl_client_options_t
         rc = sl_client_adopt(fd, options, out);
     if (rc != 0)
         return rc;
+    /* TLS handshake and WebSocket upgrade, when asked for. */
+    rc = sl_client_link_open(*out, fd, host, port);
+    if (rc != 0) {
+        sl_client_close(*out);
+        *out = NULL;
+        return rc;
+    }
     /* A reconnect dials the same address. */
     (*out)->care.host = strdup(host);
     (*out)->care.port = port;
@@ -130,8 +143,8 @@ void sl_client_close(sl_client_t *c)
 {
     if (c == NULL)
         return;
-    if (c->fd >= 0)
-        close(c->fd);
+    sl_client_link_close(c);
+    sl_client_link_free(c);
     sl_buf_free(&c->tx);
     sl_buf_free(&c->rx);
     sl_buf_free(&c->scratch);
@@ -204,7 +217,7 @@ static void apply_outcome(sl_client_t *c, const sl_client_reply_t *r)
 int sl_client_exchange(sl_client_t *c, sl_span_t *frame, bool *sent)
 {
     uint64_t deadline_us = sl_client_deadline(c->request_timeout_ms);
-    int rc = sl_client_send_all(c->fd, c->tx.data, c->tx.len, deadline_us);
+    int rc = sl_client_link_send(c, c->tx.data, c->tx.len, deadline_us);
     *sent = rc == 0;
     if (rc == 0) {
         c->care.last_send_us = sl_clock_monotonic_us();
@@ -492,7 +505,7 @@ int sl_client_send_bytes(sl_client_t *c, const void *bytes, size_t len)
 {
     if (c->fd < 0)
         return -SL_ERR_NOT_CONNECTED;
-    int rc = sl_client_send_all(c->fd, bytes, len, sl_client_deadline(c->request_timeout_ms));
+    int rc = sl_client_link_send(c, bytes, len, sl_client_deadline(c->request_timeout_ms));
     if (rc != 0)
         sl_client_disconnect(c);
     return rc;

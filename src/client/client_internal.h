@@ -10,6 +10,7 @@
 #include <sluice/client.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/arena.h"
 #include "base/assert.h"
@@ -189,8 +190,29 @@ typedef struct sl_client_care {
     void *sleep_ctx;
 } sl_client_care_t;
 
+/* The transport of a connection (link.c): TLS and WebSocket state on top
+ * of the socket. Settings are copied from the options at connect. */
+#define SL_CLIENT_TLS_TEXT_MAX 1024u
+/* TLS read-ahead buffer: a few 16 KiB records per read(2). */
+#define SL_CLIENT_TLS_READ_BUFFER (128u * 1024u)
+struct ssl_st;
+struct ssl_ctx_st;
+typedef struct sl_client_ws sl_client_ws_t;
+
+typedef struct sl_client_link {
+    sl_client_transport_t transport;
+    bool tls;
+    bool tls_validate;
+    char tls_domain[SL_CLIENT_TLS_TEXT_MAX];
+    char tls_ca_file[SL_CLIENT_TLS_TEXT_MAX];
+    struct ssl_ctx_st *tls_ctx; /* made at the first connect, kept for reconnects */
+    struct ssl_st *ssl;         /* this connection's TLS session, or NULL */
+    sl_client_ws_t *ws;         /* this connection's WebSocket state, or NULL */
+} sl_client_link_t;
+
 struct sl_client {
     int fd; /* -1 once closed after a transport or framing error */
+    sl_client_link_t link;
     uint32_t connect_timeout_ms;
     uint32_t request_timeout_ms;
     uint32_t frame_max;
@@ -278,6 +300,63 @@ int sl_client_send_all(int fd, const uint8_t *p, size_t n, uint64_t deadline_us)
 /* 0 when n bytes arrived; *got says how many did otherwise. -SL_ERR_CONNECTION_CLOSED
  * at end of stream, -SL_ERR_TASK_TIMEOUT or -SL_ERR_DISCONNECTED. */
 int sl_client_recv_exact(int fd, uint8_t *p, size_t n, uint64_t deadline_us, size_t *got) SL_WUR;
+/* --- the connection's transport (link.c) ------------------------------------------ */
+
+/* Copies the transport settings of o (NULL: plain TCP). 0, or
+ * -SL_ERR_INVALID_TLS_DOMAIN / -SL_ERR_INVALID_TLS_CERTIFICATE_PATH for a
+ * name or path too long. */
+int sl_client_link_init(sl_client_t *c, const sl_client_options_t *o) SL_WUR;
+/* Takes over a connected socket: the TLS handshake and the WebSocket
+ * upgrade run within the connect timeout, then c->fd = fd. On failure fd
+ * is closed and the error returned: -SL_ERR_INVALID_TLS_CERTIFICATE when
+ * the server's certificate does not verify, -SL_ERR_INVALID_TLS_CERTIFICATE_PATH
+ * when the CA file cannot be loaded, -SL_ERR_WEB_SOCKET_CONNECTION_ERROR
+ * when the upgrade is refused, -SL_ERR_CANNOT_ESTABLISH_CONNECTION else. */
+int sl_client_link_open(sl_client_t *c, int fd, const char *host, uint16_t port) SL_WUR;
+/* Whole-buffer send and exact receive over the transport; the same results
+ * as sl_client_send_all and sl_client_recv_exact. */
+int sl_client_link_send(sl_client_t *c, const uint8_t *p, size_t n, uint64_t deadline_us) SL_WUR;
+int sl_client_link_recv(sl_client_t *c, uint8_t *p, size_t n, uint64_t deadline_us,
+                        size_t *got) SL_WUR;
+/* Up to n bytes of the stream that are already here, without waiting and
+ * without consuming them: the count, 0 when none, -1 at end of stream or
+ * on an error. */
+int sl_client_link_peek(sl_client_t *c, uint8_t *p, size_t n);
+/* One non-blocking read of the stream: >0 bytes, 0 when nothing is here
+ * yet (*events: what to poll for), -1 at end of stream or on an error. */
+ssize_t sl_client_link_read_some(sl_client_t *c, uint8_t *p, size_t n, short *events);
+/* True when stream bytes wait inside the transport (decrypted or decoded
+ * but not read), so polling the socket would not announce them. */
+bool sl_client_link_buffered(const sl_client_t *c);
+/* Ends this connection's transport state and closes the socket. */
+void sl_client_link_close(sl_client_t *c);
+/* Frees what link_init and the first connect made (the TLS context). */
+void sl_client_link_free(sl_client_t *c);
+
+/* The raw stream under WebSocket frames: the socket, or TLS over it.
+ * read/write: one non-blocking step, >0 bytes, 0 when it must wait for
+ * *events, -1 at end of stream, -2 on an error. send/recv: as link_send
+ * and link_recv. */
+ssize_t sl_client_raw_read(sl_client_t *c, uint8_t *p, size_t n, short *events);
+ssize_t sl_client_raw_write(sl_client_t *c, const uint8_t *p, size_t n, short *events);
+int sl_client_raw_send(sl_client_t *c, const uint8_t *p, size_t n, uint64_t deadline_us) SL_WUR;
+int sl_client_raw_recv(sl_client_t *c, uint8_t *p, size_t n, uint64_t deadline_us,
+                       size_t *got) SL_WUR;
+/* Waits until fd is ready for events: 0, -SL_ERR_TASK_TIMEOUT, or
+ * -SL_ERR_DISCONNECTED when poll fails. */
+int sl_client_wait_ready(int fd, short events, uint64_t deadline_us) SL_WUR;
+
+/* WebSocket (ws.c, websocket.md 6): the upgrade on the raw stream, then
+ * every request one binary message and replies read as a byte stream. */
+int sl_client_ws_open(sl_client_t *c, const char *host, uint16_t port, uint64_t deadline_us) SL_WUR;
+int sl_client_ws_send(sl_client_t *c, const uint8_t *p, size_t n, uint64_t deadline_us) SL_WUR;
+int sl_client_ws_recv(sl_client_t *c, uint8_t *p, size_t n, uint64_t deadline_us,
+                      size_t *got) SL_WUR;
+int sl_client_ws_peek(sl_client_t *c, uint8_t *p, size_t n);
+ssize_t sl_client_ws_read_some(sl_client_t *c, uint8_t *p, size_t n, short *events);
+bool sl_client_ws_buffered(const sl_client_ws_t *ws);
+void sl_client_ws_free(sl_client_ws_t *ws);
+
 /* Sends c->tx (already numbered) and reads one frame into c->rx; any
  * failure closes the connection. *sent as in sl_client_call_once. */
 int sl_client_exchange(sl_client_t *c, sl_span_t *frame, bool *sent) SL_WUR;

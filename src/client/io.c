@@ -37,9 +37,7 @@ static int remaining_ms(uint64_t deadline_us)
     return ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 
-/* Waits until fd is ready for events: 0, -SL_ERR_TASK_TIMEOUT, or
- * -SL_ERR_DISCONNECTED when poll fails. */
-static int wait_ready(int fd, short events, uint64_t deadline_us)
+int sl_client_wait_ready(int fd, short events, uint64_t deadline_us)
 {
     for (;;) {
         int left = remaining_ms(deadline_us);
@@ -66,7 +64,7 @@ int sl_client_send_all(int fd, const uint8_t *p, size_t n, uint64_t deadline_us)
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            int rc = wait_ready(fd, POLLOUT, deadline_us);
+            int rc = sl_client_wait_ready(fd, POLLOUT, deadline_us);
             if (rc != 0)
                 return rc;
             continue;
@@ -93,7 +91,7 @@ int sl_client_recv_exact(int fd, uint8_t *p, size_t n, uint64_t deadline_us, siz
         if (errno == EINTR)
             continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            rc = wait_ready(fd, POLLIN, deadline_us);
+            rc = sl_client_wait_ready(fd, POLLIN, deadline_us);
             if (rc != 0)
                 break;
             continue;
@@ -124,7 +122,7 @@ int sl_client_read_frame(sl_client_t *c, uint64_t deadline_us, sl_span_t *frame)
     sl_buf_reset(&c->rx);
     uint8_t hdr[SL_HEADER_SIZE];
     size_t got;
-    int rc = sl_client_recv_exact(c->fd, hdr, SL_HEADER_SIZE, deadline_us, &got);
+    int rc = sl_client_link_recv(c, hdr, SL_HEADER_SIZE, deadline_us, &got);
     if (rc == -SL_ERR_CONNECTION_CLOSED && got > 0)
         return -SL_ERR_EMPTY_RESPONSE; /* a frame shorter than its header */
     if (rc != 0)
@@ -137,8 +135,7 @@ int sl_client_read_frame(sl_client_t *c, uint64_t deadline_us, sl_span_t *frame)
     if (slot == NULL)
         return -SL_ERR_ERROR;
     memcpy(slot, hdr, SL_HEADER_SIZE);
-    rc = sl_client_recv_exact(c->fd, slot + SL_HEADER_SIZE, size - SL_HEADER_SIZE, deadline_us,
-                              &got);
+    rc = sl_client_link_recv(c, slot + SL_HEADER_SIZE, size - SL_HEADER_SIZE, deadline_us, &got);
     if (rc != 0)
         return rc;
     *frame = sl_span(slot, size);
@@ -147,9 +144,7 @@ int sl_client_read_frame(sl_client_t *c, uint64_t deadline_us, sl_span_t *frame)
 
 void sl_client_disconnect(sl_client_t *c)
 {
-    if (c->fd >= 0)
-        close(c->fd);
-    c->fd = -1;
+    sl_client_link_close(c);
     sl_client_session_reset(&c->session);
 }
 
@@ -163,7 +158,7 @@ static int connect_one(const struct addrinfo *ai, uint64_t deadline_us, int *out
         return -SL_ERR_CANNOT_ESTABLISH_CONNECTION;
     int rc = 0;
     if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-        rc = errno == EINPROGRESS ? wait_ready(fd, POLLOUT, deadline_us)
+        rc = errno == EINPROGRESS ? sl_client_wait_ready(fd, POLLOUT, deadline_us)
                                   : -SL_ERR_CANNOT_ESTABLISH_CONNECTION;
         int err = 0;
         socklen_t len = sizeof(err);

@@ -45,6 +45,15 @@ typedef struct sl_config_reported_listener {
     sl_config_address_t address;
 } sl_config_reported_listener_t;
 
+/* A door's TLS (tls.md 2): the certificate files or, with self_signed and
+ * no file at cert_file, an ephemeral certificate. */
+typedef struct sl_config_tls {
+    bool enabled;
+    bool self_signed;
+    char cert_file[SL_CONFIG_PATH_CAPACITY];
+    char key_file[SL_CONFIG_PATH_CAPACITY];
+} sl_config_tls_t;
+
 /* Every effective setting. Plain data, no pointers: copy it freely. Durations
  * are microseconds, sizes bytes. */
 typedef struct sl_config {
@@ -55,6 +64,7 @@ typedef struct sl_config {
         uint64_t login_timeout_us; /* connect (or logout) to a login */
         uint64_t frame_timeout_us; /* a request frame's first byte to its last */
         uint64_t reply_timeout_us; /* a reply's first byte sent to its last */
+        sl_config_tls_t tls;
     } tcp;
     sl_config_reported_listener_t quic;
     /* The HTTP API (server/http.h, docs/http.md). Lists are comma-separated. */
@@ -102,6 +112,7 @@ typedef struct sl_config {
         uint64_t interval_us;
     } heartbeat;
     struct {
+        uint64_t handshake_grace_us;  /* accept to a finished TLS handshake or upgrade */
         uint64_t max_message_size;    /* bytes of a frame, header included */
         uint64_t frame_pool_idle_max; /* idle frame buffers kept (server/frame_pool.h) */
         uint64_t receive_memory_max;  /* request frames being received or handled */

@@ -41,6 +41,18 @@
 #include "base/log.h"
 #include "wire/header.h"
 
+/* The transport seam (the section "transports" below): a connection with a
+ * transport receives its socket bytes into provided buffers and hands them
+ * to conn_xport_input; frame assembly pulls the stream from the transport
+ * (conn_xport_pull) where it would otherwise arm a receive; replies are
+ * encoded by the transport and its output sent from c->xsend. */
+static void conn_xport_input(sl_conn_t *c, const uint8_t *data, uint32_t n);
+static bool conn_xport_pull(sl_conn_t *c);
+static void conn_xport_arm_send(sl_conn_t *c);
+static void conn_xport_sent(sl_conn_t *c, size_t n);
+static void conn_xport_flush(sl_conn_t *c);
+static int conn_xport_send_final(sl_conn_t *c, const void *bytes, size_t len);
+
 /* Connection numbers are process-wide so that logs of different shards
  * never reuse one; 0 is skipped so it can mean "none". */
 static _Atomic uint32_t conn_next_id;
@@ -76,11 +88,33 @@ static void conn_peer_text(sl_conn_t *c)
     }
 }
 
-sl_conn_t *sl_conn_new(sl_loop_t *loop, int fd)
+_Static_assert(_Alignof(sl_door_state_t) > SL_UD_TAG_MASK, "door pointers carry a tag");
+
+static bool conn_xport_open(sl_conn_t *c, const sl_door_state_t *door)
+{
+    /* Transport output has no bound of its own: what lands there is
+     * bounded by the reply chunk, or by a handshake's or a control frame's
+     * size. */
+    sl_buf_init(&c->xout, 0);
+    sl_buf_init(&c->xsend, 0);
+    if (!door || !door->transport)
+        return true;
+    if (door->transport->open(door->transport_ctx, &c->xout, &c->xstate) != 0)
+        return false;
+    c->xport = door->transport;
+    return true;
+}
+
+sl_conn_t *sl_conn_new(sl_loop_t *loop, int fd, const sl_door_state_t *door)
 {
     sl_conn_t *c = calloc(1, sizeof(*c));
     if (!c)
         return NULL;
+    if (!conn_xport_open(c, door)) {
+        free(c);
+        return NULL;
+    }
+    c->open_us = sl_clock_monotonic_us();
     c->loop = loop;
     c->fd = fd;
     c->id = conn_new_id();
@@ -122,6 +156,10 @@ void sl_conn_free(sl_conn_t *c)
     conn_frame_release(c);
     conn_iov_release(c);
     sl_frame_pool_put(c->loop->pool, c->spill);
+    if (c->xport)
+        c->xport->close(c->xstate);
+    sl_buf_free(&c->xout);
+    sl_buf_free(&c->xsend);
     free(c);
 }
 
@@ -295,8 +333,9 @@ static void conn_arm_recv(sl_conn_t *c)
     if (c->starved)
         sl_loop_starve(c->loop, c, false);
     struct io_uring_sqe *sqe = sl_loop_sqe(c->loop);
-    if (c->state == SL_CONN_HEAD) {
-        /* The kernel picks a provided buffer when data arrives. */
+    if (c->state == SL_CONN_HEAD || c->xport) {
+        /* The kernel picks a provided buffer when data arrives (always with
+         * a transport: its bytes are not yet the frame's). */
         uint32_t len = cfg->buf_size;
         if (cfg->faults.recv_max && cfg->faults.recv_max < len)
             len = cfg->faults.recv_max;
@@ -357,7 +396,9 @@ void sl_conn_on_recv(sl_conn_t *c, int res, uint32_t flags)
         /* A provided buffer must go back even when the connection is
          * closing, or the ring would lose it. */
         uint16_t bid = (uint16_t)(flags >> IORING_CQE_BUFFER_SHIFT);
-        if (res > 0 && !c->closing)
+        if (res > 0 && !c->closing && c->xport)
+            conn_xport_input(c, sl_loop_buf(c->loop, bid), (uint32_t)res);
+        else if (res > 0 && !c->closing)
             conn_take_bytes(c, sl_loop_buf(c->loop, bid), (uint32_t)res);
         sl_loop_buf_return(c->loop, bid);
     } else if (res > 0 && !c->closing) {
@@ -433,7 +474,10 @@ bool sl_conn_step(sl_conn_t *c, uint32_t budget)
                 conn_feed_spill(c);
                 break;
             }
-            conn_read_more(c);
+            if (c->xport && conn_xport_pull(c))
+                break;
+            if (!c->closing)
+                conn_read_more(c);
             return false;
         }
     }
@@ -472,6 +516,10 @@ uint8_t *sl_conn_take_frame(sl_conn_t *c)
 
 static void conn_arm_send(sl_conn_t *c)
 {
+    if (c->xport) {
+        conn_xport_arm_send(c);
+        return;
+    }
     uint32_t cap = c->loop->cfg.faults.send_max;
     memset(&c->msg, 0, sizeof(c->msg));
     c->msg.msg_iov = c->iov + c->iov_idx;
@@ -549,6 +597,10 @@ void sl_conn_on_send(sl_conn_t *c, int res)
         sl_conn_close(c);
         return;
     }
+    if (c->xport) {
+        conn_xport_sent(c, (size_t)res);
+        return;
+    }
     if (conn_advance(c, (size_t)res))
         conn_send_finished(c);
     else
@@ -593,7 +645,10 @@ static int conn_reply(sl_conn_t *c, const struct iovec *iov, int iovcnt, bool cl
         conn_send_finished(c); /* nothing to write is written at once */
         return 0;
     }
-    conn_arm_send(c);
+    if (c->xport)
+        conn_xport_flush(c);
+    else
+        conn_arm_send(c);
     return 0;
 }
 
@@ -613,11 +668,168 @@ int sl_conn_send_final(sl_conn_t *c, const void *bytes, size_t len)
         return -ECONNRESET;
     if (c->send_armed)
         return -EBUSY; /* a reply is being written: bytes would interleave */
+    if (c->xport)
+        return conn_xport_send_final(c, bytes, len);
     /* A small frame fits an idle socket's send buffer; a peer that does not
      * read loses it, and is closed either way. */
     ssize_t n = send(c->fd, bytes, len, MSG_DONTWAIT | MSG_NOSIGNAL);
     sl_conn_close(c);
     return n == (ssize_t)len ? 0 : -EAGAIN;
+}
+
+/* --- transports --------------------------------------------------------------- */
+
+/* The transport refused: log why, send what it has to say (a TLS alert, a
+ * WebSocket close) if the socket takes it now, and close. */
+static void conn_xport_fail(sl_conn_t *c, int err)
+{
+    c->loop->stats.transport_errors++;
+    if (err == -ECONNRESET)
+        sl_log_debug("conn %u (%s): %s: the peer closed", c->id, c->peer, c->xport->name);
+    else
+        sl_log_info("conn %u (%s): closed: %s: %s", c->id, c->peer, c->xport->name,
+                    c->xport->why(c->xstate));
+    if (!c->send_armed && c->xout.len > 0)
+        (void)!send(c->fd, c->xout.data, c->xout.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    sl_conn_close(c);
+}
+
+static void conn_xport_input(sl_conn_t *c, const uint8_t *data, uint32_t n)
+{
+    int rc = c->xport->input(c->xstate, data, n);
+    if (rc < 0)
+        conn_xport_fail(c, rc);
+}
+
+/* Moves stream bytes the transport holds into the frame being assembled,
+ * exactly as a receive would have: true when some arrived (the caller goes
+ * round again), false when the transport needs more from the socket or the
+ * connection closed. A header is taken at most up to its end, a body
+ * straight into the frame, so nothing is ever spilled. */
+static bool conn_xport_pull(sl_conn_t *c)
+{
+    uint8_t head[SL_HEADER_SIZE];
+    int n;
+    if (c->state == SL_CONN_HEAD) {
+        n = c->xport->read(c->xstate, head, SL_HEADER_SIZE - c->hdr_have);
+        if (n > 0 && conn_feed(c, head, (uint32_t)n) < 0) {
+            sl_conn_close(c);
+            return false;
+        }
+    } else {
+        n = c->xport->read(c->xstate, c->frame + c->frame_have, c->frame_size - c->frame_have);
+        if (n > 0) {
+            c->frame_have += (uint32_t)n;
+            if (c->frame_have == c->frame_size)
+                conn_frame_complete(c);
+        }
+    }
+    if (n < 0) {
+        conn_xport_fail(c, n);
+        return false;
+    }
+    conn_xport_flush(c); /* a handshake step or a control frame may want to answer */
+    return n > 0 && !c->closing;
+}
+
+/* Encodes the next chunk of the reply into c->xout. */
+static int conn_xport_encode(sl_conn_t *c)
+{
+    size_t budget = SL_LOOP_TRANSPORT_CHUNK;
+    for (uint32_t i = c->iov_idx; i < c->iov_cnt && budget > 0; i++) {
+        const struct iovec *v = &c->iov[c->iov_idx];
+        size_t take = v->iov_len < budget ? v->iov_len : budget;
+        int rc = c->xport->write(c->xstate, v->iov_base, take);
+        if (rc < 0)
+            return rc;
+        budget -= take;
+        conn_advance(c, take);
+    }
+    return 0;
+}
+
+static void conn_xport_arm_send(sl_conn_t *c)
+{
+    uint32_t cap = c->loop->cfg.faults.send_max;
+    size_t len = c->xsend.len - c->xsent;
+    if (cap && len > cap)
+        len = cap;
+    struct io_uring_sqe *sqe = sl_loop_sqe(c->loop);
+    io_uring_prep_send(sqe, c->fd, c->xsend.data + c->xsent, len, MSG_NOSIGNAL | MSG_WAITALL);
+    io_uring_sqe_set_data64(sqe, sl_ud(c, SL_UD_SEND));
+    c->send_armed = true;
+    c->inflight++;
+}
+
+/* Large buffers go back once empty: an idle connection keeps little. */
+static void conn_xport_trim(sl_buf_t *b)
+{
+    sl_buf_reset(b);
+    if (b->cap > SL_LOOP_BUF_SIZE_DEFAULT)
+        sl_buf_free(b);
+}
+
+/* Sends what the transport produced and keeps the reply's next chunk
+ * encoded ahead; finishes the reply once every byte of it is written. */
+static void conn_xport_flush(sl_conn_t *c)
+{
+    if (c->closing)
+        return;
+    bool replying = c->state == SL_CONN_SENDING;
+    if (replying && c->iov_idx < c->iov_cnt && c->xout.len < SL_LOOP_TRANSPORT_CHUNK) {
+        int rc = conn_xport_encode(c);
+        if (rc < 0) {
+            conn_xport_fail(c, rc);
+            return;
+        }
+    }
+    if (!c->send_armed && c->xout.len > 0) {
+        sl_buf_t t = c->xsend;
+        c->xsend = c->xout;
+        c->xout = t;
+        sl_buf_reset(&c->xout);
+        c->xsent = 0;
+        conn_xport_arm_send(c);
+        if (replying && c->iov_idx < c->iov_cnt)
+            conn_xport_flush(c); /* once: xout is empty and the send armed */
+        return;
+    }
+    if (!c->send_armed && replying && c->iov_idx == c->iov_cnt) {
+        conn_xport_trim(&c->xout);
+        conn_send_finished(c);
+    }
+}
+
+static void conn_xport_sent(sl_conn_t *c, size_t n)
+{
+    c->xsent += n;
+    if (c->xsent < c->xsend.len) {
+        conn_xport_arm_send(c);
+        return;
+    }
+    conn_xport_trim(&c->xsend);
+    c->xsent = 0;
+    conn_xport_flush(c);
+}
+
+static int conn_xport_send_final(sl_conn_t *c, const void *bytes, size_t len)
+{
+    int rc = c->xport->write(c->xstate, bytes, len);
+    ssize_t n = rc == 0 ? send(c->fd, c->xout.data, c->xout.len, MSG_DONTWAIT | MSG_NOSIGNAL) : -1;
+    bool whole = n == (ssize_t)c->xout.len;
+    sl_conn_close(c);
+    return whole ? 0 : -EAGAIN;
+}
+
+void sl_conn_check_handshake(sl_conn_t *c, uint64_t now, uint64_t handshake_us)
+{
+    if (c->closing || !c->xport || handshake_us == 0 || now - c->open_us <= handshake_us ||
+        c->xport->established(c->xstate))
+        return;
+    c->loop->stats.handshake_timeouts++;
+    sl_log_info("conn %u (%s): closed: no %s handshake within %llu ms", c->id, c->peer,
+                c->xport->name, (unsigned long long)(handshake_us / 1000u));
+    sl_conn_close(c);
 }
 
 /* --- timeouts --------------------------------------------------------------- */
@@ -694,4 +906,9 @@ sl_loop_t *sl_conn_loop(const sl_conn_t *c)
 bool sl_conn_closing(const sl_conn_t *c)
 {
     return c->closing;
+}
+
+uint8_t sl_conn_transport_code(const sl_conn_t *c)
+{
+    return c->xport ? c->xport->report_code : 0;
 }

@@ -137,8 +137,28 @@ struct sl_conn {
     struct msghdr msg;
     uint64_t reply_start_us; /* monotonic: when the reply being written was armed */
 
+    /* A transport between the socket and the frames (loop.h). Its output
+     * collects in xout; xsend is the part handed to the kernel, of which
+     * xsent bytes are written. Replies are encoded into xout a chunk ahead. */
+    const sl_conn_transport_t *xport;
+    void *xstate;
+    sl_buf_t xout;
+    sl_buf_t xsend;
+    size_t xsent;
+    uint64_t open_us; /* monotonic: accepted */
+
     char peer[SL_CONN_PEER_LEN];
 };
+
+/* A listening socket of the loop and the transport its connections get. */
+typedef struct sl_door_state {
+    int fd;
+    bool own; /* created by the loop (cfg.host/port), closed with it */
+    bool armed;
+    bool retry; /* accept failed hard: re-arm on the next tick */
+    const sl_conn_transport_t *transport;
+    void *transport_ctx;
+} sl_door_state_t;
 
 /* --- the loop ---------------------------------------------------------------- */
 
@@ -146,8 +166,9 @@ struct sl_loop {
     struct io_uring ring;
     bool ring_ok;
     sl_loop_config_t cfg;
-    int listen_fd;
-    bool own_listen;
+    int listen_fd; /* doors[0].fd */
+    sl_door_state_t doors[1 + SL_LOOP_DOORS_MAX];
+    uint32_t ndoors;
     int wake_fd;
     uint64_t wake_val;
     struct __kernel_timespec tick_ts;
@@ -160,8 +181,6 @@ struct sl_loop {
     bool own_pool;
 
     bool ran;
-    bool accept_armed;
-    bool accept_retry; /* accept failed hard: re-arm on the next tick */
     bool tick_armed;
     bool wake_armed;
     bool event_armed[SL_LOOP_EVENTS_MAX];
@@ -200,7 +219,8 @@ void sl_loop_budget_leave(sl_loop_t *loop, sl_conn_t *conn);
 const uint8_t *sl_loop_buf(const sl_loop_t *loop, uint16_t bid);
 
 /* conn.c, for loop.c */
-sl_conn_t *sl_conn_new(sl_loop_t *loop, int fd);
+/* A connection on fd accepted by door (NULL: plain, as in tests). */
+sl_conn_t *sl_conn_new(sl_loop_t *loop, int fd, const sl_door_state_t *door);
 void sl_conn_free(sl_conn_t *conn);
 void sl_conn_on_recv(sl_conn_t *conn, int res, uint32_t flags);
 void sl_conn_on_send(sl_conn_t *conn, int res);
@@ -211,6 +231,9 @@ bool sl_conn_step(sl_conn_t *conn, uint32_t budget);
  * taken longer than frame_us since its first byte, or the reply it is
  * reading longer than reply_us since it was armed (0: no limit). */
 void sl_conn_check_timeouts(sl_conn_t *conn, uint64_t now_us, uint64_t frame_us, uint64_t reply_us);
+/* Closes the connection when its transport has not finished its handshake
+ * handshake_us after the accept. */
+void sl_conn_check_handshake(sl_conn_t *conn, uint64_t now_us, uint64_t handshake_us);
 
 /* The text of sl_loop_diagnose from explicit facts (tested directly):
  * disabled = kernel.io_uring_disabled (-1 unknown), seccomp = the Seccomp

@@ -65,7 +65,7 @@ static bool loop_config_ok(const sl_loop_config_t *cfg)
            cfg->buf_size >= SL_HEADER_SIZE && cfg->max_frame >= SL_HEADER_SIZE &&
            cfg->frame_budget >= cfg->max_frame && cfg->max_conns > 0 && cfg->frames_per_turn > 0 &&
            cfg->tick_ms > 0 && cfg->ring_entries >= 8 && (cfg->listen_fd >= 0 || cfg->host) &&
-           events_ok(cfg);
+           events_ok(cfg) && cfg->door_count <= SL_LOOP_DOORS_MAX;
 }
 
 /* --- set-up ---------------------------------------------------------------- */
@@ -148,18 +148,30 @@ int sl_loop_listen(const char *host, uint16_t port, int backlog, int *fd_out)
     return 0;
 }
 
+/* Door 0 is the listener of cfg (given or bound here), then cfg.doors. */
 static int loop_fds_init(sl_loop_t *loop)
 {
+    const sl_loop_config_t *cfg = &loop->cfg;
     loop->wake_fd = eventfd(0, EFD_CLOEXEC);
     if (loop->wake_fd < 0)
         return -errno;
-    if (loop->cfg.listen_fd >= 0) {
-        loop->listen_fd = loop->cfg.listen_fd;
-        return 0;
+    sl_door_state_t *d = &loop->doors[0];
+    *d = (sl_door_state_t){
+        .fd = cfg->listen_fd, .transport = cfg->transport, .transport_ctx = cfg->transport_ctx};
+    loop->ndoors = 1;
+    for (uint32_t i = 0; i < cfg->door_count; i++)
+        loop->doors[loop->ndoors++] =
+            (sl_door_state_t){.fd = cfg->doors[i].listen_fd,
+                              .transport = cfg->doors[i].transport,
+                              .transport_ctx = cfg->doors[i].transport_ctx};
+    if (cfg->listen_fd < 0) {
+        int err = sl_loop_listen(cfg->host, cfg->port, SOMAXCONN, &d->fd);
+        if (err)
+            return err;
+        d->own = true;
     }
-    int err = sl_loop_listen(loop->cfg.host, loop->cfg.port, SOMAXCONN, &loop->listen_fd);
-    loop->own_listen = err == 0;
-    return err;
+    loop->listen_fd = d->fd;
+    return 0;
 }
 
 /* The frame pool: the caller's, or one of the loop's own. It serves frames
@@ -190,6 +202,7 @@ int sl_loop_create(const sl_loop_config_t *cfg, sl_loop_t **out)
         return -ENOMEM;
     loop->cfg = *cfg;
     loop->listen_fd = -1;
+    loop->doors[0].fd = -1;
     loop->wake_fd = -1;
     sl_dlist_init(&loop->conns);
     sl_dlist_init(&loop->runq);
@@ -238,8 +251,8 @@ void sl_loop_destroy(sl_loop_t *loop)
         sl_frame_pool_destroy(loop->pool);
     if (loop->wake_fd >= 0)
         close(loop->wake_fd);
-    if (loop->own_listen)
-        close(loop->listen_fd);
+    if (loop->doors[0].own)
+        close(loop->doors[0].fd);
     free(loop);
 }
 
@@ -368,15 +381,40 @@ void sl_loop_buf_return(sl_loop_t *loop, uint16_t bid)
 
 /* --- loop-wide operations -------------------------------------------------- */
 
-static void loop_arm_accept(sl_loop_t *loop)
+static void loop_arm_accept(sl_loop_t *loop, sl_door_state_t *d)
 {
     struct io_uring_sqe *sqe = sl_loop_sqe(loop);
     /* Peer addresses come from getpeername: a multishot accept would write
      * every address into the same place before we read it. */
-    io_uring_prep_multishot_accept(sqe, loop->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-    io_uring_sqe_set_data64(sqe, SL_UD_ACCEPT);
-    loop->accept_armed = true;
-    loop->accept_retry = false;
+    io_uring_prep_multishot_accept(sqe, d->fd, NULL, NULL, SOCK_CLOEXEC);
+    io_uring_sqe_set_data64(sqe, sl_ud(d, SL_UD_ACCEPT));
+    d->armed = true;
+    d->retry = false;
+}
+
+static void loop_arm_accepts(sl_loop_t *loop)
+{
+    for (uint32_t i = 0; i < loop->ndoors; i++)
+        loop_arm_accept(loop, &loop->doors[i]);
+}
+
+static void loop_cancel_accepts(sl_loop_t *loop)
+{
+    for (uint32_t i = 0; i < loop->ndoors; i++) {
+        if (!loop->doors[i].armed)
+            continue;
+        struct io_uring_sqe *sqe = sl_loop_sqe(loop);
+        io_uring_prep_cancel64(sqe, sl_ud(&loop->doors[i], SL_UD_ACCEPT), 0);
+        io_uring_sqe_set_data64(sqe, SL_UD_IGNORE);
+    }
+}
+
+static bool loop_accepts_armed(const sl_loop_t *loop)
+{
+    for (uint32_t i = 0; i < loop->ndoors; i++)
+        if (loop->doors[i].armed)
+            return true;
+    return false;
 }
 
 static void loop_arm_tick(sl_loop_t *loop)
@@ -429,14 +467,14 @@ static void loop_cancel(sl_loop_t *loop, uint64_t target)
 
 /* A new socket: refuse it at the connection cap (or while stopping), else
  * open a connection and queue its first receive. */
-static void loop_admit(sl_loop_t *loop, int fd)
+static void loop_admit(sl_loop_t *loop, int fd, const sl_door_state_t *door)
 {
     if (loop->stopping || loop->nconns >= loop->cfg.max_conns) {
         close(fd);
         loop->stats.refused++;
         return;
     }
-    sl_conn_t *c = sl_conn_new(loop, fd);
+    sl_conn_t *c = sl_conn_new(loop, fd, door);
     if (!c) {
         close(fd);
         loop->stats.refused++;
@@ -453,7 +491,7 @@ static void loop_admit(sl_loop_t *loop, int fd)
 sl_conn_t *sl_loop_adopt(sl_loop_t *loop, int fd, const char *label)
 {
     uint32_t before = loop->nconns;
-    loop_admit(loop, fd);
+    loop_admit(loop, fd, NULL); /* internal: always plain */
     if (loop->nconns == before)
         return NULL; /* refused: fd is closed */
     sl_conn_t *c = SL_CONTAINER_OF(loop->conns.prev, sl_conn_t, all_link);
@@ -461,24 +499,24 @@ sl_conn_t *sl_loop_adopt(sl_loop_t *loop, int fd, const char *label)
     return c;
 }
 
-static void loop_on_accept(sl_loop_t *loop, int res, uint32_t flags)
+static void loop_on_accept(sl_loop_t *loop, sl_door_state_t *d, int res, uint32_t flags)
 {
     if (!(flags & IORING_CQE_F_MORE))
-        loop->accept_armed = false;
+        d->armed = false;
     if (res >= 0)
-        loop_admit(loop, res);
+        loop_admit(loop, res, d);
     bool transient =
         res >= 0 || res == -ECANCELED || res == -EINTR || res == -EAGAIN || res == -ECONNABORTED;
     if (!transient)
         sl_log_warn("accept: %s (retrying on the next tick)", strerror(-res));
-    if (loop->accept_armed || loop->stopping)
+    if (d->armed || loop->stopping)
         return;
     /* Multishot accept ends on errors and when the kernel runs short; hard
      * errors (EMFILE, ENOMEM) wait for the next tick rather than spin. */
     if (transient)
-        loop_arm_accept(loop);
+        loop_arm_accept(loop, d);
     else
-        loop->accept_retry = true;
+        d->retry = true;
 }
 
 static void loop_close_all(sl_loop_t *loop)
@@ -498,7 +536,8 @@ static void loop_check_timeouts(sl_loop_t *loop)
 {
     uint64_t frame_us = (uint64_t)loop->cfg.frame_timeout_ms * 1000u;
     uint64_t reply_us = (uint64_t)loop->cfg.reply_timeout_ms * 1000u;
-    if (frame_us == 0 && reply_us == 0)
+    uint64_t handshake_us = (uint64_t)loop->cfg.handshake_timeout_ms * 1000u;
+    if (frame_us == 0 && reply_us == 0 && handshake_us == 0)
         return;
     uint64_t now = sl_clock_monotonic_us();
     sl_dlink_t *n = loop->conns.next;
@@ -506,6 +545,7 @@ static void loop_check_timeouts(sl_loop_t *loop)
         sl_conn_t *c = SL_CONTAINER_OF(n, sl_conn_t, all_link);
         n = n->next;
         sl_conn_check_timeouts(c, now, frame_us, reply_us);
+        sl_conn_check_handshake(c, now, handshake_us);
     }
 }
 
@@ -515,8 +555,9 @@ static void loop_on_tick(sl_loop_t *loop, int res)
     if (res == -ECANCELED || loop->finishing)
         return;
     loop_check_timeouts(loop);
-    if (loop->accept_retry && !loop->stopping)
-        loop_arm_accept(loop);
+    for (uint32_t i = 0; i < loop->ndoors && !loop->stopping; i++)
+        if (loop->doors[i].retry)
+            loop_arm_accept(loop, &loop->doors[i]);
     if (loop->stopping && sl_clock_monotonic_us() >= loop->stop_deadline_us) {
         sl_log_warn("stop: handlers did not answer in time; closing %u connections", loop->nconns);
         loop_close_all(loop);
@@ -532,8 +573,7 @@ static void loop_begin_stop(sl_loop_t *loop)
         return;
     loop->stopping = true;
     loop->stop_deadline_us = sl_clock_monotonic_us() + (uint64_t)loop->cfg.stop_grace_ms * 1000u;
-    if (loop->accept_armed)
-        loop_cancel(loop, SL_UD_ACCEPT);
+    loop_cancel_accepts(loop);
     /* Every connection runs once more: idle ones close, frames already read
      * are delivered, answers being written finish first. */
     sl_dlink_t *n = loop->conns.next;
@@ -574,7 +614,7 @@ static void loop_complete(sl_loop_t *loop, uint64_t ud, int res, uint32_t flags)
     sl_conn_t *c = (sl_conn_t *)(uintptr_t)(ud & ~(uint64_t)SL_UD_TAG_MASK);
     switch (ud & SL_UD_TAG_MASK) {
     case SL_UD_ACCEPT:
-        loop_on_accept(loop, res, flags);
+        loop_on_accept(loop, (sl_door_state_t *)(void *)c, res, flags);
         break;
     case SL_UD_WAKE:
         loop_on_wake(loop, res);
@@ -677,8 +717,7 @@ static void loop_check_done(sl_loop_t *loop)
         return;
     if (!loop->finishing) {
         loop->finishing = true;
-        if (loop->accept_armed)
-            loop_cancel(loop, SL_UD_ACCEPT);
+        loop_cancel_accepts(loop);
         if (loop->tick_armed)
             loop_cancel(loop, SL_UD_TICK);
         if (loop->wake_armed)
@@ -688,7 +727,7 @@ static void loop_check_done(sl_loop_t *loop)
                 loop_cancel(loop, event_ud(i));
     }
     loop->done =
-        !loop->accept_armed && !loop->tick_armed && !loop->wake_armed && !events_armed(loop);
+        !loop_accepts_armed(loop) && !loop->tick_armed && !loop->wake_armed && !events_armed(loop);
 }
 
 int sl_loop_run(sl_loop_t *loop)
@@ -698,7 +737,7 @@ int sl_loop_run(sl_loop_t *loop)
     loop->ran = true;
     loop_arm_wake(loop);
     loop_arm_tick(loop);
-    loop_arm_accept(loop);
+    loop_arm_accepts(loop);
     for (uint32_t i = 0; i < loop->cfg.events_count; i++)
         loop_arm_event(loop, i);
     int err = 0;
@@ -733,9 +772,14 @@ void sl_loop_stop(sl_loop_t *loop)
 
 uint16_t sl_loop_port(const sl_loop_t *loop)
 {
+    return sl_loop_socket_port(loop->listen_fd);
+}
+
+uint16_t sl_loop_socket_port(int listen_fd)
+{
     struct sockaddr_storage ss;
     socklen_t len = sizeof(ss);
-    if (getsockname(loop->listen_fd, (struct sockaddr *)&ss, &len) != 0)
+    if (getsockname(listen_fd, (struct sockaddr *)&ss, &len) != 0)
         return 0;
     if (ss.ss_family == AF_INET)
         return ntohs(((const struct sockaddr_in *)&ss)->sin_port);

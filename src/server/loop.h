@@ -49,6 +49,7 @@
 #include <sys/uio.h>
 
 #include "base/assert.h"
+#include "base/bytes.h"
 #include "base/limits.h"
 #include "server/frame_pool.h"
 
@@ -79,6 +80,47 @@ typedef struct sl_conn sl_conn_t;
 #define SL_LOOP_BUF_SIZE_DEFAULT  (16u * 1024u)
 /* Most iovec entries one reply may have (the kernel's IOV_MAX). */
 #define SL_LOOP_IOV_MAX 1024
+
+/* --- transports -------------------------------------------------------------- */
+
+/* A byte-stream adapter between a connection's socket and its frame
+ * assembly (TLS, WebSocket): the frames, lockstep and replies above it are
+ * those of plain TCP. A connection without one reads and writes the socket
+ * directly. Everything runs on the loop thread and never blocks.
+ * - open: a new connection's state; whatever the transport wants to send
+ *   (handshake bytes, control frames, encoded replies) it appends to out,
+ *   which the loop owns and sends, and which outlives the state.
+ * - input: n bytes from the socket, kept until read takes them.
+ * - read: up to n (> 0) bytes of the frame stream into dst: the count, 0
+ *   when more input is needed, -errno to close (why() says why).
+ * - write: n bytes of the reply stream, encoded into out. -errno to close.
+ * - established: the handshake is done (until then handshake_timeout_ms
+ *   runs from the accept). */
+typedef struct sl_conn_transport {
+    const char *name;    /* for the log: "tls", "ws", "wss" */
+    uint8_t report_code; /* transport code clients are listed with; 0: TCP */
+    int (*open)(void *ctx, sl_buf_t *out, void **state);
+    void (*close)(void *state);
+    int (*input)(void *state, const uint8_t *data, uint32_t n);
+    int (*read)(void *state, uint8_t *dst, uint32_t n);
+    int (*write)(void *state, const uint8_t *src, size_t n);
+    bool (*established)(const void *state);
+    const char *(*why)(const void *state);
+} sl_conn_transport_t;
+
+/* A further listening socket (a door) with its transport. */
+typedef struct sl_loop_door {
+    int listen_fd;                        /* listening, the caller's: not closed */
+    const sl_conn_transport_t *transport; /* NULL: plain */
+    void *transport_ctx;                  /* first argument of transport->open */
+} sl_loop_door_t;
+
+#define SL_LOOP_DOORS_MAX 3u
+/* Reply bytes a transport encodes at a time: one such chunk is written
+ * while the next is encoded, so memory per connection stays near twice
+ * this whatever the reply's size, and one encode is a bounded piece of a
+ * loop turn. */
+#define SL_LOOP_TRANSPORT_CHUNK (256u * 1024u)
 
 /* --- configuration --------------------------------------------------------- */
 
@@ -138,6 +180,13 @@ typedef struct sl_loop_config {
      * largest frame always fits. Frame memory is bounded by this, buf_size
      * per connection and the pool's idle cap. */
     uint64_t frame_budget;
+    /* The transport of the listener above (NULL: plain TCP) and more doors. */
+    const sl_conn_transport_t *transport;
+    void *transport_ctx;
+    sl_loop_door_t doors[SL_LOOP_DOORS_MAX];
+    uint32_t door_count;
+    /* Accept to an established transport (its handshake); 0: none. */
+    uint32_t handshake_timeout_ms;
     uint32_t frame_timeout_ms; /* first byte to last of one frame; 0: none */
     uint32_t reply_timeout_ms; /* first send to last byte of one reply; 0: none */
     uint32_t max_conns;        /* more are accepted and closed at once */
@@ -173,6 +222,10 @@ typedef struct sl_loop_stats {
     uint64_t budget_waits;   /* frames that waited for the frame budget */
     uint64_t frame_timeouts; /* connections closed: a frame took too long */
     uint64_t reply_timeouts; /* connections closed: a reply was not taken in time */
+    /* Connections closed: no transport handshake in time; the transport
+     * refused the bytes (not TLS, a bad WebSocket frame). */
+    uint64_t handshake_timeouts;
+    uint64_t transport_errors;
     uint64_t budget_used;    /* bytes of the frame budget reserved now */
     uint32_t budget_waiting; /* connections waiting for the frame budget now */
     uint32_t conns;
@@ -196,6 +249,8 @@ void sl_loop_destroy(sl_loop_t *loop);
 
 /* The local port of the listening socket (the ephemeral one when port 0). */
 uint16_t sl_loop_port(const sl_loop_t *loop);
+/* The local port of a listening socket (sl_loop_port for another door). */
+uint16_t sl_loop_socket_port(int listen_fd);
 /* Increments once per loop turn: "the same turn" for per-turn budgets. */
 uint64_t sl_loop_turn(const sl_loop_t *loop);
 void sl_loop_stats(const sl_loop_t *loop, sl_loop_stats_t *out);
@@ -261,5 +316,7 @@ const char *sl_conn_peer(const sl_conn_t *conn);
 uint32_t sl_conn_id(const sl_conn_t *conn);
 sl_loop_t *sl_conn_loop(const sl_conn_t *conn);
 bool sl_conn_closing(const sl_conn_t *conn);
+/* The report_code of the connection's transport; 0 for plain TCP. */
+uint8_t sl_conn_transport_code(const sl_conn_t *conn);
 
 #endif

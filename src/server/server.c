@@ -433,6 +433,26 @@ static int bind_listener(sl_server_t *srv, char *err, size_t err_len)
     return 0;
 }
 
+/* tls.md 2: the certificate is chosen before anything is bound or written,
+ * and the log says which way it went. */
+static int open_tls(const sl_config_tls_t *t, const char *section, sl_tls_ctx_t **out, char *err,
+                    size_t err_len)
+{
+    sl_tls_settings_t s = {section, t->self_signed, t->cert_file, t->key_file};
+    sl_tls_source_t source;
+    if (sl_tls_ctx_create(&s, out, &source, err, err_len) != 0)
+        return -SL_ERR_INVALID_CONFIGURATION;
+    if (source == SL_TLS_SOURCE_SELF_SIGNED)
+        sl_log_warn("%s: no certificate at %s: serving an ephemeral self-signed certificate for "
+                    "localhost, new at every start (clients must turn verification off)",
+                    section, t->cert_file);
+    else
+        sl_log_info(
+            "%s: serving the certificate %s with the key %s%s", section, t->cert_file, t->key_file,
+            source == SL_TLS_SOURCE_FILES_FOUND ? " (self_signed is on, but the file exists)" : "");
+    return 0;
+}
+
 static int start_loop(sl_server_t *srv, char *err, size_t err_len)
 {
     const sl_config_t *cfg = &srv->cfg;
@@ -440,6 +460,11 @@ static int start_loop(sl_server_t *srv, char *err, size_t err_len)
     sl_loop_config_t lc;
     sl_loop_config_init(&lc);
     lc.listen_fd = srv->listen_fd;
+    if (srv->tcp_tls) {
+        lc.transport = &sl_tls_transport;
+        lc.transport_ctx = srv->tcp_tls;
+    }
+    lc.handshake_timeout_ms = (uint32_t)(cfg->message_bus.handshake_grace_us / 1000u);
     lc.max_frame = srv->frame_max;
     lc.frame_budget = cfg->message_bus.receive_memory_max;
     lc.frame_timeout_ms = (uint32_t)(cfg->tcp.frame_timeout_us / 1000u);
@@ -469,8 +494,8 @@ static int start_loop(sl_server_t *srv, char *err, size_t err_len)
                  cfg->tcp.address.text, sl_loop_diagnose(rc));
         return rc;
     }
-    sl_log_info(cfg->tcp.address.ipv6 ? "listening on [%s]:%u" : "listening on %s:%u",
-                cfg->tcp.address.host, sl_loop_port(srv->loop));
+    sl_log_info(cfg->tcp.address.ipv6 ? "listening on [%s]:%u%s" : "listening on %s:%u%s",
+                cfg->tcp.address.host, sl_loop_port(srv->loop), srv->tcp_tls ? " (TLS)" : "");
     return 0;
 }
 
@@ -524,6 +549,11 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
     if (rc != 0) {
         snprintf(err, err_len, "cannot start the worker thread: %s", strerror(-rc));
         return rc;
+    }
+    if (cfg->tcp.tls.enabled) {
+        rc = open_tls(&cfg->tcp.tls, "tcp.tls", &srv->tcp_tls, err, err_len);
+        if (rc != 0)
+            return rc;
     }
     rc = bind_listener(srv, err, err_len);
     if (rc == 0 && cfg->http.enabled)
@@ -581,6 +611,8 @@ void sl_server_close(sl_server_t *srv)
         close(srv->http_listen_fd);
     if (srv->loop)
         sl_loop_destroy(srv->loop);
+    /* After the loop: its connections' sessions referred to it. */
+    sl_tls_ctx_free(srv->tcp_tls);
     /* The loop leaves the socket it was given open. */
     if (srv->listen_fd >= 0)
         close(srv->listen_fd);

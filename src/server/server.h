@@ -29,6 +29,7 @@
 #include "server/metrics.h"
 #include "server/partitions.h"
 #include "server/sysinfo.h"
+#include "server/tls.h"
 #include "wire/header.h"
 
 /* The server build version (login replies, GetStats); set by CMake. */
@@ -138,6 +139,7 @@ struct sl_server {
     uint32_t internal_count; /* sessions that are internal */
     int lock_fd;   /* the data directory's owner lock (datadir.h); -1 when not held */
     sl_loop_t *loop;
+    sl_tls_ctx_t *tcp_tls; /* tcp.tls.enabled: the TCP door's TLS context */
     bool io_uring_failed; /* sl_server_open failed creating the ring (exit 77) */
     /* Request-frame buffers: the loop takes them, partitions and
      * messages.c give them back. Outlives the loop and the partitions. */

@@ -2,11 +2,11 @@
 #include "harness.h"
 
 #include <errno.h>
-#include <sluice/client.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +17,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "certs.h"
+#include "client/client_internal.h"
 
 static char log_text[1 << 20];
 
@@ -32,6 +35,75 @@ static void die(const char *what)
     abort();
 }
 
+/* --- the door of the suite ------------------------------------------------------ */
+
+th_mode_t th_mode(void)
+{
+    const char *m = getenv("SLUICE_IT_TRANSPORT");
+    if (m == NULL || strcmp(m, "tcp") == 0 || m[0] == '\0')
+        return TH_TCP;
+    if (strcmp(m, "tls") == 0)
+        return TH_TLS;
+    if (strcmp(m, "ws") == 0)
+        return TH_WS;
+    if (strcmp(m, "wss") == 0)
+        return TH_WSS;
+    fprintf(stderr, "harness: SLUICE_IT_TRANSPORT=%s is none of tcp, tls, ws, wss\n", m);
+    abort();
+}
+
+static bool mode_tls(void)
+{
+    return th_mode() == TH_TLS || th_mode() == TH_WSS;
+}
+
+/* One set of certificates per test process, removed at exit. */
+static char certs_dir[256];
+static th_certs_t certs;
+
+static void certs_remove(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", certs_dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "harness: could not remove %s\n", certs_dir);
+}
+
+static const th_certs_t *test_certs(void)
+{
+    if (certs_dir[0])
+        return &certs;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(certs_dir, sizeof(certs_dir), "%s/sluice-certs-XXXXXX", tmp ? tmp : "/tmp");
+    if (!mkdtemp(certs_dir))
+        die("mkdtemp certs");
+    if (!th_certs_make(certs_dir, &certs))
+        die("make test certificates");
+    atexit(certs_remove);
+    return &certs;
+}
+
+/* What the mode adds to the configuration: the door it serves. Every
+ * server of the suite binds ephemeral ports, WebSocket included (on by
+ * default, it would otherwise take 8092 in every test at once). */
+static void write_door_config(FILE *f)
+{
+    th_mode_t m = th_mode();
+    const th_certs_t *c = mode_tls() ? test_certs() : NULL;
+    if (m == TH_TLS)
+        fprintf(f,
+                "\n[tcp.tls]\nenabled = true\nself_signed = false\ncert_file = \"%s\"\n"
+                "key_file = \"%s\"\n",
+                c->leaf, c->leaf_key);
+    fprintf(f, "\n[websocket]\nenabled = %s\naddress = \"127.0.0.1:0\"\n",
+            m == TH_WS || m == TH_WSS ? "true" : "false");
+    if (m == TH_WSS)
+        fprintf(f,
+                "\n[websocket.tls]\nenabled = true\nself_signed = false\ncert_file = \"%s\"\n"
+                "key_file = \"%s\"\n",
+                c->leaf, c->leaf_key);
+}
+
 static void write_config(th_server_t *srv, const th_options_t *opt)
 {
     snprintf(srv->config_path, sizeof(srv->config_path), "%s/sluiced.toml", srv->data_dir);
@@ -42,6 +114,7 @@ static void write_config(th_server_t *srv, const th_options_t *opt)
     /* HTTP is on by default: every test server gets a port of its own. */
     if (!opt || !opt->extra_config || !strstr(opt->extra_config, "[http]"))
         fprintf(f, "\n[http]\naddress = \"127.0.0.1:0\"\n");
+    write_door_config(f);
     if (opt && opt->extra_config)
         fprintf(f, "\n%s\n", opt->extra_config);
     fclose(f);
@@ -95,18 +168,29 @@ const char *th_log(th_server_t *srv)
     return log_text;
 }
 
-/* sluiced logs "listening on 127.0.0.1:PORT" once it accepts, then
+/* sluiced logs "listening on 127.0.0.1:PORT" once it accepts, after
+ * "serving WebSocket on 127.0.0.1:PORT" when that door is on, then
  * "HTTP API on 127.0.0.1:PORT" when HTTP is on, then "ready". */
 static bool find_port(th_server_t *srv)
 {
+    static const char tcp_line[] = "listening on 127.0.0.1:";
+    static const char ws_line[] = "serving WebSocket on 127.0.0.1:";
     const char *log = th_log(srv);
-    const char *p = strstr(log, "listening on 127.0.0.1:");
+    const char *p = strstr(log, tcp_line);
+    const char *w = strstr(log, ws_line);
     if (!p || !strstr(log, " ready, data in "))
         return false;
-    srv->port = (uint16_t)atoi(p + strlen("listening on 127.0.0.1:"));
+    srv->tcp_port = (uint16_t)atoi(p + strlen(tcp_line));
+    srv->port = srv->tcp_port;
+    if (th_mode() == TH_WS || th_mode() == TH_WSS) {
+        if (!w)
+            return false;
+        srv->port = (uint16_t)atoi(w + strlen(ws_line));
+    }
     const char *h = strstr(log, "HTTP API on 127.0.0.1:");
     srv->http_port = h ? (uint16_t)atoi(h + strlen("HTTP API on 127.0.0.1:")) : 0;
-    return srv->port != 0;
+    snprintf(srv->ca_file, sizeof(srv->ca_file), "%s", mode_tls() ? certs.ca : "");
+    return srv->port != 0 && srv->tcp_port != 0;
 }
 
 /* Starts sluiced; 1 once it listens, 0 when it exited first (*status set),
@@ -149,8 +233,7 @@ bool th_start(th_server_t *srv, const th_options_t *opt)
     /* Under heavy parallel load the kernel may refuse a new io_uring for a
      * moment (sluiced exits 77): try again on the same directory before
      * calling io_uring unavailable. */
-    for (int attempt = 0; attempt < 10 && r == 0 && WIFEXITED(status) &&
-                          WEXITSTATUS(status) == 77;
+    for (int attempt = 0; attempt < 10 && r == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 77;
          attempt++) {
         struct timespec ts = {0, 300 * 1000 * 1000};
         nanosleep(&ts, NULL);
@@ -233,8 +316,102 @@ void th_cleanup(th_server_t *srv)
         fprintf(stderr, "harness: could not remove %s\n", srv->data_dir);
 }
 
+/* --- the carrier of raw connections in the TLS and WebSocket modes ------------------- */
+
+/* Bytes from the test's end towards the server: in the WebSocket modes a
+ * message carries exactly one frame, so they are gathered up to a frame's
+ * end first (a frame too short to be one goes as it is). */
+typedef struct carrier {
+    int local;
+    sl_client_t *client;
+    uint8_t up[1 << 17];
+    size_t up_len;
+} carrier_t;
+
+static size_t carrier_frame_len(const carrier_t *k)
+{
+    if (th_mode() != TH_WS && th_mode() != TH_WSS)
+        return k->up_len;
+    if (k->up_len < 256)
+        return 0;
+    uint32_t size;
+    memcpy(&size, k->up + 48, 4);
+    if (size < 256 || size > sizeof(k->up))
+        return k->up_len;
+    return size <= k->up_len ? size : 0;
+}
+
+static bool carrier_up(carrier_t *k)
+{
+    ssize_t n = recv(k->local, k->up + k->up_len, sizeof(k->up) - k->up_len, 0);
+    if (n <= 0)
+        return false;
+    k->up_len += (size_t)n;
+    for (size_t len; (len = carrier_frame_len(k)) > 0;) {
+        if (sl_client_link_send(k->client, k->up, len, sl_client_deadline(20000)) != 0)
+            return false;
+        memmove(k->up, k->up + len, k->up_len - len);
+        k->up_len -= len;
+    }
+    return true;
+}
+
+static bool carrier_down(carrier_t *k)
+{
+    uint8_t buf[16384];
+    short events = 0;
+    ssize_t n = sl_client_link_read_some(k->client, buf, sizeof(buf), &events);
+    if (n < 0)
+        return false;
+    return n == 0 || th_send_all(k->local, buf, (size_t)n);
+}
+
+static void *carrier_run(void *arg)
+{
+    carrier_t *k = arg;
+    /* Ends when either side closes: the other is closed then. */
+    for (;;) {
+        struct pollfd p[2] = {{.fd = k->local, .events = POLLIN},
+                              {.fd = k->client->fd, .events = POLLIN}};
+        bool buffered = sl_client_link_buffered(k->client);
+        if (!buffered && poll(p, 2, -1) < 0 && errno != EINTR)
+            break;
+        if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) && !carrier_up(k))
+            break;
+        if ((buffered || (p[1].revents & (POLLIN | POLLHUP | POLLERR))) && !carrier_down(k))
+            break;
+    }
+    close(k->local);
+    sl_client_close(k->client);
+    free(k);
+    return NULL;
+}
+
+static int carrier_start(uint16_t port)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        die("socketpair");
+    carrier_t *k = calloc(1, sizeof(*k));
+    if (!k)
+        die("calloc");
+    k->local = sv[1];
+    int rc = th_client_connect(port, &k->client);
+    if (rc != 0) {
+        fprintf(stderr, "harness: carrier connect to %u: %s\n", port, sl_strerror(rc));
+        abort();
+    }
+    pthread_t t;
+    if (pthread_create(&t, NULL, carrier_run, k) != 0)
+        die("pthread_create");
+    pthread_detach(t);
+    return sv[0];
+}
+
 int th_connect(uint16_t port)
 {
+    if (th_mode() != TH_TCP)
+        return carrier_start(port);
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)
         die("socket");
@@ -318,11 +495,26 @@ bool th_readable(int fd, int timeout_ms)
     return poll(&pfd, 1, timeout_ms) > 0;
 }
 
-struct sl_client *th_client(uint16_t port, const char *username, const char *password)
+void th_client_options(sl_client_options_t *o)
+{
+    th_mode_t m = th_mode();
+    o->transport = m == TH_WS || m == TH_WSS ? SL_CLIENT_WEBSOCKET : SL_CLIENT_TCP;
+    o->tls_enabled = mode_tls();
+    o->tls_domain = "localhost"; /* the leaf's only name */
+    o->tls_ca_file = mode_tls() ? test_certs()->ca : NULL;
+}
+
+int th_client_connect(uint16_t port, sl_client_t **out)
 {
     sl_client_options_t o = {.connect_timeout_ms = 5000, .request_timeout_ms = 20000};
+    th_client_options(&o);
+    return sl_client_connect("127.0.0.1", port, &o, out);
+}
+
+struct sl_client *th_client(uint16_t port, const char *username, const char *password)
+{
     sl_client_t *c = NULL;
-    int rc = sl_client_connect("127.0.0.1", port, &o, &c);
+    int rc = th_client_connect(port, &c);
     if (rc != 0) {
         fprintf(stderr, "harness: connect to port %u: %s\n", port, sl_strerror(rc));
         return NULL;

@@ -10,6 +10,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The door the suite talks through, from SLUICE_IT_TRANSPORT: "tcp" (or
+ * unset), "tls" (TCP-TLS with a test CA), "ws" (WebSocket) or "wss". In the
+ * other modes th_start serves that door (srv->port is its port), th_client
+ * and th_client_connect connect through it, and th_connect returns one end
+ * of a socket pair whose other end a thread carries over it, so raw-frame
+ * tests run unchanged. */
+typedef enum th_mode { TH_TCP, TH_TLS, TH_WS, TH_WSS } th_mode_t;
+th_mode_t th_mode(void);
+
 typedef struct th_server {
     pid_t pid;
     uint16_t port;
@@ -18,6 +27,8 @@ typedef struct th_server {
     char log_path[320];
     char config_path[320];
     bool keep_data; /* leave the directory for a restart */
+    uint16_t tcp_port; /* the TCP (or TCP-TLS) door, whatever the mode */
+    char ca_file[320]; /* the test CA in the TLS modes, else "" */
 } th_server_t;
 
 typedef struct th_options {
@@ -65,5 +76,9 @@ bool th_readable(int fd, int timeout_ms);
  * reason is printed). Closed with sl_client_close. */
 struct sl_client;
 struct sl_client *th_client(uint16_t port, const char *username, const char *password);
+/* sl_client_connect to 127.0.0.1:port through the suite's door (not logged in). */
+struct sl_client_options;
+void th_client_options(struct sl_client_options *o);
+int th_client_connect(uint16_t port, struct sl_client **out);
 
 #endif

@@ -109,6 +109,6 @@ echo "exports: $(wc -l < "$work/exported") functions, as declared"
 
 # Static, warnings as errors.
 "$cc_path" -std=c17 -Wall -Wextra -Werror $extra $cflags "$hello" -o "$work/hello_static" \
-    "$libdir/libsluice.a" -pthread
+    "$libdir/libsluice.a" -pthread -lssl -lcrypto -lwslay
 "$work/hello_static" 127.0.0.1 "$port"
 echo "install check passed"

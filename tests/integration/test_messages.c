@@ -24,7 +24,7 @@ static th_server_t srv;
 static sl_client_t *connect_root(void)
 {
     sl_client_t *c = NULL;
-    assert_int_equal(sl_client_connect("127.0.0.1", srv.port, NULL, &c), 0);
+    assert_int_equal(th_client_connect(srv.port, &c), 0);
     assert_int_equal(sl_client_login(c, "iggy", "iggy", NULL), 0);
     return c;
 }

@@ -424,7 +424,7 @@ static void test_change_password(void **state)
     sl_client_close(gina);
 
     sl_client_t *c;
-    OK(sl_client_connect("127.0.0.1", srv.port, NULL, &c));
+    OK(th_client_connect(srv.port, &c));
     FAILS(sl_client_login(c, "gina", "gina-pass1", NULL), SL_ERR_INVALID_CREDENTIALS);
     sl_identity_t me;
     OK(sl_client_login(c, "gina", "gina-pass2", &me));
@@ -632,7 +632,7 @@ static void test_login_new_and_inactive(void **state)
     (void)state;
     uint32_t id = create_user("judy", "judy-pass");
     sl_client_t *c;
-    OK(sl_client_connect("127.0.0.1", srv.port, NULL, &c));
+    OK(th_client_connect(srv.port, &c));
     sl_identity_t me;
     OK(sl_client_login(c, "judy", "judy-pass", &me));
     assert_int_equal(me.user_id, id);
@@ -705,7 +705,7 @@ static void test_tokens(void **state)
 
     /* Login with the token (code 45). */
     sl_client_t *c;
-    OK(sl_client_connect("127.0.0.1", srv.port, NULL, &c));
+    OK(th_client_connect(srv.port, &c));
     sl_identity_t me;
     OK(sl_client_login_token(c, never, &me));
     assert_int_equal(me.user_id, id);
@@ -720,7 +720,7 @@ static void test_tokens(void **state)
     assert_true(items[2].expiry_at_us == 0); /* u64::MAX: never expires */
 
     OK(sl_client_delete_token(kate, "hourly"));
-    OK(sl_client_connect("127.0.0.1", srv.port, NULL, &c));
+    OK(th_client_connect(srv.port, &c));
     FAILS(sl_client_login_token(c, hourly, NULL), SL_ERR_INVALID_PERSONAL_ACCESS_TOKEN);
     sl_client_close(c);
     OK(sl_client_get_tokens(kate, &items, &n));
@@ -759,7 +759,7 @@ static void test_token_expired_and_inactive(void **state)
     assert_int_equal(rep.reason, SL_EVICT_INVALID_TOKEN);
     /* The library maps reason 10 to InvalidPersonalAccessToken (53). */
     sl_client_t *c;
-    OK(sl_client_connect("127.0.0.1", srv.port, NULL, &c));
+    OK(th_client_connect(srv.port, &c));
     FAILS(sl_client_login_token(c, short_token, NULL), SL_ERR_INVALID_PERSONAL_ACCESS_TOKEN);
     /* An inactive user's token: eviction 11. */
     OK(sl_client_update_user(root, sl_id_num(id), NULL, SL_USER_STATUS_INACTIVE));

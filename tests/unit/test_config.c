@@ -1065,6 +1065,11 @@ static void set_every_row(sl_config_t *cfg)
     set_or_fail(cfg, "websocket.address", "[::]:3");
     set_or_fail(cfg, "heartbeat.enabled", "false");
     set_or_fail(cfg, "heartbeat.interval", "2h 3m 4s 5ms 6us");
+    set_or_fail(cfg, "tcp.tls.enabled", "true");
+    set_or_fail(cfg, "tcp.tls.self_signed", "false");
+    set_or_fail(cfg, "tcp.tls.cert_file", "certs/a \"b\".pem");
+    set_or_fail(cfg, "tcp.tls.key_file", "");
+    set_or_fail(cfg, "message_bus.handshake_grace", "250 ms");
     set_or_fail(cfg, "message_bus.max_message_size", "1048577");
     set_or_fail(cfg, "message_bus.frame_pool_idle_max", "0");
     set_or_fail(cfg, "message_bus.receive_memory_max", "3 MiB");

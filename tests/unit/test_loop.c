@@ -885,7 +885,7 @@ static void test_step_budget(void **state)
     assert_int_equal(sl_loop_create(&cfg, &loop), 0);
     int sv[2];
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-    sl_conn_t *c = sl_conn_new(loop, sv[0]);
+    sl_conn_t *c = sl_conn_new(loop, sv[0], NULL);
     assert_non_null(c);
     sl_dlist_push(&loop->conns, &c->all_link); /* what loop_admit does */
     loop->nconns++;
