@@ -119,18 +119,19 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* RSS once it stops falling, up to 5 s. */
+/* RSS once it has not fallen for 1.6 s (longer than the server's 1 s tick, which trims the
+ * heap), up to 10 s. */
 static uint64_t settled_rss(void)
 {
-    uint64_t last = cu_rss_kib(srv.pid);
-    for (int i = 0; i < 25; i++) {
+    uint64_t low = cu_rss_kib(srv.pid);
+    uint32_t steady = 0;
+    for (int i = 0; i < 50 && steady < 8; i++) {
         sleep_ms(200);
         uint64_t now = cu_rss_kib(srv.pid);
-        if (now >= last && i >= 2)
-            return now;
-        last = now;
+        steady = now < low ? 0 : steady + 1;
+        low = now < low ? now : low;
     }
-    return last;
+    return cu_rss_kib(srv.pid);
 }
 
 /* Prints a per-connection figure and holds it against its bound. */
