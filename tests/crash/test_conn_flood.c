@@ -4,7 +4,7 @@
  *   - slow senders trickling a ping or a token login a byte at a time, each answered in the end;
  *   - 1000 connections open at once beside the probe, each answered; one more is refused
  *     cleanly (closed at accept, the others unharmed); closing one lets a new one in;
- *   - pre-login connections that declare a 64 MiB frame (each closed at its header: the 4 KiB
+ *   - pre-login connections that declare an 8 MiB frame (each closed at its header: the 4 KiB
  *     pre-login cap), then ones that declare a 4 KiB frame and stall in its body (kept);
  *   - clients that never read their replies: logged-in ones pipelining 1 MiB polls, others
  *     pipelining pings; tcp.reply_timeout closes every one of them.
@@ -62,6 +62,7 @@
  * below bind: 200 connections polling 1 MiB unread would hold 200 MiB without the reply
  * budget. */
 #define REPLY_MEMORY_MIB    32u
+#define FRAME_MAX           (8u << 20) /* message_bus.max_message_size */
 #define FRAME_POOL_IDLE_MIB 4u
 static const char *const settings[][2] = {
     {"IGGY_TCP_MAX_CONNECTIONS", MAX_CONNS},
@@ -442,18 +443,20 @@ static void phase_stalled(void)
     assert_true(fds && chunk);
     uint64_t base = settled_rss();
     atomic_store(&probe.phase, 3);
-    open_declaring(fds, conns, 64u << 20, chunk, 65536);
+    /* The largest frame the server takes (max_message_size, below): only the pre-login cap
+     * refuses it. */
+    open_declaring(fds, conns, FRAME_MAX, chunk, 65536);
     uint32_t closed = count_closed(fds, conns);
     uint64_t rss = settled_rss();
     fprintf(stderr,
-            "flood: %u pre-login connections declared a 64 MiB frame: %u closed by the server, "
+            "flood: %u pre-login connections declared an 8 MiB frame: %u closed by the server, "
             "server VmSize %" PRIu64 " MiB\n",
             conns, closed, vm_size_kib() / 1024);
     if (closed != conns)
-        fail_msg("%u of %u connections that declared a 64 MiB frame before a login are still "
+        fail_msg("%u of %u connections that declared an 8 MiB frame before a login are still "
                  "open",
                  conns - closed, conns);
-    per_conn("64 MiB declared (64 KiB sent, closed):", base, rss, conns, BOUND_CONN_KIB);
+    per_conn("8 MiB declared (64 KiB sent, closed):", base, rss, conns, BOUND_CONN_KIB);
     for (uint32_t i = 0; i < conns; i++)
         close(fds[i]);
 
