@@ -43,6 +43,11 @@
  * data_maintenance.messages.interval default, 1 minute). */
 #define SL_RETENTION_INTERVAL_US (60u * 1000000u)
 
+/* Free heap bytes that make the tick hand heap pages back (malloc_trim) once
+ * they grew this much since the last trim: a few large replies' worth, so a
+ * quiet server trims rarely and one after a flood at most once a second. */
+#define SL_HEAP_TRIM_STEP (4u * 1024u * 1024u)
+
 /* How long start-up retries a listen address that is in use, and how often.
  * A sluiced killed a moment ago leaves its listening socket open for some
  * milliseconds after its exit (io_uring drops the pending accept's hold on
@@ -152,6 +157,7 @@ struct sl_server {
     uint64_t last_timestamp;    /* of the last journaled entry */
     uint64_t last_message_ts;   /* of the last appended batch: strictly increasing */
     uint64_t last_retention_us; /* monotonic time of the last cleaner pass */
+    uint64_t heap_free_base;    /* free heap bytes after the last trim, or fewer since */
     uint64_t start_us;
     uint32_t frame_max;
     /* Every open connection, for GetClients and the heartbeat verifier. */

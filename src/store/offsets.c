@@ -140,6 +140,47 @@ static bool parse_id(const char *name, uint32_t *id)
 
 /* --- load ----------------------------------------------------------------------------------- */
 
+static int write_record(const char *path, uint64_t offset, bool known, bool fsync);
+
+/* An offset stored past the partition's last message: the messages it covered were lost after
+ * it was written (a topic without enforce_fsync acknowledges from memory, and a kill loses what
+ * was not flushed, while the offset's file survives). The new messages take those offsets
+ * again, so "next" (stored + 1) would skip them. The offset becomes the last message there is,
+ * as StoreConsumerOffset would have accepted (an offset above the current one is 4100), and
+ * with no message left it is dropped, as none can be stored on an empty partition. The repair
+ * is written and synced before the partition serves: left in memory only, a later restart
+ * would read the old value back once new messages reach it. Returns false when the offset is
+ * dropped. A failed repair is logged and the repaired value serves until the next restart. */
+static bool fit_to_end(const sl_partition_t *p, sl_offsets_kind_t kind, const char *path,
+                       uint64_t *offset)
+{
+    if (p->next_offset > *offset)
+        return true;
+    if (p->next_offset == 0) {
+        sl_log_warn("consumer offset %s: %" PRIu64 " is past the partition's end (no message "
+                    "left): dropped",
+                    path, *offset);
+        char dir[PATH_MAX];
+        int rc = sl_io_unlink(path);
+        if (rc == 0)
+            rc = sl_offsets_dir_path(dir, p->dir, kind_dir(kind)) ? sl_io_fsync_dir(dir)
+                                                                  : -ENAMETOOLONG;
+        if (rc < 0)
+            sl_log_error("consumer offset %s: cannot drop it: %s", path, strerror(-rc));
+        return false;
+    }
+    uint64_t last = p->next_offset - 1;
+    sl_log_warn("consumer offset %s: %" PRIu64 " is past the partition's end (offset %" PRIu64
+                "): set to %" PRIu64,
+                path, *offset, last, last);
+    *offset = last;
+    if (write_record(path, last, false, true) < 0)
+        sl_log_error("consumer offset %s: the repair is not written; a restart reads the old "
+                     "value again",
+                     path);
+    return true;
+}
+
 static int load_file(sl_partition_t *p, sl_offsets_kind_t kind, uint32_t id, const char *path,
                      sl_buf_t *scratch)
 {
@@ -162,6 +203,8 @@ static int load_file(sl_partition_t *p, sl_offsets_kind_t kind, uint32_t id, con
     case SL_OFFSETS_RECORD_LEGACY:
         break;
     }
+    if (!fit_to_end(p, kind, path, &offset))
+        return 0;
     if (!table_reserve(&p->offsets))
         return -ENOMEM;
     table_set(&p->offsets, key_of(kind, id), offset);

@@ -1,7 +1,9 @@
 /* Consumer offsets of a partition (storage.md 5): one file per consumer in offsets/consumers/
  * and per consumer group in offsets/groups/, named by the numeric id, each holding a 16-byte
  * record [offset u64][XXH3-64 of bytes 0..8]. Loaded at sl_partition_open, kept in memory
- * (gets read no file), written on every store. */
+ * (gets read no file), written on every store. At open an offset past the partition's last
+ * recovered message (the messages it covered were lost in a crash) is set to that message, or
+ * dropped when the partition is empty, and the repair is synced to its file. */
 #ifndef SL_STORE_OFFSETS_H
 #define SL_STORE_OFFSETS_H
 

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "base/bytes.h"
+#include "meta/entry.h"
 #include "meta/state.h"
 #include "rest/rest.h"
 #include "wire/codec.h"
@@ -416,7 +417,9 @@ static void seeds_meta_snapshot(void)
 {
     sl_meta_t *m;
     if (sl_meta_create(64, sl_span_str("0.1.0"), &m) != 0 ||
-        sl_meta_bootstrap_root(m, sl_span_str("iggy"), sl_span_str("$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo"), 1) != 0)
+        sl_meta_bootstrap_root(
+            m, sl_span_str("iggy"),
+            sl_span_str("$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo"), 1) != 0)
         die("meta", "state");
     sl_buf_t b;
     sl_buf_init(&b, 0);
@@ -454,6 +457,51 @@ static void seeds_meta_snapshot(void)
     sl_meta_destroy(m);
 }
 
+/* --- fuzz_meta_journal: journal.wal files ------------------------------------ */
+
+/* Three chained entries (a login's Register, a CreateStream, a disconnect logout), as appends
+ * write them: given as they are (mode 0) and to be resealed and relinked (mode 3), and the
+ * same file cut inside its last entry (a torn tail). */
+static void seeds_meta_journal(void)
+{
+    static const uint8_t operations[] = {SL_OP_REGISTER, SL_OP_CREATE_STREAM, SL_OP_LOGOUT};
+    sl_buf_t file, body;
+    sl_buf_init(&file, 0);
+    sl_buf_init(&body, 0);
+    sl_create_stream_request_t cs = {.name = sl_span_str("orders")};
+    sl_u128_t parent = {0, 0};
+    for (uint32_t i = 0; i < 3; i++) {
+        sl_buf_reset(&body);
+        if (operations[i] == SL_OP_CREATE_STREAM &&
+            sl_create_stream_request_encode(&body, &cs) != 0)
+            die("meta", "journal body");
+        sl_meta_entry_t e = {.op = 1 + i,
+                             .timestamp = 1700000000000000ull + i,
+                             .client = {7, 0},
+                             .request = i,
+                             .operation = operations[i],
+                             .body = sl_buf_span(&body)};
+        uint8_t header[SL_META_HEADER_SIZE];
+        parent = sl_meta_header_encode(header, &e, parent);
+        sl_put_bytes(&file, header, sizeof(header));
+        sl_put_bytes(&file, body.data, body.len);
+    }
+    size_t whole = file.len;
+    static const uint8_t modes[] = {0, 3};
+    sl_buf_t copy;
+    sl_buf_init(&copy, 0);
+    for (int k = 0; k < 2; k++) {
+        sl_put_bytes(&copy, file.data, whole);
+        emit("fuzz_meta_journal", k ? "three_entries_resealed" : "three_entries",
+             sl_span(&modes[k], 1), &copy);
+    }
+    sl_put_bytes(&copy, file.data, whole - 3);
+    emit("fuzz_meta_journal", "torn_tail", sl_span(&modes[0], 1), &copy);
+    sl_buf_free(&copy);
+    sl_buf_free(&file);
+    sl_buf_free(&body);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -473,5 +521,6 @@ int main(int argc, char **argv)
     seeds_rest();
     seeds_toml();
     seeds_meta_snapshot();
+    seeds_meta_journal();
     return 0;
 }

@@ -1,6 +1,6 @@
 /* src/store/offsets: consumer and group offsets (storage.md 5). Store, get, delete and reopen;
  * the 16-byte record; torn, legacy and corrupt files; never_backwards; fdatasync only when
- * asked; a failed store changes nothing. */
+ * asked; a failed store changes nothing; offsets past the recovered end repaired at open. */
 #include "testutil.h"
 
 #include <errno.h>
@@ -10,7 +10,25 @@
 #include "base/xxh3.h"
 #include "tu_store.h"
 
+/* Offsets the tests store stay below this: an offset past the partition's last message is
+ * repaired at open (test_past_the_end_at_open). */
+#define MESSAGES 2000u
+
 static int setup(void **state)
+{
+    sl_log_set_level(SL_LOG_ERROR);
+    tu_part_t *t = calloc(1, sizeof(*t));
+    assert_non_null(t);
+    tu_part_init(t, NULL);
+    tu_append(t, MESSAGES / 2, 8);
+    tu_append(t, MESSAGES / 2, 8);
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    *state = t;
+    return 0;
+}
+
+/* An empty partition: nothing on disk, nothing in memory. */
+static int setup_empty(void **state)
 {
     sl_log_set_level(SL_LOG_ERROR);
     tu_part_t *t = calloc(1, sizeof(*t));
@@ -269,6 +287,86 @@ static void test_many_consumers(void **state)
         assert_int_equal(get(t, SL_OFFSETS_CONSUMER, (i * 7919u) % 100003u), i);
 }
 
+/* Offsets stored past the end of what a partition recovers (the messages they covered were
+ * only in memory, and closing without a flush drops them as a kill does) are set to the last
+ * message, or dropped when none is left, in memory and in their files; offsets within the
+ * partition stay as they are. */
+static void test_past_the_end_at_open(void **state)
+{
+    tu_part_t *t = *state;
+    tu_append(t, 20, 8); /* MESSAGES .. MESSAGES + 19, in memory only */
+    uint64_t last = MESSAGES - 1;
+    assert_int_equal(sl_offsets_store(t->p, SL_OFFSETS_CONSUMER, 1, last - 1, false, false), 0);
+    assert_int_equal(sl_offsets_store(t->p, SL_OFFSETS_CONSUMER, 2, last, false, false), 0);
+    assert_int_equal(sl_offsets_store(t->p, SL_OFFSETS_CONSUMER, 3, last + 1, false, true), 0);
+    assert_int_equal(sl_offsets_store(t->p, SL_OFFSETS_GROUP, 3, last + 19, true, false), 0);
+    tu_reopen(t);
+    assert_int_equal(get(t, SL_OFFSETS_CONSUMER, 1), last - 1);
+    assert_int_equal(get(t, SL_OFFSETS_CONSUMER, 2), last);
+    assert_int_equal(get(t, SL_OFFSETS_CONSUMER, 3), last);
+    assert_int_equal(get(t, SL_OFFSETS_GROUP, 3), last);
+    /* The repair is in the files, not only in memory. */
+    char path[PATH_MAX];
+    uint8_t want[SL_OFFSETS_RECORD_SIZE];
+    sl_offsets_record_encode(want, last);
+    for (int k = 0; k < 2; k++) {
+        offset_path(t, k ? "groups" : "consumers", "3", path);
+        size_t len;
+        uint8_t *bytes = tu_read_file(path, &len);
+        assert_bytes_equal(bytes, len, want, sizeof(want));
+        free(bytes);
+    }
+    /* New messages take the lost offsets; the consumers continue after `last`. */
+    t->next_id = MESSAGES;
+    tu_append(t, 30, 8);
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    tu_reopen(t);
+    assert_int_equal(get(t, SL_OFFSETS_CONSUMER, 3), last);
+    assert_int_equal(get(t, SL_OFFSETS_GROUP, 3), last);
+}
+
+static void test_past_the_end_of_nothing(void **state)
+{
+    tu_part_t *t = *state;
+    tu_append(t, 5, 8); /* in memory only */
+    assert_int_equal(sl_offsets_store(t->p, SL_OFFSETS_CONSUMER, 4, 0, false, true), 0);
+    assert_int_equal(sl_offsets_store(t->p, SL_OFFSETS_GROUP, 4, 4, true, false), 0);
+    tu_reopen(t);
+    expect_missing(t, SL_OFFSETS_CONSUMER, 4);
+    expect_missing(t, SL_OFFSETS_GROUP, 4);
+    assert_int_equal(sl_offsets_count(t->p), 0);
+    char path[PATH_MAX];
+    offset_path(t, "consumers", "4", path);
+    assert_false(tu_exists(path));
+    offset_path(t, "groups", "4", path);
+    assert_false(tu_exists(path));
+    /* Messages at those offsets now and a reopen do not bring them back. */
+    t->next_id = 0;
+    tu_append(t, 10, 8);
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    tu_reopen(t);
+    expect_missing(t, SL_OFFSETS_CONSUMER, 4);
+    expect_missing(t, SL_OFFSETS_GROUP, 4);
+}
+
+/* The repair cannot be written: the partition opens anyway, serving the repaired value (the
+ * old one comes back at the next open, which repairs it again if it is still past the end). */
+static void test_past_the_end_repair_fails(void **state)
+{
+    tu_part_t *t = *state;
+    tu_append(t, 5, 8);
+    assert_int_equal(sl_offsets_store(t->p, SL_OFFSETS_CONSUMER, 8, MESSAGES + 2, false, false), 0);
+    tu_close(t);
+    sl_io_fault_t plan = {.calls = SL_IO_MASK_WRITES, .error = EIO};
+    sl_io_fault_arm(&plan);
+    tu_open(t);
+    sl_io_fault_arm(NULL);
+    assert_true(plan.seen > 0);
+    assert_int_equal(get(t, SL_OFFSETS_CONSUMER, 8), MESSAGES - 1);
+    tu_reopen(t);
+    assert_int_equal(get(t, SL_OFFSETS_CONSUMER, 8), MESSAGES - 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +377,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fsync_follows_the_flag, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_store_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_consumers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_past_the_end_at_open, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_past_the_end_of_nothing, setup_empty, teardown),
+        cmocka_unit_test_setup_teardown(test_past_the_end_repair_fails, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
