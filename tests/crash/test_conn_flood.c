@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -491,12 +492,46 @@ static size_t push(int fd, const uint8_t *buf, size_t len)
     return sent;
 }
 
+/* A non-reader's receive buffer, fixed (SO_RCVBUF turns off the kernel's growing of it, which
+ * goes up to net.ipv4.tcp_rmem's maximum: 32 MiB on some machines, room for every reply). */
+#define NONREADER_RCVBUF (64u * 1024u)
+
+/* A loopback connection whose receive buffer is NONREADER_RCVBUF, set before the handshake. */
+static int connect_small_rcvbuf(uint16_t port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    int size = (int)NONREADER_RCVBUF;
+    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)), 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    return fd;
+}
+
+/* How many unread 1 MiB polls a non-reader pipelines so that their replies cannot all go into
+ * the kernel: more than the server's send buffer at its largest (net.ipv4.tcp_wmem's maximum)
+ * and the client's fixed receive buffer (which the kernel doubles) hold together. Otherwise the
+ * server has written every reply, waits for a next request, and rightly times nothing. */
+static uint32_t polls_past_kernel(void)
+{
+    unsigned long lo = 0, def = 0, max = 4ul << 20;
+    FILE *f = fopen("/proc/sys/net/ipv4/tcp_wmem", "r");
+    if (f) {
+        if (fscanf(f, "%lu %lu %lu", &lo, &def, &max) != 3)
+            max = 4ul << 20;
+        fclose(f);
+    }
+    uint64_t kernel = (uint64_t)max + 2u * NONREADER_RCVBUF;
+    return (uint32_t)(kernel / (POLL_COUNT * PAYLOAD_LEN)) + 2u;
+}
+
 /* Clients that never read: logged-in ones pipelining big polls, others pipelining pings. */
 static void phase_nonreaders(void)
 {
     uint64_t base = settled_rss();
     atomic_store(&probe.phase, 4);
-    uint32_t pollers = soak ? 200 : 20, pingers = soak ? 200 : 20, polls = 4;
+    uint32_t pollers = soak ? 200 : 20, pingers = soak ? 200 : 20, polls = polls_past_kernel();
     raw_session_t *raw = malloc(sizeof(*raw));
     int *fds = calloc(pollers + pingers, sizeof(int));
     assert_true(raw && fds);
@@ -517,7 +552,9 @@ static void phase_nonreaders(void)
     uint64_t after_pings = settled_rss();
     per_conn("unread pings:", base, after_pings, pingers, BOUND_CONN_KIB);
     for (uint32_t i = 0; i < pollers; i++) {
-        raw_open(raw, srv.port);
+        memset(raw, 0, sizeof(*raw));
+        raw->fd = connect_small_rcvbuf(srv.port);
+        raw->client = raw_client_id();
         raw_reply_t rep = raw_login_token(raw, token);
         assert_false(rep.closed || rep.evicted || rep.result != 0);
         sl_poll_messages_request_t q = {.consumer = {SL_CONSUMER_SINGLE, sl_ident_number(1)},
@@ -549,8 +586,8 @@ static void phase_nonreaders(void)
     all_conns("unread 1 MiB polls:", after_pings, rss, pollers, BOUND_NOREAD_KIB(pollers));
     /* The pingers' replies all went into the kernel's socket buffers (its memory, not the
      * server's), so the server waits for their next request and nothing of theirs is timed;
-     * they go first. The pollers' replies do not fit: tcp.reply_timeout must close each of
-     * them, which the server's client count shows (their FIN waits behind the unread bytes,
+     * they go first. The pollers' replies cannot fit (polls_past_kernel): tcp.reply_timeout
+     * must close each of them, which the server's client count shows (their FIN waits behind the unread bytes,
      * so the sockets here cannot tell). */
     for (uint32_t i = pollers; i < pollers + pingers; i++)
         close(fds[i]);
