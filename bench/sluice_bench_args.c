@@ -117,11 +117,12 @@ int sb_parse_size(const char *s, uint64_t *out)
     while (*e == ' ')
         e++;
     char unit[8];
-    size_t n = strlen(e);
-    if (n >= sizeof(unit))
-        return -1;
-    for (size_t i = 0; i <= n; i++)
-        unit[i] = (char)tolower((unsigned char)e[i]);
+    size_t len = 0;
+    for (; e[len] != '\0' && len < sizeof(unit) - 1; len++)
+        unit[len] = (char)tolower((unsigned char)e[len]);
+    if (e[len] != '\0')
+        return -1; /* longer than any unit */
+    unit[len] = '\0';
     for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
         if (strcmp(unit, units[i].unit) == 0) {
             double bytes = v * units[i].factor;
