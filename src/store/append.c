@@ -228,7 +228,10 @@ static uint64_t journal_push(sl_partition_t *p, const sl_partition_batch_t *b, u
      * caller verified every frame just before, and hashing the batch again doubled the
      * server's hashing in the default (RelWithDebInfo) build, where debug assertions stay on
      * (docs/benchmarks.md, "Issue 14"). */
-    sl_batch_stamp(b->record, b->len, p->id, base, timestamp);
+    if (b->sums)
+        sl_batch_stamp_kept(b->record, b->len, p->id, base, timestamp, b->sums, b->sums_len);
+    else
+        sl_batch_stamp(b->record, b->len, p->id, base, timestamp);
     size_t held = owner_held(p, b);
     sl_assert(held >= b->len);
     p->journal[p->journal_count++] =
@@ -336,7 +339,7 @@ int sl_partition_append_many(sl_partition_t *p, const sl_partition_batch_t *batc
 int sl_partition_append(sl_partition_t *p, void *owner, uint8_t *record, size_t len,
                         uint64_t timestamp_us, uint64_t *base_offset_out)
 {
-    sl_partition_batch_t batch = {owner, record, len};
+    sl_partition_batch_t batch = {owner, record, len, NULL, 0};
     uint64_t base;
     size_t accepted;
     int rc = sl_partition_append_many(p, &batch, 1, timestamp_us, &base, &accepted);

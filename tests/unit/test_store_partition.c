@@ -550,7 +550,7 @@ static void test_group_commit(void **state)
     size_t len;
     for (uint32_t i = 0; i < 5; i++) {
         uint8_t *frame = tu_batch_make(i * 2, 2, 30, &len);
-        batches[i] = (sl_partition_batch_t){frame, frame + TU_FRAME_PREFIX, len};
+        batches[i] = (sl_partition_batch_t){.owner = frame, .record = frame + TU_FRAME_PREFIX, .len = len};
     }
     int syncs = 0;
     sl_io_fault_t plan = {.calls = SL_IO_MASK_SYNCS, .trace = count_syncs, .trace_ctx = &syncs};
@@ -568,7 +568,7 @@ static void test_group_commit(void **state)
     assert_int_equal(syncs, 7 + 1);
     for (uint32_t i = 0; i < 2; i++) {
         uint8_t *frame = tu_batch_make(10 + i * 2, 2, 30, &len);
-        batches[i] = (sl_partition_batch_t){frame, frame + TU_FRAME_PREFIX, len};
+        batches[i] = (sl_partition_batch_t){.owner = frame, .record = frame + TU_FRAME_PREFIX, .len = len};
     }
     syncs = 0;
     sl_io_fault_arm(&plan);
