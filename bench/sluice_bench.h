@@ -87,6 +87,10 @@ void sb_smaps_print(pid_t pid, int top, const char *prefix);
 /* CPU time pid's main thread has used, in ns (/proc/<pid>/schedstat); 0
  * when unreadable. */
 uint64_t sb_cpu_ns(pid_t pid);
+/* CPU time of a whole process (all threads, io_uring workers and threads
+ * that already exited included) from /proc/<pid>/stat, in ns; clock-tick
+ * resolution. 0 when unknown. */
+uint64_t sb_process_cpu_ns(pid_t pid);
 
 /* Sleeps for ms milliseconds. */
 void sb_sleep_ms(unsigned ms);

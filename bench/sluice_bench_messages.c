@@ -82,26 +82,6 @@ typedef struct msg_ctx {
     sb_lat_t lat[FIGS];
 } msg_ctx_t;
 
-/* CPU time of a whole process (all threads, io_uring workers included) from
- * /proc/<pid>/stat, in ns; clock-tick resolution. 0 when unknown. */
-static uint64_t process_cpu_ns(pid_t pid)
-{
-    char path[64], text[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = pid > 0 ? fopen(path, "r") : NULL;
-    if (!f)
-        return 0;
-    size_t n = fread(text, 1, sizeof(text) - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    const char *p = strrchr(text, ')'); /* the command name may hold spaces */
-    unsigned long long utime = 0, stime = 0;
-    if (!p ||
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
-        return 0;
-    return (utime + stime) * (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
-}
-
 /* CPU time of the calling thread (the bench's only one), in ns. */
 static uint64_t thread_cpu_ns(void)
 {
@@ -338,9 +318,9 @@ static void group_round(msg_ctx_t *m, int first, int r)
         for (int k = 0; k < FIGS_PER_GROUP; k++) {
             int i = (s + k) % FIGS_PER_GROUP, fig = first + i;
             pid_t pid = i == 0 ? m->sink_pid : m->server_pid;
-            uint64_t before = process_cpu_ns(pid), own = thread_cpu_ns();
+            uint64_t before = sb_process_cpu_ns(pid), own = thread_cpu_ns();
             sb_rate_t x = run_figure(m, fig, slice, &bytes[i], &m->lat[fig]);
-            cpu[i] += process_cpu_ns(pid) - before;
+            cpu[i] += sb_process_cpu_ns(pid) - before;
             client[i] += thread_cpu_ns() - own;
             total[i].trips += x.trips;
             total[i].elapsed_ns += x.elapsed_ns;
