@@ -473,21 +473,6 @@ static sl_opt_partition_t opt_partition(uint32_t partition)
     return (sl_opt_partition_t){.present = true, .id = partition};
 }
 
-/* A stricter client than the SDKs (messages.md 4.2): every frame checksum
- * (2.1), then the record's batch checksum (2.2), of a record whose layout
- * the reply decoder checked. */
-static int verify_record(sl_span_t record)
-{
-    sl_frame_iter_t it = sl_frame_iter(record);
-    sl_message_t m;
-    while (sl_frame_next(&it, &m))
-        if (sl_frame_checksum(m.frame) != m.checksum)
-            return -SL_ERR_INVALID_MESSAGE_CHECKSUM;
-    if (sl_batch_checksum(record) != sl_load_u64(record.ptr + SL_BATCH_OFF_CHECKSUM))
-        return -SL_ERR_INVALID_BATCH_CHECKSUM;
-    return 0;
-}
-
 static void polled_from(const sl_message_t *m, sl_polled_message_t *out)
 {
     *out = (sl_polled_message_t){
@@ -518,7 +503,10 @@ static int polled_convert(sl_client_t *c, const sl_poll_messages_reply_t *w,
     sl_record_iter_t records = sl_record_iter(w->records);
     sl_span_t record;
     while (sl_record_next(&records, &record)) {
-        int rc = verify_record(record);
+        /* A stricter client than the SDKs (messages.md 4.2): every frame
+         * checksum (2.1), then the batch checksum (2.2), of a record whose
+         * layout the reply decoder checked. */
+        int rc = sl_batch_verify(record);
         if (rc != 0)
             return rc;
         sl_frame_iter_t it = sl_frame_iter(record);

@@ -113,6 +113,13 @@ int sl_batch_validate(sl_span_t record, uint32_t expected_count) SL_WUR;
  * every step, and for small messages it cost a third of the hashing. */
 int sl_batch_validate_keep(sl_span_t record, uint32_t expected_count, sl_buf_t *sums) SL_WUR;
 
+/* What a client verifies on a polled record (messages.md 4.2) whose layout
+ * sl_batch_check_layout accepted: every frame checksum in order
+ * (-SL_ERR_INVALID_MESSAGE_CHECKSUM at the first that differs), then the
+ * batch checksum (-SL_ERR_INVALID_BATCH_CHECKSUM), in one walk of the
+ * frames. 0 when both hold. */
+int sl_batch_verify(sl_span_t record) SL_WUR;
+
 /* What a client checks on a polled record (messages.md 4.2): at least 256
  * bytes, batch_length equal to record.len, exactly message_count frames
  * tiling the blob, frame reserved fields zero. Checksums are not verified

@@ -231,6 +231,19 @@ static void test_slice_vector_e(void **state)
     /* The slice satisfies 2.1/2.2; frames are not renumbered. */
     assert_int_equal(sl_batch_check_layout(sl_buf_span(&out)), 0);
     assert_int_equal(sl_batch_checksum(sl_buf_span(&out)), 0xa97f17f394933237ull);
+    /* What a client verifies: vector d whole and the slice (offset_delta 1) pass; one bit off
+     * in a frame, then in the batch checksum, is caught with its own code. */
+    assert_int_equal(sl_batch_verify(sl_buf_span(&out)), 0);
+    assert_int_equal(sl_batch_verify(sl_span(d, nd)), 0);
+    d[SL_BATCH_HEADER_SIZE + SL_FRAME_HEADER_SIZE + 1] ^= 1; /* frame 0's payload */
+    assert_int_equal(sl_batch_verify(sl_span(d, nd)), -SL_ERR_INVALID_MESSAGE_CHECKSUM);
+    d[SL_BATCH_HEADER_SIZE + SL_FRAME_HEADER_SIZE + 1] ^= 1;
+    d[SL_BATCH_OFF_CHECKSUM] ^= 1;
+    assert_int_equal(sl_batch_verify(sl_span(d, nd)), -SL_ERR_INVALID_BATCH_CHECKSUM);
+    d[SL_BATCH_OFF_CHECKSUM] ^= 1;
+    out.data[out.len - 1] ^= 1; /* the slice's last payload byte */
+    assert_int_equal(sl_batch_verify(sl_buf_span(&out)), -SL_ERR_INVALID_MESSAGE_CHECKSUM);
+    out.data[out.len - 1] ^= 1;
     sl_frame_iter_t it = sl_frame_iter(sl_buf_span(&out));
     sl_message_t m;
     assert_true(sl_frame_next(&it, &m));
