@@ -229,8 +229,8 @@ int sl_batch_validate(sl_span_t record, uint32_t expected_count)
         return rc;
     batch_hasher_t h;
     hasher_begin(&h, record.ptr);
-    size_t end = (size_t)sl_load_u64(record.ptr + SL_BATCH_OFF_LENGTH), pos;
-    bool deltas_ok;
+    size_t end = (size_t)sl_load_u64(record.ptr + SL_BATCH_OFF_LENGTH), pos = 0;
+    bool deltas_ok = false; /* walk_frames leaves it unset when a checksum differs */
     int64_t walked = walk_frames(record.ptr, end, &pos, &deltas_ok, &h, NULL, 0);
     /* A mismatch (walked < 0) is reported before the batch hash matters. */
     uint64_t hash = walked < 0 ? 0 : hasher_end(&h);
@@ -257,8 +257,8 @@ int sl_batch_validate_keep(sl_span_t record, uint32_t expected_count, sl_buf_t *
     }
     memcpy(kept, record.ptr, SL_BATCH_OFF_CHECKSUM);
     memcpy(kept + SL_BATCH_OFF_CHECKSUM, record.ptr + SL_BATCH_OFF_COUNT, 4);
-    size_t pos;
-    bool deltas_ok;
+    size_t pos = 0;
+    bool deltas_ok = false; /* walk_frames leaves it unset when a checksum differs */
     int64_t walked = walk_frames(record.ptr, (size_t)length, &pos, &deltas_ok, NULL, kept, count);
     /* The kept input is only whole when every slot was filled. */
     uint64_t hash = walked == (int64_t)count ? sl_xxh3_64(kept, sums->len) : 0;
