@@ -126,6 +126,7 @@ static int rng_refill(sl_client_rng_t *r)
 int sl_client_rng_bytes(sl_client_rng_t *r, void *out, size_t n)
 {
     uint8_t *p = out;
+    r->draws++;
     while (n > 0) {
         /* A fork since the last refill makes the rest of the pool stale. */
         if (r->left == 0 || r->generation != atomic_load(&fork_generation)) {
