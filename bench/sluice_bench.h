@@ -33,6 +33,8 @@ typedef struct sb_options {
     int partitions;                   /* of the many-partition figure's topic */
     int partition_mb;                 /* MB sent to each of its two topics per round */
     int partition_message_bytes;      /* payload of each of its 1000 messages per batch */
+    int message_bytes;                /* the message figures' payload per message */
+    int batch_messages;               /* and messages per request and per poll */
     bool run_rss, run_ping, run_durable, run_messages, run_group;
     bool run_logins, run_partitions;
 } sb_options_t;

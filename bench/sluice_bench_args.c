@@ -722,6 +722,7 @@ static bool old_option(const char *a)
         "--password",   "--rounds",      "--seconds", "--connections",
         "--streams",    "--dir",         "--only",    "--message-seconds",
         "--producers",  "--partitions",  "--partition-mb", "--partition-message-bytes",
+        "--message-bytes", "--batch-messages",
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (strcmp(a, names[i]) == 0)
