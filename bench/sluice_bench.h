@@ -33,6 +33,8 @@ typedef struct sb_options {
     int partitions;                   /* of the many-partition figure's topic */
     int partition_mb;                 /* MB sent to each of its two topics per round */
     int partition_message_bytes;      /* payload of each of its 1000 messages per batch */
+    int message_bytes;                /* the message figures' payload per message */
+    int batch_messages;               /* and messages per request and per poll */
     bool run_rss, run_ping, run_durable, run_messages, run_group;
     int stall_streams;                /* streams GetStreams lists in the stall figure */
     bool run_logins, run_partitions, run_stall, run_http;
@@ -89,6 +91,10 @@ void sb_smaps_print(pid_t pid, int top, const char *prefix);
 /* CPU time pid's main thread has used, in ns (/proc/<pid>/schedstat); 0
  * when unreadable. */
 uint64_t sb_cpu_ns(pid_t pid);
+/* CPU time of a whole process (all threads, io_uring workers and threads
+ * that already exited included) from /proc/<pid>/stat, in ns; clock-tick
+ * resolution. 0 when unknown. */
+uint64_t sb_process_cpu_ns(pid_t pid);
 
 /* Sleeps for ms milliseconds. */
 void sb_sleep_ms(unsigned ms);

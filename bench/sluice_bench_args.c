@@ -779,6 +779,8 @@ const struct option sb_old_options[] = {
     {"partition-mb", 1, 0, 'M'},
     {"partition-message-bytes", 1, 0, 'B'},
     {"stall-streams", 1, 0, 'S'},
+    {"message-bytes", 1, 0, 'b'},
+    {"batch-messages", 1, 0, 'k'},
     {"help", 0, 0, 'H'},
     {0, 0, 0, 0},
 };

@@ -348,11 +348,15 @@ static void run_target(session_t *ss, sb_target_t target, sb_result_t *out)
     }
     printf("running %s against %s (%u actors)\n", sb_kind_name(a->kind), sb_target_name(target),
            p.run.actors_count);
+    p.run.server_pid = ceiling ? ceiling : target == SB_TARGET_SLUICED ? ss->own.pid : peer.pid;
     if (target == SB_TARGET_NATS || target == SB_TARGET_REDIS)
         sb_peer_run(&p.run, &peer);
     else
         sb_run_actors(&p.run);
     sb_result_compute(&p.run, out);
+    out->server_cpu_known = p.run.server_pid > 0;
+    out->server_cpu_ns = p.run.server_cpu_ns;
+    out->client_cpu_ns = p.run.client_cpu_ns;
     out->expected_messages = expected_total(&p);
     if (ceiling)
         sb_ceiling_stop(ceiling);
@@ -514,8 +518,10 @@ int sb_iggy_main(int argc, char **argv)
         if (results[i].present && &results[i] != main_result)
             sb_result_print(&a, &results[i]);
     for (int i = 0; ceiling && i < n; i++)
-        if (results[i].present && results[i].target != SB_TARGET_CEILING)
+        if (results[i].present && results[i].target != SB_TARGET_CEILING) {
             sb_result_print_ratios(&results[i], ceiling);
+            sb_result_print_cpu(&results[i], ceiling);
+        }
     for (int i = 0; main_result && main_result->target == SB_TARGET_SLUICED && i < n; i++)
         if (results[i].present && results[i].target >= SB_TARGET_NATS)
             sb_result_print_ratios(main_result, &results[i]);

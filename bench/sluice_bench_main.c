@@ -140,6 +140,8 @@ static void usage(FILE *f)
             "  --streams N        CreateStream operations in all (default 2000)\n"
             "  --dir DIR          where temporary data goes (default $TMPDIR or /tmp)\n"
             "  --message-seconds S  per message figure and round (default 0.5)\n"
+            "  --message-bytes B  payload of each message of the message figures (default 1000)\n"
+            "  --batch-messages N messages per request and per poll there (default 1000)\n"
             "  --producers N      producers of the group-commit figure (default 8, max 64)\n"
             "  --partitions N     partitions of the many-partition figure (default 1000)\n"
             "  --partition-mb M   MB sent per round to each of its topics (default 2000)\n"
@@ -201,6 +203,13 @@ static void check_options(const sb_options_t *o)
         sb_die("--partition-message-bytes must be 1..60000");
     if (o->stall_streams < 0 || o->stall_streams > 1000000)
         sb_die("--stall-streams must be 0..1000000");
+    if (o->message_bytes < 1 || o->message_bytes > 1000000)
+        sb_die("--message-bytes must be 1..1000000");
+    if (o->batch_messages < 1 || o->batch_messages > 100000)
+        sb_die("--batch-messages must be 1..100000");
+    /* Within the server's default frame limit, and a copy figure of 2 chunks per region. */
+    if ((int64_t)o->message_bytes * o->batch_messages > 16000000)
+        sb_die("--message-bytes x --batch-messages must be at most 16000000");
 }
 
 /* One option of getopt_long; exits on --help and unknown options. */
@@ -258,6 +267,12 @@ static void apply_option(sb_options_t *o, int c, const char *arg)
     case 'S':
         o->stall_streams = atoi(arg);
         break;
+    case 'b':
+        o->message_bytes = atoi(arg);
+        break;
+    case 'k':
+        o->batch_messages = atoi(arg);
+        break;
     case 'H':
         usage(stdout);
         exit(0);
@@ -288,6 +303,8 @@ static void parse_options(int argc, char **argv, sb_options_t *o)
                         .partition_mb = 2000,
                         .partition_message_bytes = 1000,
                         .stall_streams = 20000,
+                        .message_bytes = 1000,
+                        .batch_messages = 1000,
                         .run_messages = true,
                         .run_group = true,
                         .run_logins = true,

@@ -1,5 +1,6 @@
 /* sluice-bench message figures (issue 4): one producer sending batches of
- * 1000 x 1000-byte messages (about 1 MB per request) to a 1-partition topic,
+ * 1000 x 1000-byte messages (about 1 MB per request; --batch-messages and
+ * --message-bytes choose another shape) to a 1-partition topic,
  * one consumer polling them back, and the producer again on a topic with
  * enforce_fsync; each next to the bare sink (sluice_bench_sink.c) driven by
  * the same lockstep client loop, the figures taking turns in slices. */
@@ -17,9 +18,7 @@
 
 enum {
     ROUNDS_MAX = 64,
-    SLICES = 5,            /* per figure and round (see messages_round) */
-    BATCH_MESSAGES = 1000, /* messages per request, and per poll */
-    MESSAGE_BYTES = 1000,  /* payload of each */
+    SLICES = 5, /* per figure and round (see messages_round) */
     SLICE_TRIPS_MAX = 100000,
     COPY_REGION = 64 * 1024 * 1024, /* the memcpy figure's source, larger than any cache */
 };
@@ -69,7 +68,8 @@ typedef struct msg_ctx {
     uint8_t *sink_frame[TOPICS]; /* the same bytes as sink requests (write, write + sync) */
     size_t send_len;
     uint32_t poll_reply_body; /* body of a one-batch poll reply, the sink's read length */
-    uint8_t *payloads;        /* BATCH_MESSAGES x MESSAGE_BYTES */
+    uint32_t count, size;     /* messages per request (and per poll), payload of each */
+    uint8_t *payloads;        /* count x size */
     sl_send_message_t *messages;
     uint64_t next_offset[FIGS]; /* the consumers' cursors */
     bool topics_made;
@@ -81,26 +81,6 @@ typedef struct msg_ctx {
     double copy_rate[ROUNDS_MAX];
     sb_lat_t lat[FIGS];
 } msg_ctx_t;
-
-/* CPU time of a whole process (all threads, io_uring workers included) from
- * /proc/<pid>/stat, in ns; clock-tick resolution. 0 when unknown. */
-static uint64_t process_cpu_ns(pid_t pid)
-{
-    char path[64], text[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = pid > 0 ? fopen(path, "r") : NULL;
-    if (!f)
-        return 0;
-    size_t n = fread(text, 1, sizeof(text) - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    const char *p = strrchr(text, ')'); /* the command name may hold spaces */
-    unsigned long long utime = 0, stime = 0;
-    if (!p ||
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
-        return 0;
-    return (utime + stime) * (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
-}
 
 /* CPU time of the calling thread (the bench's only one), in ns. */
 static uint64_t thread_cpu_ns(void)
@@ -138,7 +118,7 @@ static uint8_t *build_send_frame(msg_ctx_t *m, int topic, size_t *len)
         .stream_id = sl_ident_name(m->stream),
         .topic_id = sl_ident_name(topic_names[topic]),
         .partitioning = {.kind = SL_PARTITIONING_BALANCED},
-        .messages_count = BATCH_MESSAGES,
+        .messages_count = m->count,
     };
     sl_batch_builder_t bb;
     sl_span_t record;
@@ -146,9 +126,9 @@ static uint8_t *build_send_frame(msg_ctx_t *m, int topic, size_t *len)
         sb_die("cannot encode the SendMessages metadata");
     sl_batch_begin(&bb, &b);
     uint64_t now = sl_clock_realtime_us();
-    for (uint32_t i = 0; i < BATCH_MESSAGES; i++) {
+    for (uint32_t i = 0; i < m->count; i++) {
         sl_u128_t id = {i + 1, (uint64_t)getpid()};
-        sl_span_t payload = sl_span(m->payloads + (size_t)i * MESSAGE_BYTES, MESSAGE_BYTES);
+        sl_span_t payload = sl_span(m->payloads + (size_t)i * m->size, m->size);
         if (sl_batch_add(&bb, id, now, payload, sl_span(NULL, 0)) != 0)
             sb_die("cannot add message %u to the batch", i);
     }
@@ -170,7 +150,7 @@ static uint8_t *sink_copy(const uint8_t *frame, size_t len, uint32_t mode)
     return copy;
 }
 
-/* The raw PollMessages request for BATCH_MESSAGES from offset (a single
+/* The raw PollMessages request for m->count from offset (a single
  * consumer, partition absent = 0, no auto-commit). */
 static size_t poll_frame(const msg_ctx_t *m, uint64_t offset, uint8_t *out, size_t cap)
 {
@@ -182,7 +162,7 @@ static size_t poll_frame(const msg_ctx_t *m, uint64_t offset, uint8_t *out, size
         .stream_id = sl_ident_name(m->stream),
         .topic_id = sl_ident_name(topic_names[TOPIC_PLAIN]),
         .strategy = {.kind = SL_STRATEGY_OFFSET, .value = offset},
-        .count = BATCH_MESSAGES,
+        .count = m->count,
     };
     if (sl_poll_messages_request_encode(&b, &q) != 0 || !sl_buf_ok(&b))
         sb_die("cannot encode the poll request");
@@ -210,14 +190,13 @@ static size_t trip_lib_poll(msg_ctx_t *m)
     int rc = sl_client_poll_messages(
         m->lib, sl_consumer_single(sl_id_num(1)), sl_id_name(m->stream),
         sl_id_name(topic_names[TOPIC_PLAIN]), SL_PARTITION_NONE,
-        sl_poll_offset(m->next_offset[FIG_LIB_POLL]), BATCH_MESSAGES, false, &out);
+        sl_poll_offset(m->next_offset[FIG_LIB_POLL]), m->count, false, &out);
     if (rc != 0)
         sb_die("sl_client_poll_messages: %s", sl_strerror(rc));
     m->next_offset[FIG_LIB_POLL] = out.count ? m->next_offset[FIG_LIB_POLL] + out.count : 0;
     /* The reply's size: header, prefix, one record header per batch, frames. */
-    size_t size =
-        SL_HEADER_SIZE + SL_POLL_REPLY_PREFIX_SIZE +
-        (size_t)SL_BATCH_HEADER_SIZE * ((out.count + BATCH_MESSAGES - 1) / BATCH_MESSAGES);
+    size_t size = SL_HEADER_SIZE + SL_POLL_REPLY_PREFIX_SIZE +
+                  (size_t)SL_BATCH_HEADER_SIZE * ((out.count + m->count - 1) / m->count);
     for (uint32_t i = 0; i < out.count; i++)
         size += SL_FRAME_HEADER_SIZE + out.messages[i].payload_len + out.messages[i].headers_len;
     return size;
@@ -227,7 +206,7 @@ static size_t trip_lib_send(msg_ctx_t *m, int topic)
 {
     sl_send_result_t r;
     int rc = sl_client_send_messages(m->lib, sl_id_name(m->stream), sl_id_name(topic_names[topic]),
-                                     sl_partitioning_balanced(), m->messages, BATCH_MESSAGES, &r);
+                                     sl_partitioning_balanced(), m->messages, m->count, &r);
     if (rc != 0)
         sb_die("sl_client_send_messages: %s", sl_strerror(rc));
     return m->send_len;
@@ -280,10 +259,9 @@ static sb_rate_t run_figure(msg_ctx_t *m, int fig, double seconds, uint64_t *byt
 
 /* --- memcpy bandwidth (context for the consumer figure) --------------------------------- */
 
-/* 1 MB copies out of a 64 MB region for about seconds; bytes per second. */
-static double copy_bandwidth(const uint8_t *region, uint8_t *dst, double seconds)
+/* Batch-sized copies out of a 64 MB region for about seconds; bytes per second. */
+static double copy_bandwidth(const uint8_t *region, uint8_t *dst, size_t chunk, double seconds)
 {
-    const size_t chunk = (size_t)MESSAGE_BYTES * BATCH_MESSAGES;
     uint64_t start = sl_clock_monotonic_ns(), now = start, copied = 0;
     uint64_t deadline = start + (uint64_t)(seconds * 1e9);
     for (size_t at = 0, i = 0; i < 1000000 && now < deadline; i++) {
@@ -338,9 +316,9 @@ static void group_round(msg_ctx_t *m, int first, int r)
         for (int k = 0; k < FIGS_PER_GROUP; k++) {
             int i = (s + k) % FIGS_PER_GROUP, fig = first + i;
             pid_t pid = i == 0 ? m->sink_pid : m->server_pid;
-            uint64_t before = process_cpu_ns(pid), own = thread_cpu_ns();
+            uint64_t before = sb_process_cpu_ns(pid), own = thread_cpu_ns();
             sb_rate_t x = run_figure(m, fig, slice, &bytes[i], &m->lat[fig]);
-            cpu[i] += process_cpu_ns(pid) - before;
+            cpu[i] += sb_process_cpu_ns(pid) - before;
             client[i] += thread_cpu_ns() - own;
             total[i].trips += x.trips;
             total[i].elapsed_ns += x.elapsed_ns;
@@ -360,7 +338,7 @@ static void group_round(msg_ctx_t *m, int first, int r)
 static void messages_round(msg_ctx_t *m, int r, const uint8_t *region, uint8_t *dst)
 {
     topics_reset(m);
-    m->copy_rate[r] = copy_bandwidth(region, dst, 0.1);
+    m->copy_rate[r] = copy_bandwidth(region, dst, (size_t)m->count * m->size, 0.1);
     group_round(m, FIG_SINK_WRITE, r); /* producers first: the consumers read their data */
     group_round(m, FIG_SINK_READ, r);
     group_round(m, FIG_SINK_SYNC, r);
@@ -454,10 +432,10 @@ static void print_results(msg_ctx_t *m, int rounds)
            "MB/s range", "vs base", "range %", "p50 ms", "p99 ms", "srv us", "cli us", "trips");
     for (int fig = 0; fig < FIGS; fig++)
         print_row(m, fig, rounds);
-    printf(
-        "  memcpy of 1 MB blocks out of a 64 MB region (context): %.2f GB/s (median; %.2f-%.2f)\n",
-        median_of(m->copy_rate, rounds) / 1e9, min_of(m->copy_rate, rounds) / 1e9,
-        max_of(m->copy_rate, rounds) / 1e9);
+    printf("  memcpy of batch-sized blocks out of a 64 MB region (context): %.2f GB/s (median; "
+           "%.2f-%.2f)\n",
+           median_of(m->copy_rate, rounds) / 1e9, min_of(m->copy_rate, rounds) / 1e9,
+           max_of(m->copy_rate, rounds) / 1e9);
     printf(
         "  (MB = 10^6 bytes of request frames (produce) or reply frames (consume); medians of "
         "%d rounds, ranges min-max of rounds; vs base: medians of per-round ratios; latency: "
@@ -503,15 +481,15 @@ static void library_connect(msg_ctx_t *m, const char *host, uint16_t port)
  * none), origin timestamps 0 (now). */
 static void messages_init(msg_ctx_t *m)
 {
-    m->payloads = malloc((size_t)BATCH_MESSAGES * MESSAGE_BYTES);
-    m->messages = calloc(BATCH_MESSAGES, sizeof(*m->messages));
+    m->payloads = malloc((size_t)m->count * m->size);
+    m->messages = calloc(m->count, sizeof(*m->messages));
     if (!m->payloads || !m->messages)
         sb_die("out of memory");
-    for (size_t i = 0; i < (size_t)BATCH_MESSAGES * MESSAGE_BYTES; i++)
+    for (size_t i = 0; i < (size_t)m->count * m->size; i++)
         m->payloads[i] = (uint8_t)(i * 131 + (i >> 10));
-    for (uint32_t i = 0; i < BATCH_MESSAGES; i++) {
-        m->messages[i].payload = m->payloads + (size_t)i * MESSAGE_BYTES;
-        m->messages[i].payload_len = MESSAGE_BYTES;
+    for (uint32_t i = 0; i < m->count; i++) {
+        m->messages[i].payload = m->payloads + (size_t)i * m->size;
+        m->messages[i].payload_len = m->size;
     }
 }
 
@@ -543,6 +521,8 @@ void sb_messages_run(const sb_options_t *o, const char *host, uint16_t port, con
     if (!m)
         sb_die("out of memory");
     m->o = o;
+    m->count = (uint32_t)o->batch_messages;
+    m->size = (uint32_t)o->message_bytes;
     m->server_pid = server_pid;
     snprintf(m->stream, sizeof(m->stream), "sluice-bench-msg-%d", (int)getpid());
     messages_init(m);
@@ -558,15 +538,15 @@ void sb_messages_run(const sb_options_t *o, const char *host, uint16_t port, con
         m->sink_frame[t] = sink_copy(m->send_frame[t], m->send_len,
                                      t == TOPIC_PLAIN ? SB_SINK_WRITE : SB_SINK_WRITE_SYNC);
     }
-    uint8_t *region = malloc(COPY_REGION), *dst = malloc((size_t)BATCH_MESSAGES * MESSAGE_BYTES);
+    uint8_t *region = malloc(COPY_REGION), *dst = malloc((size_t)m->count * m->size);
     if (!region || !dst)
         sb_die("out of memory");
     memset(region, 0x5a, COPY_REGION);
     printf("\nMessages (%d x %d-byte messages per batch, %zu-byte SendMessages frames, polls of "
            "%d; 1-partition topics; %d rounds x %.2f s per figure in %d interleaved slices; "
            "sink on port %u, files in %s)\n",
-           BATCH_MESSAGES, MESSAGE_BYTES, m->send_len, BATCH_MESSAGES, rounds, o->message_seconds,
-           SLICES, sink_port, dir);
+           m->count, m->size, m->send_len, m->count, rounds, o->message_seconds, SLICES, sink_port,
+           dir);
     topics_reset(m);
     warm_up(m);
     for (int r = 0; r < rounds; r++)

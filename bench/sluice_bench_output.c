@@ -170,9 +170,11 @@ static void json_actors(FILE *f, const sb_result_t *r)
 static void json_target(FILE *f, const sb_result_t *r)
 {
     fprintf(f, "{\"target\":\"%s\",\"messages_sent\":%llu,\"messages_received\":%llu,"
-               "\"messages_expected\":%llu,\"group_metrics\":",
+               "\"messages_expected\":%llu,\"server_cpu_ns\":%llu,\"bench_cpu_ns\":%llu,"
+               "\"group_metrics\":",
             sb_target_name(r->target), (unsigned long long)r->sent_messages,
-            (unsigned long long)r->received_messages, (unsigned long long)r->expected_messages);
+            (unsigned long long)r->received_messages, (unsigned long long)r->expected_messages,
+            (unsigned long long)r->server_cpu_ns, (unsigned long long)r->client_cpu_ns);
     json_groups(f, r);
     fprintf(f, ",\"individual_metrics\":");
     json_actors(f, r);

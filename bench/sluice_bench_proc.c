@@ -295,6 +295,24 @@ uint64_t sb_cpu_ns(pid_t pid)
     return ns;
 }
 
+uint64_t sb_process_cpu_ns(pid_t pid)
+{
+    char path[64], text[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+    if (!f)
+        return 0;
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *p = strrchr(text, ')'); /* the command name may hold spaces */
+    unsigned long long utime = 0, stime = 0;
+    if (!p ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+        return 0;
+    return (utime + stime) * (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
+}
+
 static bool comm_is(pid_t pid, const char *name)
 {
     char path[64], comm[64] = {0};

@@ -385,3 +385,29 @@ void sb_result_print_ratios(const sb_result_t *m, const sb_result_t *base)
                b->p99 > 0 ? x->p99 / b->p99 : 0, x->p99, b->p99);
     }
 }
+
+/* Payload bytes of every group but the aggregate. */
+static uint64_t moved_bytes(const sb_result_t *r)
+{
+    uint64_t bytes = 0;
+    for (int g = 0; g < SB_GROUPS_MAX; g++)
+        if (r->groups[g].present && !r->groups[g].aggregate)
+            bytes += r->groups[g].bytes;
+    return bytes;
+}
+
+void sb_result_print_cpu(const sb_result_t *m, const sb_result_t *base)
+{
+    uint64_t mb = moved_bytes(m), bb = moved_bytes(base);
+    if (!m->server_cpu_known || !base->server_cpu_known || mb == 0 || bb == 0 ||
+        base->server_cpu_ns == 0)
+        return;
+    /* us per 10^6 payload bytes: ns / bytes * 1000. */
+    double ms = 1e3 * (double)m->server_cpu_ns / (double)mb;
+    double bs = 1e3 * (double)base->server_cpu_ns / (double)bb;
+    double mc = 1e3 * (double)m->client_cpu_ns / (double)mb;
+    double bc = 1e3 * (double)base->client_cpu_ns / (double)bb;
+    printf("CPU per MB of payload, %s vs %s: server %.0f vs %.0f us (%.2fx), bench %.0f vs %.0f "
+           "us\n",
+           target_title(m->target), target_title(base->target), ms, bs, ms / bs, mc, bc);
+}

@@ -108,6 +108,10 @@ struct sb_run {
     _Atomic uint64_t progress_ns; /* last time any actor moved a message */
     _Atomic uint32_t done;
     uint64_t elapsed_ns;
+    /* CPU time of the server's process (0: not known) and of the bench,
+     * from the start (every actor logged in) to the end of the run. */
+    pid_t server_pid;
+    uint64_t server_cpu_ns, client_cpu_ns;
     void *(*actor_main)(void *); /* NULL: the Iggy-protocol actors; the peers set theirs */
 };
 
@@ -181,6 +185,12 @@ typedef struct sb_result {
     uint64_t series_us;
     double *series[SB_GROUPS_MAX][3];
     uint64_t sent_messages, received_messages, expected_messages;
+    /* CPU time during the timed run (preload and set-up excluded), in ns:
+     * the target's process (0 when it is not a child of the bench, i.e.
+     * --server-address) and the bench's own (every actor thread). CPU per
+     * byte moves much less than throughput on a busy machine. */
+    uint64_t server_cpu_ns, client_cpu_ns;
+    bool server_cpu_known;
 } sb_result_t;
 
 const char *sb_target_name(sb_target_t t);
@@ -196,6 +206,9 @@ void sb_result_print(const sb_iggy_args_t *a, const sb_result_t *r);
 /* "Producers Results, sluiced vs ceiling: throughput N %, ..." lines: main
  * against base, group by group, where both have the group. */
 void sb_result_print_ratios(const sb_result_t *main, const sb_result_t *base);
+/* "CPU per MB, sluiced vs ceiling: server N us (N us), Nx; client ..." when
+ * both server figures are known. */
+void sb_result_print_cpu(const sb_result_t *main, const sb_result_t *base);
 
 /* Writes DIR/<run name>/report.json and chart.svg; returns 0 or -1 (errno). */
 int sb_report_write(const sb_iggy_args_t *a, const sb_result_t *results, int count,

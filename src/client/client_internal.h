@@ -150,6 +150,7 @@ typedef struct sl_client_rng {
     size_t left; /* unserved bytes at the end of pool[] */
     size_t reseed_left;
     uint64_t generation; /* the fork generation the key was drawn in */
+    uint64_t draws;      /* calls served; each costs bookkeeping, so callers batch */
     bool seeded;
 } sl_client_rng_t;
 

@@ -123,7 +123,9 @@ static void send_messages(sl_session_t *s, const sl_request_header_t *req, const
         return sl_reply_status(s, req, SL_ERR_UNAUTHORIZED);
     if (!choose_partition(&q.partitioning, t.rt, &partition_id) || !t.rt->partitions[partition_id])
         return sl_reply_status(s, req, SL_ERR_RESOURCE_NOT_FOUND);
-    int rc = sl_batch_validate(q.batch, q.messages_count);
+    /* The batch checksum's input is kept for the stamp of an immediate
+     * append (not for a staged one: the next send reuses the buffer). */
+    int rc = sl_batch_validate_keep(q.batch, q.messages_count, &srv->batch_sums);
     if (rc != 0)
         return sl_reply_status(s, req, (uint32_t)-rc);
     s->server->metrics.messages_in += q.messages_count;
@@ -148,9 +150,14 @@ static void send_messages(sl_session_t *s, const sl_request_header_t *req, const
      * gate decides and the append answers at once. */
     if (t.topic->config.enforce_fsync && stage(srv, &send))
         return;
-    uint64_t base_offset;
-    rc = sl_partition_append(send.partition, owned, send.record, send.len,
-                             next_message_timestamp(srv), &base_offset);
+    sl_partition_batch_t batch = {owned, send.record, send.len, srv->batch_sums.data,
+                                  srv->batch_sums.len};
+    if (batch.sums_len == 0)
+        batch.sums = NULL; /* none kept: the stamp walks the frames */
+    uint64_t base_offset = 0;
+    size_t accepted;
+    rc = sl_partition_append_many(send.partition, &batch, 1, next_message_timestamp(srv),
+                                  &base_offset, &accepted);
     answer_send(&send, rc, base_offset);
 }
 
@@ -168,7 +175,8 @@ void sl_messages_commit_staged(sl_server_t *srv)
             if (e->partition != p)
                 continue;
             srv->staged_picks[k] = j;
-            srv->staged_batches[k++] = (sl_partition_batch_t){e->frame, e->record, e->len};
+            srv->staged_batches[k++] =
+                (sl_partition_batch_t){.owner = e->frame, .record = e->record, .len = e->len};
         }
         size_t accepted = 0;
         int rc = sl_partition_append_many(p, srv->staged_batches, k, next_message_timestamp(srv),

@@ -558,6 +558,7 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
     srv->start_us = sl_clock_realtime_us();
     srv->frame_max = (uint32_t)cfg->message_bus.max_message_size;
     sl_buf_init(&srv->admitted, srv->frame_max);
+    sl_buf_init(&srv->batch_sums, 0);
     int rc = sl_frame_pool_create(SL_LOOP_BUF_SIZE_DEFAULT, srv->frame_max,
                                   cfg->message_bus.frame_pool_idle_max, &srv->frame_pool);
     if (rc != 0) {
@@ -662,6 +663,7 @@ void sl_server_close(sl_server_t *srv)
     free(srv->staged_picks);
     sl_buf_free(&srv->admitted);
     sl_metrics_close(&srv->metrics);
+    sl_buf_free(&srv->batch_sums);
     /* Last: every file of the data directory is closed. */
     sl_datadir_unlock(srv->lock_fd);
     memset(srv, 0, sizeof(*srv));

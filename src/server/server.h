@@ -174,6 +174,9 @@ struct sl_server {
     uint32_t staged_cap;
     /* Admission scratch: the body being journaled. */
     sl_buf_t admitted;
+    /* Send scratch: the batch checksum's input sl_batch_validate_keep
+     * gathered for the send being appended (messages.c). */
+    sl_buf_t batch_sums;
     /* Argon2id off the loop thread. */
     sl_hash_pool_t *hash_pool;
     /* Other blocking work off the loop thread (background.c): the trash, snapshots. */

@@ -158,6 +158,11 @@ typedef struct sl_partition_batch {
     void *owner;
     uint8_t *record;
     size_t len;
+    /* What sl_batch_validate_keep left for this record (the batch checksum's input), which the
+     * stamp then reuses instead of walking the frames; NULL: none, the stamp walks. Borrowed
+     * for the call; overwritten by it. */
+    uint8_t *sums;
+    size_t sums_len;
 } sl_partition_batch_t;
 
 /* Appends one batch record that already passed sl_batch_validate. The record is stamped in place

@@ -78,7 +78,7 @@ uint64_t sl_frame_checksum(sl_span_t frame)
 /* The 44 + 8N byte input of the batch checksum is gathered in a stack
  * buffer; a batch of up to SUMS_INLINE frames hashes it in one call, a
  * bigger one spills into the streaming state, chunk by chunk. */
-enum { SUMS_INLINE = 128, SUMS_FIELDS = 44 };
+enum { SUMS_INLINE = 128, SUMS_FIELDS = SL_BATCH_SUMS_FIELDS };
 
 typedef struct batch_hasher {
     size_t len;
@@ -149,12 +149,15 @@ uint64_t sl_batch_checksum(sl_span_t record)
 /* --- admission (messages.md 3.2) --------------------------------------------------- */
 
 /* Checks 7..9: walks the frames of the blob [256, end), verifying each
- * frame checksum and feeding it to the batch hash. Returns the number of
- * frames walked (the walk stops at the first frame that does not fit or
- * whose reserved field is set) or -1 at the first checksum mismatch;
+ * frame checksum and feeding it to the batch hash: into h, or, when kept is
+ * set, into kept's slots after its 44 header bytes (the first `slots`
+ * frames; a record with more frames than slots is refused at check 7
+ * whatever its batch checksum, so the rest need not be kept). Returns the
+ * number of frames walked (the walk stops at the first frame that does not
+ * fit or whose reserved field is set) or -1 at the first checksum mismatch;
  * *pos ends after the last frame walked. */
 static int64_t walk_frames(const uint8_t *rec, size_t end, size_t *pos_out, bool *deltas_ok,
-                           batch_hasher_t *h)
+                           batch_hasher_t *h, uint8_t *kept, uint64_t slots)
 {
     size_t pos = SL_BATCH_HEADER_SIZE;
     uint64_t index = 0;
@@ -167,7 +170,10 @@ static int64_t walk_frames(const uint8_t *rec, size_t end, size_t *pos_out, bool
         if (sl_xxh3_64(f + SL_FRAME_OFF_ID, n - SL_FRAME_OFF_ID) != sl_load_u64(f))
             return -1;
         deltas &= sl_load_u32(f + SL_FRAME_OFF_OFFSET_DELTA) == (uint32_t)index;
-        hasher_add(h, f);
+        if (!kept)
+            hasher_add(h, f);
+        else if (index < slots)
+            memcpy(kept + SUMS_FIELDS + 8 * index, f + SL_FRAME_OFF_CHECKSUM, 8);
         index++;
         pos += n;
     }
@@ -176,30 +182,34 @@ static int64_t walk_frames(const uint8_t *rec, size_t end, size_t *pos_out, bool
     return (int64_t)index;
 }
 
-int sl_batch_validate(sl_span_t record, uint32_t expected_count)
+/* Checks 3..6: the header alone. 0 or -SL_ERR_INVALID_COMMAND. */
+static int check_header(sl_span_t record)
 {
-    const uint8_t *rec = record.ptr;
     if (record.len < SL_BATCH_HEADER_SIZE) /* 3 */
         return -SL_ERR_INVALID_COMMAND;
-    uint64_t length = sl_load_u64(rec + SL_BATCH_OFF_LENGTH);
+    uint64_t length = sl_load_u64(record.ptr + SL_BATCH_OFF_LENGTH);
     if (length < SL_BATCH_HEADER_SIZE) /* 4 */
         return -SL_ERR_INVALID_COMMAND;
-    if (!sl_all_zero(rec + SL_BATCH_OFF_RESERVED, SL_BATCH_HEADER_SIZE - SL_BATCH_OFF_RESERVED))
+    if (!sl_all_zero(record.ptr + SL_BATCH_OFF_RESERVED,
+                     SL_BATCH_HEADER_SIZE - SL_BATCH_OFF_RESERVED))
         return -SL_ERR_INVALID_COMMAND; /* 5 */
     if (length > record.len)            /* 6 */
         return -SL_ERR_INVALID_COMMAND;
+    return 0;
+}
 
-    batch_hasher_t h;
-    hasher_begin(&h, rec);
-    size_t end = (size_t)length, pos;
-    bool deltas_ok;
-    int64_t walked = walk_frames(rec, end, &pos, &deltas_ok, &h);
+/* Checks 7..13 and Sluice's own after the walk; hash is the batch checksum
+ * the walked frames give. */
+static int check_walk(sl_span_t record, uint32_t expected_count, int64_t walked, size_t pos,
+                      bool deltas_ok, uint64_t hash)
+{
+    uint64_t length = sl_load_u64(record.ptr + SL_BATCH_OFF_LENGTH);
     if (walked < 0) /* 8 */
         return -SL_ERR_INVALID_MESSAGE_CHECKSUM;
-    uint32_t count = sl_load_u32(rec + SL_BATCH_OFF_COUNT);
-    if ((uint64_t)walked != count || pos != end) /* 7 and 9 */
+    uint32_t count = sl_load_u32(record.ptr + SL_BATCH_OFF_COUNT);
+    if ((uint64_t)walked != count || pos != length) /* 7 and 9 */
         return -SL_ERR_INVALID_COMMAND;
-    if (hasher_end(&h) != sl_load_u64(rec + SL_BATCH_OFF_CHECKSUM)) /* 10 */
+    if (hash != sl_load_u64(record.ptr + SL_BATCH_OFF_CHECKSUM)) /* 10 */
         return -SL_ERR_INVALID_BATCH_CHECKSUM;
     if (count < 1 || count != expected_count) /* 11, 12 */
         return -SL_ERR_INVALID_COMMAND;
@@ -209,6 +219,74 @@ int sl_batch_validate(sl_span_t record, uint32_t expected_count)
      * its code: offsets are accounted as base_offset + index. */
     if (!deltas_ok)
         return -SL_ERR_INVALID_COMMAND;
+    return 0;
+}
+
+int sl_batch_validate(sl_span_t record, uint32_t expected_count)
+{
+    int rc = check_header(record);
+    if (rc != 0)
+        return rc;
+    batch_hasher_t h;
+    hasher_begin(&h, record.ptr);
+    size_t end = (size_t)sl_load_u64(record.ptr + SL_BATCH_OFF_LENGTH), pos = 0;
+    bool deltas_ok = false; /* walk_frames leaves it unset when a checksum differs */
+    int64_t walked = walk_frames(record.ptr, end, &pos, &deltas_ok, &h, NULL, 0);
+    /* A mismatch (walked < 0) is reported before the batch hash matters. */
+    uint64_t hash = walked < 0 ? 0 : hasher_end(&h);
+    return check_walk(record, expected_count, walked, pos, deltas_ok, hash);
+}
+
+int sl_batch_validate_keep(sl_span_t record, uint32_t expected_count, sl_buf_t *sums)
+{
+    sl_buf_reset(sums);
+    int rc = check_header(record);
+    if (rc != 0)
+        return rc;
+    uint64_t length = sl_load_u64(record.ptr + SL_BATCH_OFF_LENGTH);
+    uint32_t count = sl_load_u32(record.ptr + SL_BATCH_OFF_COUNT);
+    /* A count the blob cannot hold (every frame is at least 48 bytes) is
+     * refused whatever is kept; a large one is not worth the memory. */
+    uint64_t room = (length - SL_BATCH_HEADER_SIZE) / SL_FRAME_HEADER_SIZE;
+    uint8_t *kept = count == 0 || count > room || count > SL_BATCH_SUMS_FRAMES_MAX
+                        ? NULL
+                        : sl_buf_extend(sums, SUMS_FIELDS + 8 * (size_t)count);
+    if (!kept) {
+        sl_buf_reset(sums);
+        return sl_batch_validate(record, expected_count);
+    }
+    memcpy(kept, record.ptr, SL_BATCH_OFF_CHECKSUM);
+    memcpy(kept + SL_BATCH_OFF_CHECKSUM, record.ptr + SL_BATCH_OFF_COUNT, 4);
+    size_t pos = 0;
+    bool deltas_ok = false; /* walk_frames leaves it unset when a checksum differs */
+    int64_t walked = walk_frames(record.ptr, (size_t)length, &pos, &deltas_ok, NULL, kept, count);
+    /* The kept input is only whole when every slot was filled. */
+    uint64_t hash = walked == (int64_t)count ? sl_xxh3_64(kept, sums->len) : 0;
+    rc = check_walk(record, expected_count, walked, pos, deltas_ok, hash);
+    if (rc != 0)
+        sl_buf_reset(sums);
+    return rc;
+}
+
+int sl_batch_verify(sl_span_t record)
+{
+    sl_assert(record.len >= SL_BATCH_HEADER_SIZE);
+    batch_hasher_t h;
+    hasher_begin(&h, record.ptr);
+    uint32_t count = sl_load_u32(record.ptr + SL_BATCH_OFF_COUNT);
+    size_t pos = SL_BATCH_HEADER_SIZE, end = record_end(record);
+    for (uint32_t i = 0; i < count && pos < end; i++) {
+        const uint8_t *f = record.ptr + pos;
+        size_t n = frame_fits(f, end - pos);
+        if (n == 0)
+            break; /* the caller checked the layout: the batch checksum will differ */
+        if (sl_xxh3_64(f + SL_FRAME_OFF_ID, n - SL_FRAME_OFF_ID) != sl_load_u64(f))
+            return -SL_ERR_INVALID_MESSAGE_CHECKSUM;
+        hasher_add(&h, f);
+        pos += n;
+    }
+    if (hasher_end(&h) != sl_load_u64(record.ptr + SL_BATCH_OFF_CHECKSUM))
+        return -SL_ERR_INVALID_BATCH_CHECKSUM;
     return 0;
 }
 
@@ -239,6 +317,24 @@ void sl_batch_stamp(uint8_t *record, size_t len, uint64_t partition_id, uint64_t
     sl_store_u64(record + SL_BATCH_OFF_BASE_OFFSET, base_offset);
     sl_store_u64(record + SL_BATCH_OFF_BASE_TIMESTAMP, base_timestamp);
     sl_store_u64(record + SL_BATCH_OFF_CHECKSUM, sl_batch_checksum(sl_span(record, len)));
+}
+
+void sl_batch_stamp_kept(uint8_t *record, size_t len, uint64_t partition_id,
+                         uint64_t base_offset, uint64_t base_timestamp, uint8_t *sums,
+                         size_t sums_len)
+{
+    sl_assert(len >= SL_BATCH_HEADER_SIZE + SL_FRAME_HEADER_SIZE);
+    uint32_t count = sl_load_u32(record + SL_BATCH_OFF_COUNT);
+    /* What sl_batch_validate_keep leaves: one slot per frame, the first
+     * holding the first frame's checksum, the count the same. */
+    sl_assert(sums_len == SUMS_FIELDS + 8 * (size_t)count);
+    sl_assert(memcmp(sums + SUMS_FIELDS, record + SL_BATCH_HEADER_SIZE, 8) == 0);
+    sl_assert(sl_load_u32(sums + SL_BATCH_OFF_CHECKSUM) == count);
+    sl_store_u64(record + SL_BATCH_OFF_PARTITION_ID, partition_id);
+    sl_store_u64(record + SL_BATCH_OFF_BASE_OFFSET, base_offset);
+    sl_store_u64(record + SL_BATCH_OFF_BASE_TIMESTAMP, base_timestamp);
+    memcpy(sums, record, SL_BATCH_OFF_CHECKSUM);
+    sl_store_u64(record + SL_BATCH_OFF_CHECKSUM, sl_xxh3_64(sums, sums_len));
 }
 
 /* --- iteration ------------------------------------------------------------------------ */

@@ -96,6 +96,30 @@ uint64_t sl_batch_checksum(sl_span_t record);
  * copies, no allocation. */
 int sl_batch_validate(sl_span_t record, uint32_t expected_count) SL_WUR;
 
+/* The input of the batch checksum (messages.md 2.2) as validation gathers
+ * it: header bytes 0..40 and 48..52 (SL_BATCH_SUMS_FIELDS bytes), then the
+ * stored checksum of every frame in order, 8 bytes each. */
+#define SL_BATCH_SUMS_FIELDS 44u
+/* Records of more messages are validated without keeping it (their sums
+ * would take more than 512 KiB). */
+#define SL_BATCH_SUMS_FRAMES_MAX 65536u
+
+/* sl_batch_validate, the same checks in the same order with the same codes,
+ * which also leaves in sums (reset first) the batch checksum's input when it
+ * returns 0 and the record holds at most SL_BATCH_SUMS_FRAMES_MAX messages
+ * (else, and on every refusal, sums is left empty). sl_batch_stamp_kept
+ * then stamps the record from it without walking the frames again: that
+ * walk goes from one frame's length to the next frame, waiting on memory at
+ * every step, and for small messages it cost a third of the hashing. */
+int sl_batch_validate_keep(sl_span_t record, uint32_t expected_count, sl_buf_t *sums) SL_WUR;
+
+/* What a client verifies on a polled record (messages.md 4.2) whose layout
+ * sl_batch_check_layout accepted: every frame checksum in order
+ * (-SL_ERR_INVALID_MESSAGE_CHECKSUM at the first that differs), then the
+ * batch checksum (-SL_ERR_INVALID_BATCH_CHECKSUM), in one walk of the
+ * frames. 0 when both hold. */
+int sl_batch_verify(sl_span_t record) SL_WUR;
+
 /* What a client checks on a polled record (messages.md 4.2): at least 256
  * bytes, batch_length equal to record.len, exactly message_count frames
  * tiling the blob, frame reserved fields zero. Checksums are not verified
@@ -109,6 +133,13 @@ int sl_batch_check_layout(sl_span_t record) SL_WUR;
  * place and recomputes batch_checksum; frames are untouched. */
 void sl_batch_stamp(uint8_t *record, size_t len, uint64_t partition_id, uint64_t base_offset,
                     uint64_t base_timestamp);
+/* The same, for a record whose frames are unchanged since
+ * sl_batch_validate_keep left sums (sums_len bytes, not empty) for it: the
+ * new header fields are written into sums too and the batch checksum is
+ * their hash. Gives the same record as sl_batch_stamp. */
+void sl_batch_stamp_kept(uint8_t *record, size_t len, uint64_t partition_id,
+                         uint64_t base_offset, uint64_t base_timestamp, uint8_t *sums,
+                         size_t sums_len);
 
 /* --- reading frames --------------------------------------------------------- */
 

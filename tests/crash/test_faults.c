@@ -192,10 +192,11 @@ static void test_faults_buffered(void **state)
     static acked_t a = {.topic = "buffered", .tag = 0xB0};
     sl_client_t *c = cu_connect(&srv);
     create_topic(c, a.topic, NULL); /* flush gate: 1024 messages (or 1 MiB) */
-    for (int i = 0; i < 20; i++)
-        send_acked(c, &a, 50); /* 1000 messages, all still in memory */
+    for (int i = 0; i < 19; i++)
+        send_acked(c, &a, 50); /* 950 messages, all still in memory */
     set_fault("enospc pwritev .log");
-    /* This batch trips the gate; the flush fails, and only this batch is refused. */
+    /* This batch trips the gate (1000 messages, and another 50 would pass 1024); the flush
+     * fails, and only this batch is refused. */
     send_refused(c, &a, 50, -SL_ERR_CANNOT_SAVE_MESSAGES_TO_SEGMENT);
     check_acked(c, &a);
     set_fault("");

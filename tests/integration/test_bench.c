@@ -394,6 +394,8 @@ static void check_target(const jdoc_t *d, const jnode_t *t, const expect_t *e)
     assert_int_equal((int)jnum(d, t, "messages_sent"), (int)e->sent);
     assert_int_equal((int)jnum(d, t, "messages_received"), (int)e->received);
     assert_int_equal((int)jnum(d, t, "messages_expected"), (int)e->received);
+    /* CPU figures are present and numbers (their values depend on the machine). */
+    assert_true(jnum(d, t, "server_cpu_ns") >= 0 && jnum(d, t, "bench_cpu_ns") >= 0);
     const jnode_t *actors = jget(d, t, "individual_metrics");
     assert_int_equal(jlen(d, actors), e->actors);
     double sent = 0, received = 0;

@@ -88,12 +88,26 @@ static uint64_t batch_checksum_reference(const uint8_t *rec)
     return h;
 }
 
+/* sl_batch_validate's verdict, checked to be sl_batch_validate_keep's too (same checks, same
+ * order, same codes), whose kept sums are the batch checksum's input exactly when it accepts. */
 static int validate_copy(const uint8_t *rec, size_t len, uint32_t expected)
 {
     uint8_t *copy = malloc(len ? len : 1);
     assert_non_null(copy);
     memcpy(copy, rec, len);
     int rc = sl_batch_validate(sl_span(copy, len), expected);
+    sl_buf_t sums;
+    sl_buf_init(&sums, 0);
+    sl_put_zeros(&sums, 3); /* reset first */
+    assert_int_equal(sl_batch_validate_keep(sl_span(copy, len), expected, &sums), rc);
+    if (rc == 0) {
+        uint32_t count = sl_load_u32(copy + SL_BATCH_OFF_COUNT);
+        assert_int_equal(sums.len, SL_BATCH_SUMS_FIELDS + 8 * (size_t)count);
+        assert_int_equal(sl_xxh3_64(sums.data, sums.len), sl_load_u64(copy + SL_BATCH_OFF_CHECKSUM));
+    } else {
+        assert_int_equal(sums.len, 0);
+    }
+    sl_buf_free(&sums);
     free(copy);
     return rc;
 }
@@ -217,6 +231,19 @@ static void test_slice_vector_e(void **state)
     /* The slice satisfies 2.1/2.2; frames are not renumbered. */
     assert_int_equal(sl_batch_check_layout(sl_buf_span(&out)), 0);
     assert_int_equal(sl_batch_checksum(sl_buf_span(&out)), 0xa97f17f394933237ull);
+    /* What a client verifies: vector d whole and the slice (offset_delta 1) pass; one bit off
+     * in a frame, then in the batch checksum, is caught with its own code. */
+    assert_int_equal(sl_batch_verify(sl_buf_span(&out)), 0);
+    assert_int_equal(sl_batch_verify(sl_span(d, nd)), 0);
+    d[SL_BATCH_HEADER_SIZE + SL_FRAME_HEADER_SIZE + 1] ^= 1; /* frame 0's payload */
+    assert_int_equal(sl_batch_verify(sl_span(d, nd)), -SL_ERR_INVALID_MESSAGE_CHECKSUM);
+    d[SL_BATCH_HEADER_SIZE + SL_FRAME_HEADER_SIZE + 1] ^= 1;
+    d[SL_BATCH_OFF_CHECKSUM] ^= 1;
+    assert_int_equal(sl_batch_verify(sl_span(d, nd)), -SL_ERR_INVALID_BATCH_CHECKSUM);
+    d[SL_BATCH_OFF_CHECKSUM] ^= 1;
+    out.data[out.len - 1] ^= 1; /* the slice's last payload byte */
+    assert_int_equal(sl_batch_verify(sl_buf_span(&out)), -SL_ERR_INVALID_MESSAGE_CHECKSUM);
+    out.data[out.len - 1] ^= 1;
     sl_frame_iter_t it = sl_frame_iter(sl_buf_span(&out));
     sl_message_t m;
     assert_true(sl_frame_next(&it, &m));
@@ -798,13 +825,97 @@ static void test_builder_many_frames(void **state)
         mut[last] ^= 1;
         assert_int_equal(sl_batch_validate(rec, counts[k]), -SL_ERR_INVALID_MESSAGE_CHECKSUM);
         mut[last] ^= 1;
+        /* Stamping from the kept sums gives the record the walking stamp gives. */
+        sl_buf_t sums;
+        sl_buf_init(&sums, 0);
+        assert_int_equal(sl_batch_validate_keep(rec, counts[k], &sums), 0);
+        uint8_t *copy = malloc(rec.len);
+        assert_non_null(copy);
+        memcpy(copy, rec.ptr, rec.len);
+        sl_batch_stamp_kept(copy, rec.len, 3, 100, 5000, sums.data, sums.len);
         /* Stamping recomputes the same way. */
         sl_batch_stamp(mut, rec.len, 3, 100, 5000);
         assert_int_equal(sl_load_u64(rec.ptr + SL_BATCH_OFF_CHECKSUM),
                          batch_checksum_reference(rec.ptr));
+        assert_bytes_equal(copy, rec.len, rec.ptr, rec.len);
         assert_int_equal(sl_batch_validate(rec, counts[k]), 0);
+        free(copy);
+        sl_buf_free(&sums);
         sl_buf_free(&buf);
     }
+}
+
+/* Vector d again, stamped from what validation kept: the same bytes. */
+static void test_stamp_kept_vector_d(void **state)
+{
+    (void)state;
+    uint8_t *c = vector_c_batch();
+    size_t n;
+    uint8_t *d = tu_vector("d_stored_batch.hex", &n);
+    sl_buf_t sums;
+    sl_buf_init(&sums, 0);
+    assert_int_equal(sl_batch_validate_keep(sl_span(c, C_BATCH_LEN), 2, &sums), 0);
+    assert_int_equal(sums.len, SL_BATCH_SUMS_FIELDS + 2 * 8);
+    sl_batch_stamp_kept(c, C_BATCH_LEN, 1, 10, 1700000000000123ull, sums.data, sums.len);
+    assert_bytes_equal(c, C_BATCH_LEN, d, n);
+    /* Stamping again (a failed append hands the offsets out again) works from the same sums. */
+    sl_batch_stamp_kept(c, C_BATCH_LEN, 1, 11, 1700000000000124ull, sums.data, sums.len);
+    assert_int_equal(sl_batch_validate(sl_span(c, C_BATCH_LEN), 2), 0);
+    assert_int_equal(sl_load_u64(c + SL_BATCH_OFF_BASE_OFFSET), 11);
+    sl_buf_free(&sums);
+    free(c);
+    free(d);
+}
+
+/* A record of more than SL_BATCH_SUMS_FRAMES_MAX messages is validated without keeping its
+ * sums; one announcing more messages than its bytes can hold is refused as before. */
+static void test_validate_keep_limits(void **state)
+{
+    (void)state;
+    sl_buf_t buf, sums;
+    sl_buf_init(&buf, 0);
+    sl_buf_init(&sums, 0);
+    sl_batch_builder_t bb;
+    sl_batch_begin(&bb, &buf);
+    uint32_t count = SL_BATCH_SUMS_FRAMES_MAX + 1;
+    for (uint32_t i = 0; i < count; i++)
+        assert_int_equal(sl_batch_add(&bb, (sl_u128_t){i, 1}, 1000, sl_span(NULL, 0),
+                                      sl_span(NULL, 0)),
+                         0);
+    sl_span_t rec;
+    assert_int_equal(sl_batch_finish(&bb, &rec), 0);
+    assert_int_equal(sl_batch_validate_keep(rec, count, &sums), 0);
+    assert_int_equal(sums.len, 0);
+    /* A count above what the blob can hold: check 7, nothing kept. */
+    uint8_t *mut = buf.data;
+    sl_store_u32(mut + SL_BATCH_OFF_COUNT, UINT32_MAX);
+    assert_int_equal(sl_batch_validate_keep(rec, UINT32_MAX, &sums), -SL_ERR_INVALID_COMMAND);
+    assert_int_equal(sums.len, 0);
+    sl_buf_free(&sums);
+    sl_buf_free(&buf);
+}
+
+/* More frames than the count announces: the frames past the kept slots are still verified,
+ * so a bad checksum there is reported as 8 (first), as sl_batch_validate reports it. */
+static void test_validate_keep_past_count(void **state)
+{
+    (void)state;
+    sl_buf_t buf;
+    sl_buf_init(&buf, 0);
+    sl_batch_builder_t bb;
+    sl_batch_begin(&bb, &buf);
+    for (uint32_t i = 0; i < 3; i++)
+        assert_int_equal(sl_batch_add(&bb, (sl_u128_t){i, 2}, 1000, sl_span("abc", 3),
+                                      sl_span(NULL, 0)),
+                         0);
+    sl_span_t rec;
+    assert_int_equal(sl_batch_finish(&bb, &rec), 0);
+    uint8_t *mut = buf.data;
+    sl_store_u32(mut + SL_BATCH_OFF_COUNT, 2);
+    assert_int_equal(validate_copy(rec.ptr, rec.len, 2), -SL_ERR_INVALID_COMMAND);
+    mut[rec.len - 3 - SL_FRAME_HEADER_SIZE] ^= 1; /* the third frame's checksum */
+    assert_int_equal(validate_copy(rec.ptr, rec.len, 2), -SL_ERR_INVALID_MESSAGE_CHECKSUM);
+    sl_buf_free(&buf);
 }
 
 int main(void)
@@ -827,6 +938,9 @@ int main(void)
         cmocka_unit_test(test_builder_timestamps),
         cmocka_unit_test(test_builder_errors),
         cmocka_unit_test(test_builder_many_frames),
+        cmocka_unit_test(test_stamp_kept_vector_d),
+        cmocka_unit_test(test_validate_keep_limits),
+        cmocka_unit_test(test_validate_keep_past_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -319,6 +319,9 @@ static void test_old_interface(void **state)
     char *password_then_kind[] = {a0, a5, a4, a6, a7};
     char *help[] = {a0, a8};
     char *iggy_option[] = {a0, a9, a4, a6, a7};
+    char b1[] = "messages", b2[] = "--message-bytes", b3[] = "100", b4[] = "--batch-messages";
+    char *old_shape[] = {a0, a1, b1, b2, b3, b4, b3}; /* the message figures' batch shape */
+    assert_false(sb_iggy_wanted(7, old_shape));
     assert_false(sb_iggy_wanted(1, none));
     assert_false(sb_iggy_wanted(5, old));
     assert_false(sb_iggy_wanted(3, old_pp_password));

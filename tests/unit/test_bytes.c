@@ -1,5 +1,5 @@
 /* src/base: the bounds-checked reader, the growable writer, the UTF-8 and
- * zero scans, the arena and the error-name table. */
+ * zero scans, the arena, the error-name table and XXH3's entry points. */
 #include "testutil.h"
 
 #include <limits.h>
@@ -10,6 +10,7 @@
 
 #include "base/arena.h"
 #include "base/bytes.h"
+#include "base/xxh3.h"
 
 static const uint8_t seq[32] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
                                 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
@@ -619,6 +620,31 @@ static void test_error_names(void **state)
     }
 }
 
+/* sl_xxh3_64 takes inputs up to 240 bytes straight to XXH3's short paths and longer ones to
+ * the build chosen at run time: either way it gives what the streaming form (always the chosen
+ * build) gives, on both sides of every length boundary of XXH3. */
+static void test_xxh3_lengths(void **state)
+{
+    (void)state;
+    static const size_t lengths[] = {0,   1,   3,   4,   8,   9,    16,   17,   64,  128,
+                                     129, 200, 239, 240, 241, 255,  256,  1023, 1024, 1025,
+                                     4096, 65536};
+    uint8_t *buf = malloc(65536);
+    assert_non_null(buf);
+    for (size_t i = 0; i < 65536; i++)
+        buf[i] = (uint8_t)(i * 131u + (i >> 8));
+    assert_int_equal(sl_xxh3_64(buf, 0), 0x2d06800538d394c2ull); /* XXH3_64bits of nothing */
+    for (size_t k = 0; k < SL_ARRAY_LEN(lengths); k++) {
+        size_t n = lengths[k];
+        sl_xxh3_state_t st;
+        sl_xxh3_reset(&st);
+        sl_xxh3_update(&st, buf, n / 3);
+        sl_xxh3_update(&st, buf + n / 3, n - n / 3);
+        assert_int_equal(sl_xxh3_64(buf, n), sl_xxh3_digest(&st));
+    }
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -636,6 +662,7 @@ int main(void)
         cmocka_unit_test(test_arena_strndup),
         cmocka_unit_test(test_error_table),
         cmocka_unit_test(test_error_names),
+        cmocka_unit_test(test_xxh3_lengths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

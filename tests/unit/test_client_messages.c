@@ -1273,6 +1273,63 @@ static void test_send_one_shot_shares_now(void **state)
     tf_request_free(&q);
 }
 
+/* sl_client_send_messages draws the ids of many messages at once: ids given by the caller
+ * are kept, every other message gets its own UUIDv4 made of the next 16 bytes of the
+ * client's keystream, in message order with none skipped, drawn with one call per 64
+ * messages that need an id (a call each cost about 75 instructions of bookkeeping). */
+static void test_send_many_fresh_ids(void **state)
+{
+    tf_conn_t *t = *state;
+    enum { N = 200 };
+    sl_send_message_t m[N];
+    uint32_t fresh = 0;
+    for (uint32_t i = 0; i < N; i++) {
+        m[i] = (sl_send_message_t){.payload = "x", .payload_len = 1, .origin_timestamp_us = ts0};
+        if (i % 3 == 1)
+            m[i].id = (sl_msg_id_t){.lo = 1000 + i, .hi = 7};
+        else
+            fresh++;
+    }
+    /* The keystream as it stands: a copy draws what the client will (once keyed; an
+     * unkeyed copy would draw a key of its own). */
+    uint8_t first;
+    assert_int_equal(sl_client_rng_bytes(&t->client->rng, &first, 1), 0);
+    sl_client_rng_t ref = t->client->rng;
+    tf_queue(t, confirmation_reply(0, 0));
+    assert_int_equal(sl_client_send_messages(t->client, sl_id_num(1), sl_id_num(1),
+                                             sl_partitioning_balanced(), m, N, NULL),
+                     0);
+    assert_int_equal(fresh, 133);
+    assert_int_equal(t->client->rng.draws - ref.draws, (fresh + 63) / 64);
+    tf_request_t q = tf_take(t);
+    sl_send_messages_request_t req = decode_send(&q);
+    sl_frame_iter_t it = sl_frame_iter(req.batch);
+    sl_message_t msg[N];
+    for (uint32_t i = 0; i < N; i++)
+        assert_true(sl_frame_next(&it, &msg[i]));
+    assert_false(sl_frame_next(&it, &msg[0]));
+    for (uint32_t i = 0; i < N; i++) {
+        if (i % 3 == 1) {
+            assert_true(sl_u128_eq(msg[i].id, (sl_u128_t){1000 + i, 7}));
+            continue;
+        }
+        uint8_t bytes[16];
+        assert_int_equal(sl_client_rng_bytes(&ref, bytes, sizeof(bytes)), 0);
+        sl_u128_t want = sl_load_u128(bytes);
+        want.hi = (want.hi & ~0xF000ull) | 0x4000ull;
+        want.lo = (want.lo & ~(3ull << 62)) | (2ull << 62);
+        assert_true(sl_u128_eq(msg[i].id, want));
+        assert_int_equal((msg[i].id.hi >> 12) & 0xF, 4);
+        assert_int_equal(msg[i].id.lo >> 62, 2);
+        for (uint32_t k = 0; k < i; k++)
+            assert_false(sl_u128_eq(msg[i].id, msg[k].id));
+    }
+    /* Nothing drawn beyond the ids used: the next id is the keystream's next bytes. */
+    assert_int_equal(t->client->rng.left, ref.left);
+    assert_int_equal(t->client->rng.reseed_left, ref.reseed_left);
+    tf_request_free(&q);
+}
+
 /* A stamped record of n messages of BIG_SIZE bytes from offset 0. */
 static void big_record(sl_buf_t *out, const uint8_t *payloads, uint32_t n)
 {
@@ -1332,6 +1389,7 @@ int main(void)
         T(test_send_partitionings),
         T(test_send_defaults_id_and_timestamp),
         T(test_send_one_shot_shares_now),
+        T(test_send_many_fresh_ids),
         T(test_send_header_refusals),
         T(test_send_message_refusals),
         cmocka_unit_test(test_send_frame_limit),

@@ -81,6 +81,33 @@ static void test_round_trip_byte_for_byte(void **state)
     sl_buf_free(&expected);
 }
 
+/* The flush gate counts whole batches: a batch is written with its own append when one more
+ * like it would take the journal past a threshold, bytes or messages; one that leaves room for
+ * another like it stays in memory. */
+static void test_gate_counts_whole_batches(void **state)
+{
+    tu_part_t *t = *state;
+    t->cfg.size_of_messages_required_to_save = 10000;
+    t->cfg.messages_required_to_save = 100;
+    tu_reopen(t);
+    const uint64_t record = SL_BATCH_HEADER_SIZE + SL_FRAME_HEADER_SIZE + 4000; /* 4304 */
+    tu_append(t, 1, 4000); /* 4304 + 4304 <= 10000: room for another */
+    assert_int_equal(sl_partition_journal_bytes(t->p), record);
+    tu_append(t, 1, 4000); /* 8608 + 4304 > 10000: written now, not at the next append */
+    assert_int_equal(sl_partition_journal_bytes(t->p), 0);
+    assert_int_equal(sl_partition_size(t->p), 2 * record);
+    tu_append(t, 1, 6000); /* alone more than half the gate: written at once */
+    assert_int_equal(sl_partition_journal_bytes(t->p), 0);
+    for (int i = 0; i < 2; i++) {
+        tu_append(t, 30, 1); /* 30 + 30, then 60 + 30 messages: within 100 */
+        assert_int_equal(sl_partition_journal_messages(t->p), 30u * (i + 1));
+    }
+    tu_append(t, 30, 1); /* 90 + 30 > 100 */
+    assert_int_equal(sl_partition_journal_messages(t->p), 0);
+    tu_reopen(t);
+    tu_poll_all(t, 7);
+}
+
 static void test_offsets_across_rotations(void **state)
 {
     tu_part_t *t = *state;
@@ -550,7 +577,7 @@ static void test_group_commit(void **state)
     size_t len;
     for (uint32_t i = 0; i < 5; i++) {
         uint8_t *frame = tu_batch_make(i * 2, 2, 30, &len);
-        batches[i] = (sl_partition_batch_t){frame, frame + TU_FRAME_PREFIX, len};
+        batches[i] = (sl_partition_batch_t){.owner = frame, .record = frame + TU_FRAME_PREFIX, .len = len};
     }
     int syncs = 0;
     sl_io_fault_t plan = {.calls = SL_IO_MASK_SYNCS, .trace = count_syncs, .trace_ctx = &syncs};
@@ -568,7 +595,7 @@ static void test_group_commit(void **state)
     assert_int_equal(syncs, 7 + 1);
     for (uint32_t i = 0; i < 2; i++) {
         uint8_t *frame = tu_batch_make(10 + i * 2, 2, 30, &len);
-        batches[i] = (sl_partition_batch_t){frame, frame + TU_FRAME_PREFIX, len};
+        batches[i] = (sl_partition_batch_t){.owner = frame, .record = frame + TU_FRAME_PREFIX, .len = len};
     }
     syncs = 0;
     sl_io_fault_arm(&plan);
@@ -875,6 +902,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_round_trip_byte_for_byte, setup, teardown),
         cmocka_unit_test_setup_teardown(test_remove_tree, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gate_counts_whole_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offsets_across_rotations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_poll_inside_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_poll_by_timestamp, setup, teardown),
