@@ -96,11 +96,9 @@ int sl_log_parse_level(const char *text)
 /* Formats one line ("<time> <level> <message>[ (file:line)]\n") into text
  * (cap >= 3) and returns its length, newline included. rec gets the level,
  * time, call site and where the message lies in text. */
-__attribute__((format(printf, 6, 0))) static size_t format_line(char *text, size_t cap,
-                                                                sl_log_level_t level,
-                                                                const char *file, int line,
-                                                                const char *fmt, va_list ap,
-                                                                sl_log_record_t *rec)
+__attribute__((format(printf, 6, 0))) static size_t
+format_line(char *text, size_t cap, sl_log_level_t level, const char *file, int line,
+            const char *fmt, va_list ap, sl_log_record_t *rec)
 {
     struct timespec ts;
     struct tm tm;

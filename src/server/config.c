@@ -1038,8 +1038,8 @@ static int validate_signal(bool enabled, const char *name, const char *transport
                            const char *endpoint, char *err, size_t err_len)
 {
     if (strcmp(transport, "grpc") != 0 && strcmp(transport, "http") != 0)
-        return fail(err, err_len, "telemetry.%s.transport must be grpc or http (got \"%s\")",
-                    name, transport);
+        return fail(err, err_len, "telemetry.%s.transport must be grpc or http (got \"%s\")", name,
+                    transport);
     if (enabled && strcmp(transport, "grpc") == 0)
         return fail(err, err_len,
                     "telemetry.%s.transport = \"grpc\" is not supported by this build: set it to "
@@ -1056,8 +1056,7 @@ static int validate_signal(bool enabled, const char *name, const char *transport
 static int validate_telemetry(const sl_config_t *cfg, char *err, size_t err_len)
 {
     const __typeof__(cfg->telemetry) *t = &cfg->telemetry;
-    int rc = validate_signal(t->enabled, "logs", t->logs.transport, t->logs.endpoint, err,
-                             err_len);
+    int rc = validate_signal(t->enabled, "logs", t->logs.transport, t->logs.endpoint, err, err_len);
     if (rc == 0)
         rc = validate_signal(t->enabled, "traces", t->traces.transport, t->traces.endpoint, err,
                              err_len);

@@ -258,8 +258,7 @@ SL_WUR int sl_config_parse_byte_size(const char *text, size_t len, uint64_t *out
 SL_WUR int sl_parse_address(const char *text, size_t len, sl_config_address_t *out,
                             const char **why);
 /* "0", "1", "0.25", "0.000001": a decimal ratio 0..1, into parts per million. */
-SL_WUR int sl_config_parse_ratio_ppm(const char *text, size_t len, uint32_t *out,
-                                     const char **why);
+SL_WUR int sl_config_parse_ratio_ppm(const char *text, size_t len, uint32_t *out, const char **why);
 /* Writers for the forms above: "1 h 30 m", "64 MiB", "0.01". Return like snprintf. */
 int sl_format_duration_us(uint64_t us, char *buf, size_t len);
 int sl_format_byte_size(uint64_t bytes, char *buf, size_t len);

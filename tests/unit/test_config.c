@@ -710,7 +710,8 @@ static void test_telemetry_settings(void **state)
     assert_contains(err, "telemetry.traces.transport = \"grpc\"");
     snprintf(cfg.telemetry.traces.transport, sizeof(cfg.telemetry.traces.transport), "http");
     assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), 0);
-    http_refused("telemetry.logs.transport", "udp", "telemetry.logs.transport must be grpc or http");
+    http_refused("telemetry.logs.transport", "udp",
+                 "telemetry.logs.transport must be grpc or http");
     http_refused("telemetry.traces.endpoint", "localhost:4318",
                  "telemetry.traces.endpoint must be an http:// or https:// URL");
     apply_fails("[telemetry.traces]\nsample_ratio = 2\n",
