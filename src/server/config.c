@@ -203,7 +203,7 @@ static const sl_setting_t settings[] = {
      SL_OTEL_SERVICE_NAME_CAPACITY - 1, "IGGY_TELEMETRY_SERVICE_NAME", 0,
      "The service.name every exported record carries."},
     {"telemetry.logs.transport", SL_SETTING_STRING, FIELD(telemetry.logs.transport), "grpc", 1, 7,
-     "IGGY_TELEMETRY_LOGS_TRANSPORT", 0, "How logs are sent: grpc or http (OTLP/HTTP, protobuf)."},
+     "IGGY_TELEMETRY_LOGS_TRANSPORT", 0, "How logs are sent: grpc (OTLP/gRPC) or http (OTLP/HTTP, protobuf)."},
     {"telemetry.logs.endpoint", SL_SETTING_STRING, FIELD(telemetry.logs.endpoint),
      "http://localhost:7281/v1/logs", 8, SL_OTEL_ENDPOINT_CAPACITY - 1,
      "IGGY_TELEMETRY_LOGS_ENDPOINT", 0,
@@ -211,7 +211,7 @@ static const sl_setting_t settings[] = {
      "host and port."},
     {"telemetry.traces.transport", SL_SETTING_STRING, FIELD(telemetry.traces.transport), "grpc",
      1, 7, "IGGY_TELEMETRY_TRACES_TRANSPORT", 0,
-     "How traces are sent: grpc or http (OTLP/HTTP, protobuf)."},
+     "How traces are sent: grpc (OTLP/gRPC) or http (OTLP/HTTP, protobuf)."},
     {"telemetry.traces.endpoint", SL_SETTING_STRING, FIELD(telemetry.traces.endpoint),
      "http://localhost:7281/v1/traces", 8, SL_OTEL_ENDPOINT_CAPACITY - 1,
      "IGGY_TELEMETRY_TRACES_ENDPOINT", 0,
@@ -1034,18 +1034,12 @@ static int validate_http(const sl_config_t *cfg, char *err, size_t err_len)
 }
 
 /* A signal's transport and endpoint (docs/configuration.md, "[telemetry]"). */
-static int validate_signal(bool enabled, const char *name, const char *transport,
-                           const char *endpoint, char *err, size_t err_len)
+static int validate_signal(const char *name, const char *transport, const char *endpoint, char *err,
+                           size_t err_len)
 {
     if (strcmp(transport, "grpc") != 0 && strcmp(transport, "http") != 0)
         return fail(err, err_len, "telemetry.%s.transport must be grpc or http (got \"%s\")", name,
                     transport);
-    if (enabled && strcmp(transport, "grpc") == 0)
-        return fail(err, err_len,
-                    "telemetry.%s.transport = \"grpc\" is not supported by this build: set it to "
-                    "\"http\" and telemetry.%s.endpoint to the collector's OTLP/HTTP URL (for "
-                    "example http://localhost:4318/v1/%s)",
-                    name, name, name);
     if (strncmp(endpoint, "http://", 7) != 0 && strncmp(endpoint, "https://", 8) != 0)
         return fail(err, err_len,
                     "telemetry.%s.endpoint must be an http:// or https:// URL (got \"%.200s\")",
@@ -1056,10 +1050,9 @@ static int validate_signal(bool enabled, const char *name, const char *transport
 static int validate_telemetry(const sl_config_t *cfg, char *err, size_t err_len)
 {
     const __typeof__(cfg->telemetry) *t = &cfg->telemetry;
-    int rc = validate_signal(t->enabled, "logs", t->logs.transport, t->logs.endpoint, err, err_len);
+    int rc = validate_signal("logs", t->logs.transport, t->logs.endpoint, err, err_len);
     if (rc == 0)
-        rc = validate_signal(t->enabled, "traces", t->traces.transport, t->traces.endpoint, err,
-                             err_len);
+        rc = validate_signal("traces", t->traces.transport, t->traces.endpoint, err, err_len);
     return rc;
 }
 

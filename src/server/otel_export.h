@@ -1,7 +1,7 @@
 /* The exporter's transport (otel.h): one export request to one collector
- * endpoint, OTLP/HTTP (a protobuf POST to the URL as given) over libcurl.
- * Used by the exporter thread only; a sender keeps its connection open
- * between requests. */
+ * endpoint over libcurl, OTLP/HTTP (a protobuf POST to the URL as given) or
+ * OTLP/gRPC (the unary Export call over HTTP/2). Used by the exporter thread
+ * only; a sender keeps its connection open between requests. */
 #ifndef SL_SERVER_OTEL_EXPORT_H
 #define SL_SERVER_OTEL_EXPORT_H
 
@@ -17,7 +17,7 @@ typedef struct sl_otel_sender sl_otel_sender_t;
 SL_WUR int sl_otel_export_global_init(void);
 
 /* A sender for one signal ("logs" or "traces") to endpoint over transport
- * ("http"). 0, or a negative error with err filled. */
+ * ("http" or "grpc"). 0, or a negative error with err filled. */
 SL_WUR int sl_otel_sender_create(const char *signal, const char *transport, const char *endpoint,
                                  sl_otel_sender_t **out, char *err, size_t err_len);
 void sl_otel_sender_destroy(sl_otel_sender_t *s);

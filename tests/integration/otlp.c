@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <nghttp2/nghttp2.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -23,10 +24,12 @@ typedef struct conn {
     int fd;
     uint8_t *buf;
     size_t len, cap;
+    nghttp2_session *h2; /* gRPC mode */
+    th_otlp_t *h2_owner;
 } conn_t;
 
-static void keep_post(th_otlp_t *r, const char *path, const char *type, const uint8_t *body,
-                      size_t len)
+static void keep_post(th_otlp_t *r, const char *path, const char *type, const char *te,
+                      const uint8_t *body, size_t len)
 {
     pthread_mutex_lock(&r->lock);
     if (r->posts_count == r->posts_cap) {
@@ -40,6 +43,7 @@ static void keep_post(th_otlp_t *r, const char *path, const char *type, const ui
     th_otlp_post_t *p = &r->posts[r->posts_count++];
     snprintf(p->path, sizeof(p->path), "%s", path);
     snprintf(p->content_type, sizeof(p->content_type), "%s", type);
+    snprintf(p->te, sizeof(p->te), "%s", te);
     p->body = malloc(len ? len : 1);
     if (!p->body)
         abort();
@@ -87,7 +91,7 @@ static bool serve_requests(th_otlp_t *r, conn_t *c)
             return false;
         if (c->len < head_len + body_len)
             return true;
-        keep_post(r, path, type, c->buf + head_len, body_len);
+        keep_post(r, path, type, "", c->buf + head_len, body_len);
         char answer[128];
         int n = snprintf(answer, sizeof(answer), "HTTP/1.1 %d X\r\nContent-Length: 0\r\n\r\n",
                          atomic_load(&r->status));
@@ -99,8 +103,193 @@ static bool serve_requests(th_otlp_t *r, conn_t *c)
     return false;
 }
 
+/* --- gRPC over cleartext HTTP/2 (libnghttp2's server side) ------------------------------ */
+
+typedef struct h2_stream {
+    char path[128];
+    char type[64];
+    char te[16];
+    uint8_t *body;
+    size_t len, cap;
+    bool message_sent;
+    char grpc_status[8];
+} h2_stream_t;
+
+static ssize_t h2_send(nghttp2_session *session, const uint8_t *data, size_t len, int flags,
+                       void *user)
+{
+    (void)session, (void)flags;
+    conn_t *c = user;
+    ssize_t n = send(c->fd, data, len, MSG_NOSIGNAL);
+    return n < 0 ? NGHTTP2_ERR_CALLBACK_FAILURE : n;
+}
+
+static int h2_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *user)
+{
+    (void)user;
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return 0;
+    h2_stream_t *st = calloc(1, sizeof(*st));
+    if (!st)
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    nghttp2_session_set_stream_user_data(session, frame->hd.stream_id, st);
+    return 0;
+}
+
+static int h2_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *user)
+{
+    (void)flags, (void)user;
+    h2_stream_t *st = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+    if (!st)
+        return 0;
+    char *out = NULL;
+    size_t cap = 0;
+    if (namelen == 5 && memcmp(name, ":path", 5) == 0)
+        out = st->path, cap = sizeof(st->path);
+    else if (namelen == 12 && memcmp(name, "content-type", 12) == 0)
+        out = st->type, cap = sizeof(st->type);
+    else if (namelen == 2 && memcmp(name, "te", 2) == 0)
+        out = st->te, cap = sizeof(st->te);
+    if (out)
+        snprintf(out, cap, "%.*s", (int)(valuelen < cap ? valuelen : cap - 1), (const char *)value);
+    return 0;
+}
+
+static int h2_data(nghttp2_session *session, uint8_t flags, int32_t id, const uint8_t *data,
+                   size_t len, void *user)
+{
+    (void)flags, (void)user;
+    h2_stream_t *st = nghttp2_session_get_stream_user_data(session, id);
+    if (!st)
+        return 0;
+    if (st->len + len > st->cap) {
+        size_t cap = st->cap ? st->cap : 65536;
+        while (cap < st->len + len)
+            cap *= 2;
+        if (cap > BODY_MAX)
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+        uint8_t *grown = realloc(st->body, cap);
+        if (!grown)
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+        st->body = grown;
+        st->cap = cap;
+    }
+    memcpy(st->body + st->len, data, len);
+    st->len += len;
+    return 0;
+}
+
+/* The answer's DATA: one empty Export*ServiceResponse message, then the
+ * trailers with the call's status. */
+static ssize_t h2_read(nghttp2_session *session, int32_t id, uint8_t *buf, size_t length,
+                       uint32_t *data_flags, nghttp2_data_source *source, void *user)
+{
+    (void)user;
+    h2_stream_t *st = source->ptr;
+    size_t n = 0;
+    if (!st->message_sent && length >= 5) {
+        memset(buf, 0, 5);
+        n = 5;
+        st->message_sent = true;
+    }
+    *data_flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    nghttp2_nv trailer[] = {
+        {(uint8_t *)"grpc-status", (uint8_t *)st->grpc_status, 11, strlen(st->grpc_status),
+         NGHTTP2_NV_FLAG_NONE},
+        {(uint8_t *)"grpc-message", (uint8_t *)"unavailable", 12, 11, NGHTTP2_NV_FLAG_NONE}};
+    bool ok = strcmp(st->grpc_status, "0") == 0;
+    if (nghttp2_submit_trailer(session, id, trailer, ok ? 1 : 2) != 0)
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    return (ssize_t)n;
+}
+
+/* A whole request: kept when its gRPC frame is whole (else kept with a type
+ * the decoder refuses), and answered. */
+static int h2_answer(nghttp2_session *session, int32_t id, th_otlp_t *r)
+{
+    h2_stream_t *st = nghttp2_session_get_stream_user_data(session, id);
+    if (!st)
+        return 0;
+    bool framed = st->len >= 5 && st->body[0] == 0 &&
+                  ((size_t)st->body[1] << 24 | (size_t)st->body[2] << 16 |
+                   (size_t)st->body[3] << 8 | st->body[4]) == st->len - 5;
+    keep_post(r, st->path, framed ? st->type : "bad-grpc-frame", st->te,
+              framed ? st->body + 5 : st->body, framed ? st->len - 5 : st->len);
+    snprintf(st->grpc_status, sizeof(st->grpc_status), "%s",
+             atomic_load(&r->status) == 200 ? "0" : "14");
+    nghttp2_nv head[] = {
+        {(uint8_t *)":status", (uint8_t *)"200", 7, 3, NGHTTP2_NV_FLAG_NONE},
+        {(uint8_t *)"content-type", (uint8_t *)"application/grpc", 12, 16, NGHTTP2_NV_FLAG_NONE}};
+    nghttp2_data_provider data = {.source.ptr = st, .read_callback = h2_read};
+    return nghttp2_submit_response(session, id, head, 2, &data) == 0 ? 0
+                                                                     : NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+static int h2_frame(nghttp2_session *session, const nghttp2_frame *frame, void *user)
+{
+    conn_t *c = user;
+    bool request_end = (frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) &&
+                       (frame->hd.flags & NGHTTP2_FLAG_END_STREAM);
+    return request_end ? h2_answer(session, frame->hd.stream_id, c->h2_owner) : 0;
+}
+
+static int h2_close(nghttp2_session *session, int32_t id, uint32_t error, void *user)
+{
+    (void)error, (void)user;
+    h2_stream_t *st = nghttp2_session_get_stream_user_data(session, id);
+    if (st) {
+        nghttp2_session_set_stream_user_data(session, id, NULL);
+        free(st->body);
+        free(st);
+    }
+    return 0;
+}
+
+static bool h2_open(th_otlp_t *r, conn_t *c)
+{
+    nghttp2_session_callbacks *cb;
+    if (nghttp2_session_callbacks_new(&cb) != 0)
+        return false;
+    nghttp2_session_callbacks_set_send_callback(cb, h2_send);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cb, h2_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cb, h2_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, h2_data);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, h2_frame);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, h2_close);
+    c->h2_owner = r;
+    int rc = nghttp2_session_server_new(&c->h2, cb, c);
+    nghttp2_session_callbacks_del(cb);
+    nghttp2_settings_entry streams = {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 16};
+    return rc == 0 && nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, &streams, 1) == 0 &&
+           nghttp2_session_send(c->h2) == 0;
+}
+
+static bool h2_read_conn(conn_t *c)
+{
+    uint8_t buf[65536];
+    ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
+    if (n <= 0 || nghttp2_session_mem_recv(c->h2, buf, (size_t)n) != n)
+        return false;
+    return nghttp2_session_send(c->h2) == 0 &&
+           (nghttp2_session_want_read(c->h2) || nghttp2_session_want_write(c->h2));
+}
+
+static void conn_close(conn_t *c)
+{
+    if (c->h2)
+        nghttp2_session_del(c->h2);
+    c->h2 = NULL;
+    close(c->fd);
+    c->fd = -1;
+    c->len = 0;
+}
+
 static bool conn_read(th_otlp_t *r, conn_t *c)
 {
+    if (c->h2)
+        return h2_read_conn(c);
     if (c->cap - c->len < 65536) {
         size_t cap = c->cap ? 2 * c->cap : 131072;
         if (cap > BODY_MAX + 65536)
@@ -138,6 +327,8 @@ static void *serve(void *arg)
                 if (conns[i].fd < 0) {
                     conns[i].fd = fd;
                     fd = -1;
+                    if (r->grpc && !h2_open(r, &conns[i]))
+                        conn_close(&conns[i]);
                 }
             if (fd >= 0)
                 close(fd);
@@ -145,24 +336,22 @@ static void *serve(void *arg)
         for (int i = 0; i < CONNS_MAX; i++) {
             if (conns[i].fd < 0 || !(p[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue;
-            if (!conn_read(r, &conns[i])) {
-                close(conns[i].fd);
-                conns[i].fd = -1;
-                conns[i].len = 0;
-            }
+            if (!conn_read(r, &conns[i]))
+                conn_close(&conns[i]);
         }
     }
     for (int i = 0; i < CONNS_MAX; i++) {
         if (conns[i].fd >= 0)
-            close(conns[i].fd);
+            conn_close(&conns[i]);
         free(conns[i].buf);
     }
     return NULL;
 }
 
-bool th_otlp_start(th_otlp_t *r)
+static bool start(th_otlp_t *r, bool grpc)
 {
     memset(r, 0, sizeof(*r));
+    r->grpc = grpc;
     atomic_init(&r->status, 200);
     pthread_mutex_init(&r->lock, NULL);
     r->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -173,6 +362,16 @@ bool th_otlp_start(th_otlp_t *r)
         return false;
     r->port = ntohs(a.sin_port);
     return pthread_create(&r->thread, NULL, serve, r) == 0;
+}
+
+bool th_otlp_start(th_otlp_t *r)
+{
+    return start(r, false);
+}
+
+bool th_otlp_start_grpc(th_otlp_t *r)
+{
+    return start(r, true);
 }
 
 void th_otlp_stop(th_otlp_t *r)
@@ -506,7 +705,9 @@ static int decode_posts(th_otlp_t *r, const char *path, void *out, size_t item, 
             continue;
         int n = decode(r->posts[i].body, r->posts[i].len, (uint8_t *)out + (size_t)total * item,
                        max - total);
-        if (n < 0 || strcmp(r->posts[i].content_type, "application/x-protobuf") != 0) {
+        const char *type = r->grpc ? "application/grpc" : "application/x-protobuf";
+        if (n < 0 || strcmp(r->posts[i].content_type, type) != 0 ||
+            (r->grpc && strcmp(r->posts[i].te, "trailers") != 0)) {
             total = -1;
             break;
         }

@@ -1,6 +1,9 @@
-/* A small OTLP/HTTP receiver for the telemetry tests: an HTTP/1.1 server on
- * a loopback port, in a thread of the test, that keeps every POST body it
- * gets (answering 200, or a status the test sets), and a decoder of the two
+/* A small OTLP receiver for the telemetry tests: a server on a loopback port,
+ * in a thread of the test, that keeps every export request it gets, over
+ * OTLP/HTTP (HTTP/1.1 POSTs, answered 200 or a status the test sets) or
+ * OTLP/gRPC (cleartext HTTP/2 by libnghttp2, the unary Export call answered
+ * with grpc-status 0, or 14 when the test sets a status other than 200),
+ * and a decoder of the two
  * OTLP messages sluiced sends (ExportTraceServiceRequest and
  * ExportLogsServiceRequest) into flat records to check. The decoder checks
  * every length and wire type it reads: a body it cannot read whole is an
@@ -48,15 +51,18 @@ typedef struct th_otlp_log {
     int attrs_count;
 } th_otlp_log_t;
 
-/* One request the receiver took. */
+/* One request the receiver took (for gRPC: the message without its
+ * 5-byte prefix, which was checked). */
 typedef struct th_otlp_post {
     char path[128];
     char content_type[64];
+    char te[16]; /* gRPC: the TE header (trailers) */
     uint8_t *body;
     size_t len;
 } th_otlp_post_t;
 
 typedef struct th_otlp {
+    bool grpc; /* th_otlp_start_grpc */
     uint16_t port;
     int listen_fd;
     pthread_t thread;
@@ -68,8 +74,13 @@ typedef struct th_otlp {
     size_t posts_cap;
 } th_otlp_t;
 
-/* Listens on 127.0.0.1 (an ephemeral port) and serves in a thread. */
+/* Listens on 127.0.0.1 (an ephemeral port) and serves in a thread:
+ * OTLP/HTTP, or OTLP/gRPC. */
 bool th_otlp_start(th_otlp_t *r);
+bool th_otlp_start_grpc(th_otlp_t *r);
+/* The paths of gRPC's two Export methods. */
+#define TH_OTLP_GRPC_TRACES "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+#define TH_OTLP_GRPC_LOGS   "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
 void th_otlp_stop(th_otlp_t *r);
 /* POSTs received so far to path ("/v1/traces"). */
 size_t th_otlp_posts(th_otlp_t *r, const char *path);

@@ -83,11 +83,11 @@ static const th_otlp_span_t *find_request(int n, const char *name)
     return found;
 }
 
-/* Decodes what the receiver has until a request span called name is there. */
-static int wait_for_span(th_otlp_t *r, const char *name)
+/* Decodes what the receiver has at path until a request span called name is there. */
+static int wait_for_span_at(th_otlp_t *r, const char *path, const char *name)
 {
     for (int i = 0; i < ARRIVAL_DEADLINE_S * 10; i++) {
-        int n = th_otlp_spans(r, "/v1/traces", spans, SPANS_MAX);
+        int n = th_otlp_spans(r, path, spans, SPANS_MAX);
         assert_true(n >= 0); /* every body decodes whole */
         if (find_request(n, name))
             return n;
@@ -95,6 +95,11 @@ static int wait_for_span(th_otlp_t *r, const char *name)
     }
     fail_msg("no %s span arrived", name);
     return 0;
+}
+
+static int wait_for_span(th_otlp_t *r, const char *name)
+{
+    return wait_for_span_at(r, "/v1/traces", name);
 }
 
 /* The child span of parent called name, or NULL. */
@@ -221,11 +226,11 @@ static const th_otlp_log_t *find_log(int n, const char *body_prefix)
     return NULL;
 }
 
-static void check_logs(th_otlp_t *r, uint16_t port)
+static void check_logs_at(th_otlp_t *r, const char *path, uint16_t port)
 {
     int n = 0;
     for (int i = 0; i < ARRIVAL_DEADLINE_S * 10; i++) {
-        n = th_otlp_logs(r, "/v1/logs", logs, LOGS_MAX);
+        n = th_otlp_logs(r, path, logs, LOGS_MAX);
         assert_true(n >= 0);
         if (find_log(n, "listening on") && find_log(n, "HTTP API on"))
             break;
@@ -250,6 +255,11 @@ static void check_logs(th_otlp_t *r, uint16_t port)
     assert_non_null(find_log(n, "telemetry: logs to http://127.0.0.1:"));
 }
 
+static void check_logs(th_otlp_t *r, uint16_t port)
+{
+    check_logs_at(r, "/v1/logs", port);
+}
+
 static void test_spans_and_logs_arrive(void **state)
 {
     (void)state;
@@ -269,6 +279,41 @@ static void test_spans_and_logs_arrive(void **state)
     check_send_span(n, stream_id);
     check_other_spans(n, stream_id);
     check_logs(&r, srv.port);
+    sl_client_close(c);
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+    th_cleanup(&srv);
+    th_otlp_stop(&r);
+}
+
+/* OTLP/gRPC: the same records as unary Export calls over cleartext HTTP/2
+ * (the receiver checks the gRPC framing, content type and TE), to the
+ * service's method whatever path the endpoint names. */
+static void test_grpc_spans_and_logs_arrive(void **state)
+{
+    (void)state;
+    th_otlp_t r;
+    assert_true(th_otlp_start_grpc(&r));
+    char extra[1024];
+    snprintf(extra, sizeof(extra),
+             "[telemetry]\nenabled = true\nservice_name = \"otel-test\"\n\n"
+             "[telemetry.logs]\ntransport = \"grpc\"\n"
+             "endpoint = \"http://127.0.0.1:%u/v1/logs\"\n\n"
+             "[telemetry.traces]\ntransport = \"grpc\"\nendpoint = \"http://127.0.0.1:%u\"\n"
+             "sample_ratio = \"1\"\n",
+             r.port, r.port);
+    th_server_t srv;
+    th_options_t o = {.extra_config = extra};
+    if (!th_start(&srv, &o))
+        skip();
+    sl_client_t *c = th_client(srv.port, "iggy", "iggy");
+    assert_non_null(c);
+    uint32_t stream_id;
+    produce_and_consume(c, &stream_id);
+    int n = wait_for_span_at(&r, TH_OTLP_GRPC_TRACES, "DeleteStream");
+    check_send_span(n, stream_id);
+    check_other_spans(n, stream_id);
+    check_logs_at(&r, TH_OTLP_GRPC_LOGS, srv.port);
+    assert_int_equal(th_otlp_posts(&r, "/v1/logs"), 0);
     sl_client_close(c);
     assert_int_equal(th_stop(&srv, SIGTERM), 0);
     th_cleanup(&srv);
@@ -392,6 +437,46 @@ static void test_unreachable_collector_costs_a_counter(void **state)
     th_cleanup(&srv);
 }
 
+/* A gRPC collector that answers every call with grpc-status 14
+ * (UNAVAILABLE): failed exports, counted and logged with the status, though
+ * every HTTP exchange itself went well. */
+static void test_grpc_errors_are_failures(void **state)
+{
+    (void)state;
+    th_otlp_t r;
+    assert_true(th_otlp_start_grpc(&r));
+    atomic_store(&r.status, 503);
+    char extra[1024];
+    snprintf(extra, sizeof(extra),
+             "[telemetry]\nenabled = true\n\n[telemetry.logs]\ntransport = \"grpc\"\n"
+             "endpoint = \"http://127.0.0.1:%u\"\n\n[telemetry.traces]\ntransport = \"grpc\"\n"
+             "endpoint = \"http://127.0.0.1:%u\"\nsample_ratio = \"1\"\n",
+             r.port, r.port);
+    th_server_t srv;
+    th_options_t o = {.extra_config = extra};
+    if (!th_start(&srv, &o))
+        skip();
+    sl_client_t *c = th_client(srv.port, "iggy", "iggy");
+    assert_non_null(c);
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(sl_client_ping(c), 0);
+    th_http_t h;
+    th_http_init(&h, srv.http_port);
+    assert_true(th_http_login(&h, "iggy", "iggy"));
+    assert_true(scrape_until(&h,
+                             "sluice_telemetry_dropped_total{signal=\"traces\",reason=\"export_"
+                             "failed\"}",
+                             100) >= 100);
+    assert_int_equal(scrape(&h, "sluice_telemetry_exported_total{signal=\"traces\"}"), 0);
+    assert_true(th_otlp_posts(&r, TH_OTLP_GRPC_TRACES) >= 1);
+    assert_non_null(strstr(th_log(&srv), "grpc-status 14: unavailable"));
+    th_http_free(&h);
+    sl_client_close(c);
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+    th_cleanup(&srv);
+    th_otlp_stop(&r);
+}
+
 /* The exporter is held (test fault): the span queue fills, the rest are
  * dropped and counted, and requests never wait for it. Released, the queue
  * drains to the collector. */
@@ -448,7 +533,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spans_and_logs_arrive),
+        cmocka_unit_test(test_grpc_spans_and_logs_arrive),
         cmocka_unit_test(test_ratio_zero_traces_nothing),
+        cmocka_unit_test(test_grpc_errors_are_failures),
         cmocka_unit_test(test_unreachable_collector_costs_a_counter),
         cmocka_unit_test(test_a_full_queue_drops_and_counts),
     };

@@ -683,9 +683,8 @@ static void test_validation_http(void **state)
     assert_int_equal(cfg.http.max_request_size, 2000000);
 }
 
-/* [telemetry]: the reference's names and defaults, transports, endpoints,
- * and grpc refused at start-up when telemetry is on (this build sends
- * OTLP/HTTP only). */
+/* [telemetry]: the reference's names and defaults, transports and
+ * endpoints. */
 static void test_telemetry_settings(void **state)
 {
     (void)state;
@@ -699,17 +698,14 @@ static void test_telemetry_settings(void **state)
     assert_string_equal(cfg.telemetry.traces.transport, "grpc");
     assert_string_equal(cfg.telemetry.traces.endpoint, "http://localhost:7281/v1/traces");
     assert_int_equal(cfg.telemetry.traces.sample_ppm, 10000);
-    /* Off, the reference's grpc default is accepted: an Iggy file loads. */
     assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), 0);
     cfg.telemetry.enabled = true;
-    assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), -SL_ERR_INVALID_CONFIGURATION);
-    assert_contains(err, "telemetry.logs.transport = \"grpc\" is not supported by this build");
-    assert_contains(err, "http://localhost:4318/v1/logs");
-    snprintf(cfg.telemetry.logs.transport, sizeof(cfg.telemetry.logs.transport), "http");
-    assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), -SL_ERR_INVALID_CONFIGURATION);
-    assert_contains(err, "telemetry.traces.transport = \"grpc\"");
-    snprintf(cfg.telemetry.traces.transport, sizeof(cfg.telemetry.traces.transport), "http");
     assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), 0);
+    snprintf(cfg.telemetry.logs.transport, sizeof(cfg.telemetry.logs.transport), "http");
+    assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), 0);
+    snprintf(cfg.telemetry.traces.transport, sizeof(cfg.telemetry.traces.transport), "HTTP");
+    assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), -SL_ERR_INVALID_CONFIGURATION);
+    assert_contains(err, "telemetry.traces.transport must be grpc or http (got \"HTTP\")");
     http_refused("telemetry.logs.transport", "udp",
                  "telemetry.logs.transport must be grpc or http");
     http_refused("telemetry.traces.endpoint", "localhost:4318",
