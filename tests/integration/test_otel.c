@@ -346,6 +346,64 @@ static void test_ratio_zero_traces_nothing(void **state)
     th_otlp_stop(&r);
 }
 
+/* The IGGY_TELEMETRY_* variables alone turn the export on (no [telemetry]
+ * in the file), each signal with its own transport, and a ratio between 0
+ * and 1 traces about that share of the requests: at 0.5, 400 pings give
+ * 200 spans give or take 10 (one standard deviation); the bounds are 10 of
+ * them away, so only a broken sampler falls outside. */
+static void test_variables_and_a_sample_ratio(void **state)
+{
+    (void)state;
+    th_otlp_t logs_r, traces_r;
+    assert_true(th_otlp_start(&logs_r));
+    assert_true(th_otlp_start_grpc(&traces_r));
+    char logs_ep[96], traces_ep[96];
+    snprintf(logs_ep, sizeof(logs_ep), "IGGY_TELEMETRY_LOGS_ENDPOINT=http://127.0.0.1:%u/v1/logs",
+             logs_r.port);
+    snprintf(traces_ep, sizeof(traces_ep), "IGGY_TELEMETRY_TRACES_ENDPOINT=http://127.0.0.1:%u",
+             traces_r.port);
+    const char *envs[] = {"IGGY_TELEMETRY_ENABLED=true",
+                          "IGGY_TELEMETRY_SERVICE_NAME=otel-test",
+                          "IGGY_TELEMETRY_LOGS_TRANSPORT=http",
+                          logs_ep,
+                          "IGGY_TELEMETRY_TRACES_TRANSPORT=grpc",
+                          traces_ep,
+                          "IGGY_TELEMETRY_TRACES_SAMPLE_RATIO=0.5",
+                          NULL};
+    th_server_t srv;
+    th_options_t o = {.env = envs};
+    if (!th_start(&srv, &o))
+        skip();
+    sl_client_t *c = th_client(srv.port, "iggy", "iggy");
+    assert_non_null(c);
+    enum { PINGS = 400 };
+    for (int i = 0; i < PINGS; i++)
+        assert_int_equal(sl_client_ping(c), 0);
+    sl_client_close(c);
+    /* A stop sends what is queued: after it, everything is in. */
+    assert_int_equal(th_stop(&srv, SIGTERM), 0);
+    int n = th_otlp_spans(&traces_r, TH_OTLP_GRPC_TRACES, spans, SPANS_MAX);
+    assert_true(n >= 0);
+    int pings = 0;
+    for (int i = 0; i < n; i++)
+        if (!spans[i].has_parent && strcmp(spans[i].name, "Ping") == 0) {
+            check_request_span(&spans[i], "Ping");
+            pings++;
+        }
+    if (pings < 100 || pings > 300)
+        fail_msg("%d of %d pings traced at a ratio of 0.5", pings, PINGS);
+    int m = th_otlp_logs(&logs_r, "/v1/logs", logs, LOGS_MAX);
+    const th_otlp_log_t *l = find_log(m, "telemetry: logs to http://127.0.0.1:");
+    assert_non_null(l);
+    assert_string_equal(l->service, "otel-test");
+    assert_non_null(strstr(l->body, "traces of a 0.5 share of requests"));
+    assert_int_equal(th_otlp_posts(&logs_r, "/v1/traces"), 0);
+    assert_int_equal(th_otlp_posts(&traces_r, TH_OTLP_GRPC_LOGS), 0);
+    th_cleanup(&srv);
+    th_otlp_stop(&logs_r);
+    th_otlp_stop(&traces_r);
+}
+
 /* --- what a missing or slow collector costs ------------------------------------------------ */
 
 /* The value of the sample whose name and labels are exactly series; -1 when absent. */
@@ -535,6 +593,7 @@ int main(void)
         cmocka_unit_test(test_spans_and_logs_arrive),
         cmocka_unit_test(test_grpc_spans_and_logs_arrive),
         cmocka_unit_test(test_ratio_zero_traces_nothing),
+        cmocka_unit_test(test_variables_and_a_sample_ratio),
         cmocka_unit_test(test_grpc_errors_are_failures),
         cmocka_unit_test(test_unreachable_collector_costs_a_counter),
         cmocka_unit_test(test_a_full_queue_drops_and_counts),
