@@ -28,6 +28,9 @@
 
 /* gRPC's length prefix: a compression flag and a u32 length. */
 #define GRPC_PREFIX 5u
+/* The first libcurl that reuses a prior-knowledge HTTP/2 connection
+ * correctly: 8.0.0. */
+#define PRIOR_KNOWLEDGE_REUSE_FIXED 0x080000u
 
 struct sl_otel_sender {
     CURL *curl;
@@ -147,6 +150,13 @@ static void set_options(sl_otel_sender_t *s)
         curl_easy_setopt(c, CURLOPT_HTTP_VERSION,
                          tls ? (long)CURL_HTTP_VERSION_2TLS
                              : (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+        /* libcurl before 8.0.0 (Debian 12 has 7.88) fails every request it
+         * sends on a reused prior-knowledge HTTP/2 connection with "Error in
+         * the HTTP2 framing layer" (curl issue 10634): there, each export
+         * opens its own connection, a loopback or LAN handshake per request
+         * of up to 512 records. */
+        if (!tls && curl_version_info(CURLVERSION_NOW)->version_num < PRIOR_KNOWLEDGE_REUSE_FIXED)
+            curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
         curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, grpc_header);
         curl_easy_setopt(c, CURLOPT_HEADERDATA, s);
     }
