@@ -38,7 +38,8 @@ typedef struct sb_options {
     bool run_rss, run_ping, run_durable, run_messages, run_group;
     int stall_streams;                /* streams GetStreams lists in the stall figure */
     bool run_logins, run_partitions, run_stall, run_http;
-    bool run_tls; /* only with --only tls (it starts two servers of its own) */
+    bool run_tls;  /* only with --only tls (it starts two servers of its own) */
+    bool run_otel; /* only with --only otel (four servers of its own) */
 } sb_options_t;
 
 /* --- process plumbing (sluice_bench_proc.c) ------------------------------------- */
@@ -163,6 +164,10 @@ void sb_ping_run(const sb_options_t *o, const char *host, uint16_t port, pid_t s
 
 /* Starts a plain and a TLS sluiced and prints produce and consume over each. */
 void sb_tls_run(const sb_options_t *o);
+/* Telemetry (sluice_bench_otel.c): produce with the OpenTelemetry export off
+ * (twice: the second is the noise), at the default sampling and tracing every
+ * request, four servers in one run. */
+void sb_otel_run(const sb_options_t *o);
 
 /* --- durable operations (sluice_bench_durable.c) ------------------------------- */
 

@@ -20,7 +20,8 @@ packages=(
   libzip-dev        # GetSnapshot ZIP archives (server)
   libmicrohttpd-dev # the HTTP API's server (server/http.c)
   libjson-c-dev     # JSON of the HTTP API (src/rest)
-  libcurl4-openssl-dev # HTTP client of the HTTP API tests
+  libcurl4-openssl-dev # HTTP client: the OpenTelemetry exporter (server), the HTTP API tests
+  libnghttp2-dev    # HTTP/2 server of the telemetry tests' OTLP/gRPC receiver (tests only)
 )
 
 missing=()

@@ -123,6 +123,30 @@
  * an unauthenticated client pins at most this much frame memory. */
 #define SL_UNAUTH_FRAME_MAX 4096u
 
+/* --- telemetry (server/otel.h, docs/configuration.md "[telemetry]") ------ */
+
+/* Spans waiting for the exporter thread (about 200 bytes each): at the
+ * default sampling a second of the busiest loop fits many times over. */
+#define SL_OTEL_SPAN_QUEUE 8192u
+/* Log records waiting for it (about 1 KiB each; the per-site rate limit
+ * bounds what reaches the queue). */
+#define SL_OTEL_LOG_QUEUE 1024u
+/* Records per export request; the exporter is woken when a queue has
+ * gathered this many, else every SL_OTEL_EXPORT_INTERVAL_MS. */
+#define SL_OTEL_EXPORT_BATCH 512u
+#define SL_OTEL_EXPORT_INTERVAL_MS 1000u
+/* One export request may take this long (connect included), so a collector
+ * that does not answer costs the exporter thread, never the loop, a bounded
+ * wait; its records are dropped and counted. */
+#define SL_OTEL_EXPORT_TIMEOUT_MS 5000u
+#define SL_OTEL_CONNECT_TIMEOUT_MS 1000u
+/* Bytes of a log message carried into a record: a whole formatted line. */
+#define SL_OTEL_LOG_TEXT_MAX 1024u
+/* Capacity of telemetry.*.endpoint and telemetry.service_name, terminator
+ * included. */
+#define SL_OTEL_ENDPOINT_CAPACITY 1024u
+#define SL_OTEL_SERVICE_NAME_CAPACITY 256u
+
 /* --- relations between limits ------------------------------------------- */
 
 _Static_assert(SL_FRAME_MAX_DEFAULT > SL_HEADER_SIZE + SL_BATCH_HEADER_SIZE + SL_FRAME_HEADER_SIZE,
@@ -136,5 +160,11 @@ _Static_assert(SL_UNAUTH_FRAME_MAX <= 1024u * 1024u,
 _Static_assert(SL_SEGMENT_SIZE_DEFAULT % SL_SEGMENT_SIZE_ALIGN == 0, "default segment size aligned");
 _Static_assert(SL_TOKEN_TEXT_LEN == (SL_TOKEN_RAW_BYTES + 2) / 3 * 4, "token is base64 of raw bytes");
 _Static_assert(SL_TOKEN_TEXT_LEN <= SL_NAME_LEN_MAX, "token fits a u8 length");
+
+_Static_assert((SL_OTEL_SPAN_QUEUE & (SL_OTEL_SPAN_QUEUE - 1)) == 0 &&
+                   (SL_OTEL_LOG_QUEUE & (SL_OTEL_LOG_QUEUE - 1)) == 0,
+               "telemetry queues index by mask");
+_Static_assert(SL_OTEL_EXPORT_BATCH <= SL_OTEL_LOG_QUEUE && SL_OTEL_EXPORT_BATCH <= SL_OTEL_SPAN_QUEUE,
+               "a batch fits in each queue");
 
 #endif

@@ -94,11 +94,11 @@ int sl_log_parse_level(const char *text)
 }
 
 /* Formats one line ("<time> <level> <message>[ (file:line)]\n") into text
- * (cap >= 3) and returns its length, newline included. */
-__attribute__((format(printf, 6, 0))) static size_t format_line(char *text, size_t cap,
-                                                                sl_log_level_t level,
-                                                                const char *file, int line,
-                                                                const char *fmt, va_list ap)
+ * (cap >= 3) and returns its length, newline included. rec gets the level,
+ * time, call site and where the message lies in text. */
+__attribute__((format(printf, 6, 0))) static size_t
+format_line(char *text, size_t cap, sl_log_level_t level, const char *file, int line,
+            const char *fmt, va_list ap, sl_log_record_t *rec)
 {
     struct timespec ts;
     struct tm tm;
@@ -107,8 +107,10 @@ __attribute__((format(printf, 6, 0))) static size_t format_line(char *text, size
     int n = snprintf(text, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ %-5s ", tm.tm_year + 1900,
                      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000,
                      level_names[level]);
+    size_t message_at = n > 0 && (size_t)n < cap ? (size_t)n : 0;
     if (n > 0 && (size_t)n < cap)
         n += vsnprintf(text + n, cap - (size_t)n, fmt, ap);
+    size_t message_end = strnlen(text, cap - 2);
     if (level <= SL_LOG_WARN || level >= SL_LOG_DEBUG) {
         const char *base = strrchr(file, '/');
         if (n > 0 && (size_t)n < cap)
@@ -117,24 +119,49 @@ __attribute__((format(printf, 6, 0))) static size_t format_line(char *text, size
     size_t len = strnlen(text, cap - 2);
     text[len] = '\n';
     text[len + 1] = '\0';
+    *rec = (sl_log_record_t){
+        .level = level,
+        .unix_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+        .file = file,
+        .line = line,
+        .message = text + message_at,
+        .message_len = message_end - message_at,
+    };
     return len + 1;
 }
 
-static void emit(const char *text, size_t len)
+static const sl_log_sink_t *_Atomic log_sink;
+/* Set while this thread is inside the sink: what the sink logs is not fed
+ * back to it. */
+static _Thread_local bool in_sink;
+
+void sl_log_set_sink(const sl_log_sink_t *sink)
+{
+    atomic_store(&log_sink, sink);
+}
+
+static void emit(const char *text, size_t len, const sl_log_record_t *rec)
 {
     /* One fputs per line keeps lines whole across threads. */
     fputs(text, stderr);
     ring_append(text, len);
+    const sl_log_sink_t *sink = atomic_load_explicit(&log_sink, memory_order_acquire);
+    if (sink && !in_sink) {
+        in_sink = true;
+        sink->fn(sink->ctx, rec);
+        in_sink = false;
+    }
 }
 
 void sl_log_write(sl_log_level_t level, const char *file, int line, const char *fmt, ...)
 {
     char text[1024];
+    sl_log_record_t rec;
     va_list ap;
     va_start(ap, fmt);
-    size_t len = format_line(text, sizeof(text), level, file, line, fmt, ap);
+    size_t len = format_line(text, sizeof(text), level, file, line, fmt, ap, &rec);
     va_end(ap);
-    emit(text, len);
+    emit(text, len, &rec);
 }
 
 /* --- the per-site limit ------------------------------------------------------ */
@@ -231,11 +258,12 @@ void sl_log_write_site(sl_log_site_t *site, sl_log_level_t level, const char *fi
         return;
     write_owed(&owed);
     char text[1024];
+    sl_log_record_t rec;
     va_list ap;
     va_start(ap, fmt);
-    size_t len = format_line(text, sizeof(text), level, file, line, fmt, ap);
+    size_t len = format_line(text, sizeof(text), level, file, line, fmt, ap, &rec);
     va_end(ap);
-    emit(text, len);
+    emit(text, len, &rec);
 }
 
 /* Sites whose window is over: their counts, written after the lock is let go.

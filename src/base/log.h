@@ -1,7 +1,9 @@
 /* Levelled logging to stderr: one line per call, with wall time and level.
  * The level is process-wide; set it once at start-up. The last
  * SL_LOG_RING_SIZE bytes of written lines are also kept in memory, so a
- * diagnostic snapshot can include them without a log file. */
+ * diagnostic snapshot can include them without a log file, and a sink may
+ * see each written line as a record (the server's telemetry exports them;
+ * base knows nothing of what it does with them). */
 #ifndef SL_BASE_LOG_H
 #define SL_BASE_LOG_H
 
@@ -29,6 +31,31 @@ int sl_log_parse_level(const char *text);
  * written. With buf NULL (or len 0) it returns the bytes currently held, at
  * most SL_LOG_RING_SIZE. Safe from any thread. */
 size_t sl_log_recent(char *buf, size_t len);
+
+/* A sink sees every line that is written (after the rate limit), besides
+ * stderr and the ring: the server's telemetry exports them. The record
+ * borrows the caller's buffer and is valid only during the call. */
+typedef struct sl_log_record {
+    sl_log_level_t level;
+    uint64_t unix_ns;    /* wall time of the line */
+    const char *file;    /* __FILE__ of the call site (a static string) */
+    int line;            /* 0 when the line has no call site */
+    const char *message; /* the formatted text: no time, level or location */
+    size_t message_len;
+} sl_log_record_t;
+
+/* The sink is called on the thread that logs, possibly several at once, so
+ * it must be thread-safe and must not block; a line it logs itself is not
+ * handed back to it (no recursion). */
+typedef struct sl_log_sink {
+    void (*fn)(void *ctx, const sl_log_record_t *record);
+    void *ctx;
+} sl_log_sink_t;
+
+/* Installs sink (NULL: none). The sink must stay valid until it is replaced;
+ * replace it only while no other thread logs (start-up, or after every other
+ * thread has stopped). */
+void sl_log_set_sink(const sl_log_sink_t *sink);
 
 /* Writes one line, always (no rate limit): for tests and start-up. */
 void sl_log_write(sl_log_level_t level, const char *file, int line, const char *fmt, ...)

@@ -20,7 +20,9 @@ int sl_server_commit(sl_server_t *srv, sl_meta_entry_t *e, sl_buf_t *reply)
     e->op = sl_meta_store_last_op(srv->store) + 1;
     e->timestamp = now > srv->last_timestamp ? now : srv->last_timestamp + 1;
     size_t mark = reply->len;
+    sl_otel_journal_begin(srv->otel);
     int rc = sl_meta_store_commit(srv->store, e, reply);
+    sl_otel_journal_end(srv->otel);
     if (rc != 0) {
         reply->len = mark;
         sl_log_error("metadata commit of op %llu (operation %u) failed: %s",

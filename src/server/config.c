@@ -196,6 +196,30 @@ static const sl_setting_t settings[] = {
     {"server.password_hash_queue_max", SL_SETTING_U32, FIELD(server.password_hash_queue_max),
      "32", 1, 4096, "IGGY_SERVER_PASSWORD_HASH_QUEUE_MAX", 0,
      "Password checks waiting or running at once; beyond it result 58 (retry) is answered."},
+    {"telemetry.enabled", SL_SETTING_BOOL, FIELD(telemetry.enabled), "false", 0, 1,
+     "IGGY_TELEMETRY_ENABLED", 0,
+     "Export every log line and traces of requests as OpenTelemetry (OTLP) to the endpoints below."},
+    {"telemetry.service_name", SL_SETTING_STRING, FIELD(telemetry.service_name), "iggy", 1,
+     SL_OTEL_SERVICE_NAME_CAPACITY - 1, "IGGY_TELEMETRY_SERVICE_NAME", 0,
+     "The service.name every exported record carries."},
+    {"telemetry.logs.transport", SL_SETTING_STRING, FIELD(telemetry.logs.transport), "grpc", 1, 7,
+     "IGGY_TELEMETRY_LOGS_TRANSPORT", 0, "How logs are sent: grpc (OTLP/gRPC) or http (OTLP/HTTP, protobuf)."},
+    {"telemetry.logs.endpoint", SL_SETTING_STRING, FIELD(telemetry.logs.endpoint),
+     "http://localhost:7281/v1/logs", 8, SL_OTEL_ENDPOINT_CAPACITY - 1,
+     "IGGY_TELEMETRY_LOGS_ENDPOINT", 0,
+     "Collector URL for logs: http:// or https://; http posts to it as given, grpc uses its "
+     "host and port."},
+    {"telemetry.traces.transport", SL_SETTING_STRING, FIELD(telemetry.traces.transport), "grpc",
+     1, 7, "IGGY_TELEMETRY_TRACES_TRANSPORT", 0,
+     "How traces are sent: grpc (OTLP/gRPC) or http (OTLP/HTTP, protobuf)."},
+    {"telemetry.traces.endpoint", SL_SETTING_STRING, FIELD(telemetry.traces.endpoint),
+     "http://localhost:7281/v1/traces", 8, SL_OTEL_ENDPOINT_CAPACITY - 1,
+     "IGGY_TELEMETRY_TRACES_ENDPOINT", 0,
+     "Collector URL for traces: http:// or https://; http posts to it as given, grpc uses its "
+     "host and port."},
+    {"telemetry.traces.sample_ratio", SL_SETTING_RATIO, FIELD(telemetry.traces.sample_ppm),
+     "0.01", 0, 1000000, "IGGY_TELEMETRY_TRACES_SAMPLE_RATIO", 0,
+     "Share of requests traced, 0..1 as a quoted decimal (\"0.01\": one in a hundred)."},
     {"system.path", SL_SETTING_STRING, FIELD(system.path), "local_data", 1,
      SL_CONFIG_PATH_CAPACITY - 1, "IGGY_SYSTEM_PATH", 0,
      "Data directory (streams, metadata); relative paths start at the working directory."},
@@ -431,6 +455,49 @@ int sl_config_parse_byte_size(const char *text, size_t len, uint64_t *out, const
     return 0;
 }
 
+int sl_config_parse_ratio_ppm(const char *text, size_t len, uint32_t *out, const char **why)
+{
+    size_t i = 0;
+    uint64_t whole;
+    skip_spaces(text, len, &i);
+    if (i == len || !is_digit(text[i]) || !read_digits(text, len, &i, &whole))
+        return why_fail(why, "expected a ratio from 0 to 1, as in \"0.01\"");
+    uint64_t ppm = whole <= 1 ? whole * 1000000u : 2000000u;
+    if (i < len && text[i] == '.') {
+        i++;
+        uint64_t scale = 100000u;
+        size_t digits = 0;
+        /* Six decimals reach one in a million; more would be silently cut. */
+        for (; i < len && is_digit(text[i]); i++, digits++) {
+            if (digits == 6)
+                return why_fail(why, "at most six decimals (0.000001 is the smallest step)");
+            ppm += (uint64_t)(text[i] - '0') * scale;
+            scale /= 10u;
+        }
+        if (digits == 0)
+            return why_fail(why, "expected digits after the '.'");
+    }
+    skip_spaces(text, len, &i);
+    if (i != len)
+        return why_fail(why, "expected a ratio from 0 to 1, as in \"0.01\"");
+    if (ppm > 1000000u)
+        return why_fail(why, "a ratio is at most 1");
+    *out = (uint32_t)ppm;
+    return 0;
+}
+
+int sl_format_ratio_ppm(uint32_t ppm, char *buf, size_t len)
+{
+    if (ppm % 1000000u == 0)
+        return snprintf(buf, len, "%u", ppm / 1000000u);
+    char frac[8];
+    snprintf(frac, sizeof(frac), "%06u", ppm % 1000000u);
+    size_t n = strlen(frac);
+    while (n > 1 && frac[n - 1] == '0')
+        n--;
+    return snprintf(buf, len, "%u.%.*s", ppm / 1000000u, (int)n, frac);
+}
+
 /* Splits "host:port" or "[v6]:port" inside buf (modified in place). */
 static int split_address(char *buf, char **host, char **port, bool *ipv6, const char **why)
 {
@@ -575,19 +642,21 @@ static const void *field_in(const sl_config_t *cfg, const sl_setting_t *row)
 static bool is_number(sl_setting_type_t type)
 {
     return type == SL_SETTING_U32 || type == SL_SETTING_U64 || type == SL_SETTING_DURATION ||
-           type == SL_SETTING_BYTES;
+           type == SL_SETTING_BYTES || type == SL_SETTING_RATIO;
 }
 
 static uint64_t number_get(const sl_config_t *cfg, const sl_setting_t *row)
 {
-    if (row->type == SL_SETTING_U32)
+    if (row->type == SL_SETTING_U32 || row->type == SL_SETTING_RATIO)
         return *(const uint32_t *)field_in(cfg, row);
     return *(const uint64_t *)field_in(cfg, row);
 }
 
 static void format_number(const sl_setting_t *row, uint64_t v, char *buf, size_t len)
 {
-    if (row->type == SL_SETTING_DURATION)
+    if (row->type == SL_SETTING_RATIO)
+        sl_format_ratio_ppm((uint32_t)v, buf, len);
+    else if (row->type == SL_SETTING_DURATION)
         sl_format_duration_us(v, buf, len);
     else if (row->type == SL_SETTING_BYTES)
         sl_format_byte_size(v, buf, len);
@@ -613,7 +682,7 @@ static int number_set(sl_config_t *cfg, const sl_setting_t *row, uint64_t v, cha
     int rc = number_check(row, v, why, why_len);
     if (rc)
         return rc;
-    if (row->type == SL_SETTING_U32)
+    if (row->type == SL_SETTING_U32 || row->type == SL_SETTING_RATIO)
         *(uint32_t *)field_of(cfg, row) = (uint32_t)v;
     else
         *(uint64_t *)field_of(cfg, row) = v;
@@ -690,6 +759,12 @@ static int set_text(sl_config_t *cfg, const sl_setting_t *row, const char *text,
         if (sl_parse_address(text, len, field_of(cfg, row), &reason))
             return fail(why, why_len, "%s", reason);
         return 0;
+    case SL_SETTING_RATIO: {
+        uint32_t ppm;
+        if (sl_config_parse_ratio_ppm(text, len, &ppm, &reason))
+            return fail(why, why_len, "%s", reason);
+        return number_set(cfg, row, ppm, why, why_len);
+    }
     }
     return fail(why, why_len, "unknown setting type");
 }
@@ -710,6 +785,8 @@ static const char *expected_toml(sl_setting_type_t type)
         return "a level string such as \"info\"";
     case SL_SETTING_ADDRESS:
         return "an address string such as \"127.0.0.1:8090\"";
+    case SL_SETTING_RATIO:
+        return "a quoted ratio such as \"0.01\"";
     case SL_SETTING_STRING:
         break;
     }
@@ -723,6 +800,11 @@ static int set_toml(sl_config_t *cfg, const sl_setting_t *row, const sl_toml_val
     if (row->type == SL_SETTING_BOOL && v->type == SL_TOML_BOOL) {
         *(bool *)field_of(cfg, row) = v->boolean;
         return 0;
+    }
+    if (row->type == SL_SETTING_RATIO && v->type == SL_TOML_INTEGER) {
+        if (v->integer < 0 || v->integer > 1)
+            return fail(why, why_len, "a ratio is 0..1");
+        return number_set(cfg, row, (uint64_t)v->integer * 1000000u, why, why_len);
     }
     if ((number || row->type == SL_SETTING_BYTES) && v->type == SL_TOML_INTEGER) {
         if (v->integer < 0)
@@ -951,6 +1033,29 @@ static int validate_http(const sl_config_t *cfg, char *err, size_t err_len)
     return validate_http_cors(cfg, err, err_len);
 }
 
+/* A signal's transport and endpoint (docs/configuration.md, "[telemetry]"). */
+static int validate_signal(const char *name, const char *transport, const char *endpoint, char *err,
+                           size_t err_len)
+{
+    if (strcmp(transport, "grpc") != 0 && strcmp(transport, "http") != 0)
+        return fail(err, err_len, "telemetry.%s.transport must be grpc or http (got \"%s\")", name,
+                    transport);
+    if (strncmp(endpoint, "http://", 7) != 0 && strncmp(endpoint, "https://", 8) != 0)
+        return fail(err, err_len,
+                    "telemetry.%s.endpoint must be an http:// or https:// URL (got \"%.200s\")",
+                    name, endpoint);
+    return 0;
+}
+
+static int validate_telemetry(const sl_config_t *cfg, char *err, size_t err_len)
+{
+    const __typeof__(cfg->telemetry) *t = &cfg->telemetry;
+    int rc = validate_signal("logs", t->logs.transport, t->logs.endpoint, err, err_len);
+    if (rc == 0)
+        rc = validate_signal("traces", t->traces.transport, t->traces.endpoint, err, err_len);
+    return rc;
+}
+
 static int validate_root(const sl_config_t *cfg, char *err, size_t err_len)
 {
     const sl_setting_t *user = sl_config_setting_find("root.username");
@@ -986,6 +1091,8 @@ int sl_config_validate(const sl_config_t *cfg, char *err, size_t err_len)
                     "journal must hold every operation since the last snapshot",
                     cfg->metadata.checkpoint_interval, cfg->metadata.journal_slots);
     int rc = validate_http(cfg, err, err_len);
+    if (rc == 0)
+        rc = validate_telemetry(cfg, err, err_len);
     return rc ? rc : validate_root(cfg, err, err_len);
 }
 
@@ -1028,6 +1135,7 @@ int sl_config_format(const sl_config_t *cfg, const sl_setting_t *row, bool revea
         break;
     case SL_SETTING_DURATION:
     case SL_SETTING_BYTES:
+    case SL_SETTING_RATIO:
         format_number(row, number_get(cfg, row), text, sizeof(text));
         append(buf, len, &at, "\"%s\"", text);
         break;

@@ -131,6 +131,20 @@ typedef struct sl_config {
         uint32_t password_hash_threads;   /* Argon2id worker threads */
         uint32_t password_hash_queue_max; /* hash jobs in flight; 58 beyond */
     } server;
+    /* OpenTelemetry export (server/otel.h). transport is "grpc" or "http". */
+    struct {
+        bool enabled;
+        char service_name[SL_OTEL_SERVICE_NAME_CAPACITY];
+        struct {
+            char transport[8];
+            char endpoint[SL_OTEL_ENDPOINT_CAPACITY];
+        } logs;
+        struct {
+            char transport[8];
+            char endpoint[SL_OTEL_ENDPOINT_CAPACITY];
+            uint32_t sample_ppm; /* requests traced, in parts per million */
+        } traces;
+    } telemetry;
     struct {
         char path[SL_CONFIG_PATH_CAPACITY];
         bool group_access; /* group may read: 0640 / 0750 instead of 0600 / 0700 */
@@ -167,6 +181,7 @@ typedef enum sl_setting_type {
     SL_SETTING_BYTES,     /* "64 MiB", "1GB", 1048576 */
     SL_SETTING_LOG_LEVEL, /* "error" .. "trace" */
     SL_SETTING_ADDRESS,   /* "127.0.0.1:8090", "[::1]:8090" */
+    SL_SETTING_RATIO,     /* "0.01": 0..1, six decimals at most; stored in parts per million */
 } sl_setting_type_t;
 
 enum sl_setting_flag {
@@ -242,8 +257,11 @@ SL_WUR int sl_config_parse_duration_us(const char *text, size_t len, uint64_t *o
 SL_WUR int sl_config_parse_byte_size(const char *text, size_t len, uint64_t *out, const char **why);
 SL_WUR int sl_parse_address(const char *text, size_t len, sl_config_address_t *out,
                             const char **why);
-/* Writers for the forms above: "1 h 30 m", "64 MiB". Return like snprintf. */
+/* "0", "1", "0.25", "0.000001": a decimal ratio 0..1, into parts per million. */
+SL_WUR int sl_config_parse_ratio_ppm(const char *text, size_t len, uint32_t *out, const char **why);
+/* Writers for the forms above: "1 h 30 m", "64 MiB", "0.01". Return like snprintf. */
 int sl_format_duration_us(uint64_t us, char *buf, size_t len);
 int sl_format_byte_size(uint64_t bytes, char *buf, size_t len);
+int sl_format_ratio_ppm(uint32_t ppm, char *buf, size_t len);
 
 #endif

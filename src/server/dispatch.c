@@ -106,6 +106,7 @@ void sl_dispatch_frame(void *ctx, sl_conn_t *conn, const uint8_t *frame, uint32_
         return;
     }
     s->metric_slot = sl_metrics_slot(&s->server->metrics, req.operation, req.code);
+    sl_otel_begin(s->server->otel, &s->span, s->metric_slot, req.code, size);
     sl_span_t body = sl_span(frame + SL_HEADER_SIZE, size - SL_HEADER_SIZE);
     if (!sl_request_checksum_ok(req.request_checksum, body)) {
         sl_reply_status(s, &req, SL_ERR_INVALID_FORMAT);

@@ -129,6 +129,8 @@ static void send_messages(sl_session_t *s, const sl_request_header_t *req, const
     if (rc != 0)
         return sl_reply_status(s, req, (uint32_t)-rc);
     s->server->metrics.messages_in += q.messages_count;
+    sl_otel_target(&s->span, t.stream->id, t.topic->id, partition_id, q.messages_count);
+    sl_otel_admitted(&s->span);
 
     /* The frame becomes the journal's: no copy of the messages. Everything
      * read from it must be read before the append (a flush may free it). */
@@ -156,8 +158,10 @@ static void send_messages(sl_session_t *s, const sl_request_header_t *req, const
         batch.sums = NULL; /* none kept: the stamp walks the frames */
     uint64_t base_offset = 0;
     size_t accepted;
+    sl_otel_journal_begin(srv->otel);
     rc = sl_partition_append_many(send.partition, &batch, 1, next_message_timestamp(srv),
                                   &base_offset, &accepted);
+    sl_otel_journal_end(srv->otel);
     answer_send(&send, rc, base_offset);
 }
 
@@ -179,8 +183,10 @@ void sl_messages_commit_staged(sl_server_t *srv)
                 (sl_partition_batch_t){.owner = e->frame, .record = e->record, .len = e->len};
         }
         size_t accepted = 0;
+        sl_otel_journal_begin(srv->otel);
         int rc = sl_partition_append_many(p, srv->staged_batches, k, next_message_timestamp(srv),
                                           srv->staged_bases, &accepted);
+        sl_otel_journal_end(srv->otel);
         for (uint32_t m = 0; m < k; m++) {
             sl_staged_send_t *e = &srv->staged[srv->staged_picks[m]];
             answer_send(e, m < accepted ? 0 : rc, m < accepted ? srv->staged_bases[m] : 0);
@@ -328,6 +334,7 @@ static void poll_messages(sl_read_t *c)
     }
     sl_buf_patch_u32(&s->reply_body, count_at, res.messages);
     srv->metrics.messages_out += res.messages;
+    sl_otel_target(&s->span, st->id, t->id, partition_id, res.messages);
     if (q.auto_commit && res.messages > 0 &&
         sl_offsets_store(p, kind, key, res.last_offset, false, true) != 0)
         sl_log_warn("auto-commit of offset %llu failed", (unsigned long long)res.last_offset);

@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "base/io.h"
 #include "server/internal.h"
+#include "server/otel.h"
 #include "server/server.h"
 #include "store/offsets.h"
 #include "wire/command.h"
@@ -40,6 +41,7 @@ static void on_sync(void *ctx, uint64_t ns)
     atomic_fetch_add_explicit(&m->fsync_buckets[i], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&m->fsync_count, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&m->fsync_sum_ns, ns, memory_order_relaxed);
+    sl_otel_note_sync(ns); /* a span's fsync time (otel.h) */
 }
 
 void sl_metrics_init(sl_metrics_t *m)
@@ -123,7 +125,7 @@ static void counter(sl_buf_t *out, const char *name, const char *help, uint64_t 
     put(out, "%s_total %llu\n", name, (unsigned long long)v);
 }
 
-static const char *slot_name(uint16_t slot)
+const char *sl_metrics_slot_name(uint16_t slot)
 {
     if (slot < sl_commands_count)
         return sl_commands[slot].name;
@@ -154,13 +156,13 @@ static void render_requests(const sl_metrics_t *m, sl_buf_t *out)
     family(out, "sluice_requests", "counter", "Requests answered, per command.");
     for (uint16_t i = 0; i < slots; i++)
         if (m->requests[i])
-            put(out, "sluice_requests_total{command=\"%s\"} %llu\n", slot_name(i),
+            put(out, "sluice_requests_total{command=\"%s\"} %llu\n", sl_metrics_slot_name(i),
                 (unsigned long long)m->requests[i]);
     family(out, "sluice_request_errors", "counter",
            "Requests refused (status, result code or eviction), per command.");
     for (uint16_t i = 0; i < slots; i++)
         if (m->requests[i])
-            put(out, "sluice_request_errors_total{command=\"%s\"} %llu\n", slot_name(i),
+            put(out, "sluice_request_errors_total{command=\"%s\"} %llu\n", sl_metrics_slot_name(i),
                 (unsigned long long)m->errors[i]);
     family(out, "sluice_request_duration_seconds", "histogram",
            "Time from a request frame's delivery to its answer, per command.");
@@ -169,7 +171,7 @@ static void render_requests(const sl_metrics_t *m, sl_buf_t *out)
         if (!h->count)
             continue;
         char labels[96];
-        snprintf(labels, sizeof(labels), "command=\"%s\",", slot_name(i));
+        snprintf(labels, sizeof(labels), "command=\"%s\",", sl_metrics_slot_name(i));
         histogram_samples(out, "sluice_request_duration_seconds", labels, h->buckets, h->count,
                           (double)h->sum_us / 1e6);
     }
@@ -348,12 +350,39 @@ static void render_groups(sl_server_t *srv, sl_buf_t *out, bool lag)
     }
 }
 
+/* The OpenTelemetry export's counters (otel.h); all zero with telemetry off. */
+static void render_telemetry(const sl_server_t *srv, sl_buf_t *out)
+{
+    static const char *const signals[2] = {"logs", "traces"};
+    sl_otel_stats_t st;
+    sl_otel_stats(srv->otel, &st);
+    family(out, "sluice_telemetry_exported", "counter",
+           "Log records and spans the OpenTelemetry collector took.");
+    for (int s = 0; s < 2; s++)
+        put(out, "sluice_telemetry_exported_total{signal=\"%s\"} %llu\n", signals[s],
+            (unsigned long long)st.exported[s]);
+    family(out, "sluice_telemetry_dropped", "counter",
+           "Log records and spans dropped: the export queue was full, or the export failed.");
+    for (int s = 0; s < 2; s++) {
+        put(out, "sluice_telemetry_dropped_total{signal=\"%s\",reason=\"queue_full\"} %llu\n",
+            signals[s], (unsigned long long)st.dropped_full[s]);
+        put(out, "sluice_telemetry_dropped_total{signal=\"%s\",reason=\"export_failed\"} %llu\n",
+            signals[s], (unsigned long long)st.dropped_failed[s]);
+    }
+    family(out, "sluice_telemetry_export_failures", "counter",
+           "Export requests the collector did not take (unreachable, timeout, error status).");
+    for (int s = 0; s < 2; s++)
+        put(out, "sluice_telemetry_export_failures_total{signal=\"%s\"} %llu\n", signals[s],
+            (unsigned long long)st.export_failures[s]);
+}
+
 void sl_metrics_render(sl_server_t *srv, sl_buf_t *out)
 {
     render_counts(srv, out);
     render_server(srv, out);
     render_requests(&srv->metrics, out);
     render_fsync(&srv->metrics, out);
+    render_telemetry(srv, out);
     render_topic_totals(srv, out);
     render_partitions(srv, out);
     render_groups(srv, out, false);

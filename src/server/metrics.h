@@ -57,6 +57,8 @@ void sl_metrics_close(sl_metrics_t *m);
 /* The slot of a request (its operation and, for operation 2, its code). */
 uint16_t sl_metrics_slot(const sl_metrics_t *m, uint8_t operation, uint32_t code);
 uint16_t sl_metrics_slot_other(void);
+/* The command name of a slot ("SendMessages"; "Internal", "Other"): a static string. */
+const char *sl_metrics_slot_name(uint16_t slot);
 /* A request's answer went out (or was dropped): count it, its latency and
  * whether it was a refusal (status, result code or eviction). */
 void sl_metrics_answered(sl_metrics_t *m, uint16_t slot, uint64_t latency_us, bool error);

@@ -27,6 +27,15 @@ void sl_reply_account(sl_session_t *s, size_t frame_bytes, bool error)
     sl_metrics_t *m = &s->server->metrics;
     m->bytes_out += frame_bytes;
     sl_metrics_answered(m, s->metric_slot, sl_clock_monotonic_us() - s->metric_start_us, error);
+    sl_otel_journaled(s->server->otel, &s->span);
+    sl_otel_replied(&s->span, frame_bytes, 0, error,
+                    frame_bytes ? SL_OTEL_REPLIED : SL_OTEL_DROPPED);
+}
+
+void sl_reply_span_end(sl_session_t *s)
+{
+    sl_otel_end(s->server->otel, &s->span, s->bound ? s->user_id : SL_OTEL_NONE, s->id,
+                s->internal);
 }
 
 /* A refusal: a status, or a result section whose count is not 0. */
@@ -38,9 +47,17 @@ static bool reply_refused(const sl_reply_header_t *h, sl_span_t body)
     return framed && body.len >= 4 && sl_load_u32(body.ptr) != 0;
 }
 
+/* What a span reports as the request's status: the reply's status, else
+ * the code of a refused result section. */
+static uint32_t reply_code(const sl_reply_header_t *h, sl_span_t body)
+{
+    return h->status == 0 && reply_refused(h, body) ? sl_load_u32(body.ptr) : h->status;
+}
+
 static void send_frame(sl_session_t *s, const sl_reply_header_t *h, sl_span_t body, bool close)
 {
     sl_reply_account(s, SL_HEADER_SIZE + body.len, reply_refused(h, body));
+    sl_otel_status(&s->span, reply_code(h, body), SL_OTEL_REPLIED);
     sl_reply_header_t hdr = *h;
     hdr.size = (uint32_t)(SL_HEADER_SIZE + body.len);
     sl_reply_header_encode(s->reply_header, &hdr);
@@ -94,6 +111,7 @@ void sl_reply_evict(sl_session_t *s, sl_u128_t client, uint8_t reason, bool clos
     }
     sl_eviction_header_encode(s->reply_header, &e);
     sl_reply_account(s, SL_HEADER_SIZE, true);
+    sl_otel_status(&s->span, reason, SL_OTEL_EVICTED);
     struct iovec iov = {s->reply_header, SL_HEADER_SIZE};
     int rc = close ? sl_conn_reply_close(s->conn, &iov, 1) : sl_conn_reply(s->conn, &iov, 1);
     if (rc != 0 && rc != -ECONNRESET)
@@ -105,5 +123,6 @@ void sl_reply_evict(sl_session_t *s, sl_u128_t client, uint8_t reason, bool clos
 void sl_reply_drop(sl_session_t *s)
 {
     sl_reply_account(s, 0, true);
+    sl_reply_span_end(s); /* nothing will be written */
     sl_conn_done(s->conn);
 }

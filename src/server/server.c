@@ -188,6 +188,7 @@ static void on_sent(void *ctx, sl_conn_t *conn)
     sl_session_t *s = sl_conn_user(conn);
     if (!s)
         return;
+    sl_reply_span_end(s);
     sl_reply_budget_sent(s);
     if (s->evict_after_reply) {
         s->evict_after_reply = 0;
@@ -205,6 +206,7 @@ static void on_close(void *ctx, sl_conn_t *conn)
         return;
     if (s->internal)
         srv->internal_count--;
+    sl_reply_span_end(s); /* a request in flight gets no reply now */
     sl_hashing_cancel(s);
     sl_background_cancel(s);
     sl_admit_disconnect(s);
@@ -327,6 +329,7 @@ static void on_frame_test_faults(void *ctx, sl_conn_t *conn, const uint8_t *fram
     sl_messages_commit_staged(ctx);
     sl_test_faults_poll();
     sl_work_pool_hold(((sl_server_t *)ctx)->work_pool, sl_test_faults_hold_workers());
+    sl_otel_hold(((sl_server_t *)ctx)->otel, sl_test_faults_hold_telemetry());
     sl_dispatch_frame(ctx, conn, frame, size);
 }
 
@@ -362,6 +365,7 @@ static void on_tick(void *ctx, sl_loop_t *loop)
     sl_test_faults_poll();
     if (srv->work_pool)
         sl_work_pool_hold(srv->work_pool, sl_test_faults_hold_workers());
+    sl_otel_hold(srv->otel, sl_test_faults_hold_telemetry());
     sl_log_tick();
     retention_tick(srv);
     heap_tick(srv);
@@ -555,12 +559,16 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
     srv->lock_fd = -1;
     srv->cfg = *cfg;
     sl_metrics_init(&srv->metrics);
+    /* First: the start-up's own log lines are exported too. */
+    int rc = sl_otel_open(cfg, &srv->otel, err, err_len);
+    if (rc != 0)
+        return rc;
     srv->start_us = sl_clock_realtime_us();
     srv->frame_max = (uint32_t)cfg->message_bus.max_message_size;
     sl_buf_init(&srv->admitted, srv->frame_max);
     sl_buf_init(&srv->batch_sums, 0);
-    int rc = sl_frame_pool_create(SL_LOOP_BUF_SIZE_DEFAULT, srv->frame_max,
-                                  cfg->message_bus.frame_pool_idle_max, &srv->frame_pool);
+    rc = sl_frame_pool_create(SL_LOOP_BUF_SIZE_DEFAULT, srv->frame_max,
+                              cfg->message_bus.frame_pool_idle_max, &srv->frame_pool);
     if (rc != 0) {
         snprintf(err, err_len, "cannot create the frame pool: %s", strerror(-rc));
         return rc;
@@ -664,6 +672,8 @@ void sl_server_close(sl_server_t *srv)
     sl_buf_free(&srv->admitted);
     sl_metrics_close(&srv->metrics);
     sl_buf_free(&srv->batch_sums);
+    /* Every other thread of the server has stopped: none logs any more. */
+    sl_otel_close(srv->otel);
     /* Last: every file of the data directory is closed. */
     sl_datadir_unlock(srv->lock_fd);
     memset(srv, 0, sizeof(*srv));

@@ -27,6 +27,7 @@
 #include "server/work_pool.h"
 #include "server/loop.h"
 #include "server/metrics.h"
+#include "server/otel.h"
 #include "server/partitions.h"
 #include "server/sysinfo.h"
 #include "server/tls.h"
@@ -82,6 +83,8 @@ typedef struct sl_session {
      * was delivered (monotonic). */
     uint16_t metric_slot;
     uint64_t metric_start_us;
+    /* otel.h: the request's span while it is in flight (when sampled). */
+    sl_otel_span_t span;
     /* An eviction waiting for the reply being written (stale clients). */
     uint8_t evict_after_reply;
     sl_u128_t evict_client;
@@ -153,6 +156,7 @@ struct sl_server {
     sl_meta_store_t *store;
     sl_sysinfo_t sysinfo;
     sl_metrics_t metrics;       /* loop thread (metrics.h) */
+    sl_otel_t *otel;            /* OpenTelemetry export; NULL when off (otel.h) */
     sl_partitions_t partitions; /* every partition of meta, open */
     uint64_t last_timestamp;    /* of the last journaled entry */
     uint64_t last_message_ts;   /* of the last appended batch: strictly increasing */
@@ -235,6 +239,9 @@ void sl_reply_result(sl_session_t *s, const sl_request_header_t *req, uint8_t op
 void sl_reply_evict(sl_session_t *s, sl_u128_t client, uint8_t reason, bool close);
 /* No reply at all (the reference drops the frame). */
 void sl_reply_drop(sl_session_t *s);
+/* The request's answer is written (on_sent), will never be (on_close), or
+ * there is none: its span, if sampled, ends (otel.h). */
+void sl_reply_span_end(sl_session_t *s);
 
 /* messages.c: SendMessages and the consumer-offset writes (160..162). The
  * frame is passed so SendMessages can hand it to the partition. */

@@ -20,8 +20,14 @@ static struct {
     char text[FAULT_TEXT_MAX]; /* the text the current plan came from */
     char substring[FAULT_TEXT_MAX];
     sl_io_fault_t plan;
-    bool hold_workers; /* the line "hold workers" */
+    bool hold_workers;   /* the line "hold workers" */
+    bool hold_telemetry; /* the line "hold telemetry" */
 } faults;
+
+bool sl_test_faults_hold_telemetry(void)
+{
+    return faults.hold_telemetry;
+}
 
 bool sl_test_faults_hold_workers(void)
 {
@@ -136,8 +142,11 @@ void sl_test_faults_poll(void)
     memcpy(faults.text, text, sizeof(text));
     sl_io_fault_arm(NULL);
     faults.hold_workers = strcmp(text, "hold workers") == 0;
-    if (faults.hold_workers) {
-        sl_log_warn("test faults: the worker pool takes no job");
+    faults.hold_telemetry = strcmp(text, "hold telemetry") == 0;
+    if (faults.hold_workers || faults.hold_telemetry) {
+        sl_log_warn("test faults: the %s", faults.hold_workers
+                                               ? "worker pool takes no job"
+                                               : "telemetry exporter sends nothing");
         return;
     }
     if (text[0] == '\0') {

@@ -16,7 +16,8 @@
  * logged ("test faults: armed ..." / "test faults: cleared"). The line "hold workers" arms no
  * plan but holds the worker pool (server/work_pool.h): jobs queue and none starts until the
  * line changes, so a test can see requests answered while background work is pending, or
- * kill the server with it pending. Runs on the loop thread. */
+ * kill the server with it pending. "hold telemetry" holds the OpenTelemetry exporter the same
+ * way. Runs on the loop thread. */
 #ifndef SL_SERVER_TEST_FAULTS_H
 #define SL_SERVER_TEST_FAULTS_H
 
@@ -28,5 +29,8 @@ bool sl_test_faults_init(void);
 void sl_test_faults_poll(void);
 /* True while the control file says "hold workers". */
 bool sl_test_faults_hold_workers(void);
+/* True while it says "hold telemetry": the OpenTelemetry exporter sends
+ * nothing, so its queues fill (server/otel.h). */
+bool sl_test_faults_hold_telemetry(void);
 
 #endif

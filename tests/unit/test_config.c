@@ -125,6 +125,7 @@ static size_t size_of_type(sl_setting_type_t type)
     case SL_SETTING_BOOL:
         return sizeof(bool);
     case SL_SETTING_U32:
+    case SL_SETTING_RATIO:
         return sizeof(uint32_t);
     case SL_SETTING_U64:
     case SL_SETTING_DURATION:
@@ -682,6 +683,97 @@ static void test_validation_http(void **state)
     assert_int_equal(cfg.http.max_request_size, 2000000);
 }
 
+/* [telemetry]: the reference's names and defaults, transports and
+ * endpoints. */
+static void test_telemetry_settings(void **state)
+{
+    (void)state;
+    sl_config_t cfg;
+    char err[512];
+    sl_config_defaults(&cfg);
+    assert_false(cfg.telemetry.enabled);
+    assert_string_equal(cfg.telemetry.service_name, "iggy");
+    assert_string_equal(cfg.telemetry.logs.transport, "grpc");
+    assert_string_equal(cfg.telemetry.logs.endpoint, "http://localhost:7281/v1/logs");
+    assert_string_equal(cfg.telemetry.traces.transport, "grpc");
+    assert_string_equal(cfg.telemetry.traces.endpoint, "http://localhost:7281/v1/traces");
+    assert_int_equal(cfg.telemetry.traces.sample_ppm, 10000);
+    assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), 0);
+    cfg.telemetry.enabled = true;
+    assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), 0);
+    snprintf(cfg.telemetry.logs.transport, sizeof(cfg.telemetry.logs.transport), "http");
+    assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), 0);
+    snprintf(cfg.telemetry.traces.transport, sizeof(cfg.telemetry.traces.transport), "HTTP");
+    assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), -SL_ERR_INVALID_CONFIGURATION);
+    assert_contains(err, "telemetry.traces.transport must be grpc or http (got \"HTTP\")");
+    http_refused("telemetry.logs.transport", "udp",
+                 "telemetry.logs.transport must be grpc or http");
+    http_refused("telemetry.traces.endpoint", "localhost:4318",
+                 "telemetry.traces.endpoint must be an http:// or https:// URL");
+    apply_fails("[telemetry.traces]\nsample_ratio = 2\n",
+                "sluiced.toml:2:16: telemetry.traces.sample_ratio: a ratio is 0..1");
+    apply_fails("[telemetry.traces]\nsample_ratio = true\n",
+                "sluiced.toml:2:16: telemetry.traces.sample_ratio: expected a quoted ratio such "
+                "as \"0.01\", got a boolean");
+    sl_config_defaults(&cfg);
+    apply_ok(&cfg, "[telemetry.traces]\nsample_ratio = 1\n");
+    assert_int_equal(cfg.telemetry.traces.sample_ppm, 1000000);
+    apply_ok(&cfg, "[telemetry.traces]\nsample_ratio = \"0.25\"\n");
+    assert_int_equal(cfg.telemetry.traces.sample_ppm, 250000);
+}
+
+static void ratio_ok(const char *text, uint32_t want)
+{
+    uint32_t ppm = 0;
+    const char *why = NULL;
+    if (sl_config_parse_ratio_ppm(text, strlen(text), &ppm, &why) != 0)
+        fail_msg("\"%s\" refused: %s", text, why);
+    assert_int_equal(ppm, want);
+    char back[32];
+    sl_format_ratio_ppm(ppm, back, sizeof(back));
+    uint32_t again = 0;
+    assert_int_equal(sl_config_parse_ratio_ppm(back, strlen(back), &again, &why), 0);
+    assert_int_equal(again, ppm);
+}
+
+static void ratio_refused(const char *text, const char *want)
+{
+    uint32_t ppm = 7;
+    const char *why = NULL;
+    assert_int_equal(sl_config_parse_ratio_ppm(text, strlen(text), &ppm, &why),
+                     -SL_ERR_INVALID_CONFIGURATION);
+    assert_int_equal(ppm, 7);
+    assert_contains(why, want);
+}
+
+static void test_ratios(void **state)
+{
+    (void)state;
+    ratio_ok("0", 0);
+    ratio_ok("1", 1000000);
+    ratio_ok("1.0", 1000000);
+    ratio_ok("0.5", 500000);
+    ratio_ok(" 0.01 ", 10000);
+    ratio_ok("0.000001", 1);
+    ratio_ok("0.999999", 999999);
+    ratio_refused("", "expected a ratio");
+    ratio_refused(".5", "expected a ratio");
+    ratio_refused("0.", "digits after");
+    ratio_refused("0.0000001", "at most six decimals");
+    ratio_refused("1.5", "at most 1");
+    ratio_refused("2", "at most 1");
+    ratio_refused("99999999999999999999", "expected a ratio");
+    ratio_refused("0.5x", "expected a ratio");
+    ratio_refused("-0.5", "expected a ratio");
+    char text[32];
+    sl_format_ratio_ppm(10000, text, sizeof(text));
+    assert_string_equal(text, "0.01");
+    sl_format_ratio_ppm(1000000, text, sizeof(text));
+    assert_string_equal(text, "1");
+    sl_format_ratio_ppm(125, text, sizeof(text));
+    assert_string_equal(text, "0.000125");
+}
+
 static void test_validation(void **state)
 {
     (void)state;
@@ -1081,6 +1173,13 @@ static void set_every_row(sl_config_t *cfg)
     set_or_fail(cfg, "server.per_connection_work_max", "1024");
     set_or_fail(cfg, "server.password_hash_threads", "2");
     set_or_fail(cfg, "server.password_hash_queue_max", "4096");
+    set_or_fail(cfg, "telemetry.enabled", "true");
+    set_or_fail(cfg, "telemetry.service_name", "sluice \"east\"");
+    set_or_fail(cfg, "telemetry.logs.transport", "http");
+    set_or_fail(cfg, "telemetry.logs.endpoint", "https://collector:4318/v1/logs");
+    set_or_fail(cfg, "telemetry.traces.transport", "http");
+    set_or_fail(cfg, "telemetry.traces.endpoint", "http://[::1]:4318/v1/traces");
+    set_or_fail(cfg, "telemetry.traces.sample_ratio", "0.000125");
     set_or_fail(cfg, "system.path", "dir \"q\" \\ back\ttab\nnl\x01 \xC3\xA9 '#");
     set_or_fail(cfg, "system.group_access", "true");
     set_or_fail(cfg, "system.logging.level", "warn");
@@ -1247,6 +1346,8 @@ int main(void)
         cmocka_unit_test_setup(test_duration_format, clear_env),
         cmocka_unit_test_setup(test_byte_sizes, clear_env),
         cmocka_unit_test_setup(test_addresses, clear_env),
+        cmocka_unit_test_setup(test_telemetry_settings, clear_env),
+        cmocka_unit_test_setup(test_ratios, clear_env),
         cmocka_unit_test_setup(test_print_round_trip, clear_env),
         cmocka_unit_test_setup(test_print_config_flag, clear_env),
         cmocka_unit_test_setup(test_sample_config_is_current, clear_env),

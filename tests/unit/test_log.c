@@ -1,4 +1,4 @@
-/* src/base/log: the per-call-site rate limit. A fake clock drives the
+/* src/base/log: the per-call-site rate limit and the sink. A fake clock drives the
  * windows; the lines written are read back from the in-memory ring. */
 #include "testutil.h"
 
@@ -139,6 +139,92 @@ static void test_a_long_flood_is_bounded_per_window(void **state)
     assert_int_equal(ring_count(summary), WINDOWS);
 }
 
+/* --- the sink ------------------------------------------------------------------------ */
+
+typedef struct seen {
+    int count;
+    sl_log_level_t level;
+    char message[256];
+    char file[128];
+    int line;
+    uint64_t unix_ns;
+    bool recurse; /* the sink logs a line itself */
+} seen_t;
+
+static void sink_fn(void *ctx, const sl_log_record_t *r)
+{
+    seen_t *s = ctx;
+    s->count++;
+    s->level = r->level;
+    snprintf(s->message, sizeof(s->message), "%.*s", (int)r->message_len, r->message);
+    snprintf(s->file, sizeof(s->file), "%s", r->file);
+    s->line = r->line;
+    s->unix_ns = r->unix_ns;
+    if (s->recurse)
+        sl_log_warn("from inside the sink");
+}
+
+/* The sink sees each written line once: its message without the time,
+ * level or location the stderr line adds, with its level and call site. */
+static void test_the_sink_sees_written_lines(void **state)
+{
+    (void)state;
+    seen_t seen = {0};
+    sl_log_sink_t sink = {sink_fn, &seen};
+    sl_log_set_sink(&sink);
+    sl_log_warn("sink %s %d", "warned", 42);
+    int line = __LINE__ - 1;
+    assert_int_equal(seen.count, 1);
+    assert_int_equal(seen.level, SL_LOG_WARN);
+    assert_string_equal(seen.message, "sink warned 42");
+    assert_non_null(strstr(seen.file, "test_log.c"));
+    assert_int_equal(seen.line, line);
+    assert_true(seen.unix_ns > 1600000000ull * 1000000000ull);
+    /* The stderr line (and the ring) keep their location suffix. */
+    assert_int_equal(ring_count("sink warned 42 (test_log.c:"), 1);
+    sl_log_info("sink info");
+    assert_int_equal(seen.count, 2);
+    assert_string_equal(seen.message, "sink info");
+    /* A line below the level is not written, so not sunk either. */
+    sl_log_debug("sink debug");
+    assert_int_equal(seen.count, 2);
+    sl_log_set_sink(NULL);
+    sl_log_info("sink gone");
+    assert_int_equal(seen.count, 2);
+}
+
+/* Only lines the rate limit lets through reach the sink; the count line
+ * does too. */
+static void test_the_sink_is_behind_the_rate_limit(void **state)
+{
+    (void)state;
+    seen_t seen = {0};
+    sl_log_sink_t sink = {sink_fn, &seen};
+    sl_log_set_sink(&sink);
+    sl_log_limit_set(SL_LOG_SITE_BURST, SL_LOG_SITE_WINDOW_US);
+    site_a(100, "sunk");
+    assert_int_equal(seen.count, SL_LOG_SITE_BURST);
+    fake_now_us += 2 * SL_LOG_SITE_WINDOW_US;
+    sl_log_tick();
+    assert_int_equal(seen.count, SL_LOG_SITE_BURST + 1);
+    assert_non_null(strstr(seen.message, "more lines like \"site-a %s line %d\" suppressed"));
+    sl_log_set_sink(NULL);
+}
+
+/* A line the sink logs itself is written but not handed back to it. */
+static void test_the_sink_does_not_recurse(void **state)
+{
+    (void)state;
+    seen_t seen = {.recurse = true};
+    sl_log_sink_t sink = {sink_fn, &seen};
+    sl_log_set_sink(&sink);
+    sl_log_info("outer line");
+    sl_log_set_sink(NULL);
+    assert_int_equal(seen.count, 1);
+    assert_string_equal(seen.message, "outer line");
+    assert_int_equal(ring_count("from inside the sink"), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -148,6 +234,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_the_next_line_writes_the_count, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sites_are_independent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_long_flood_is_bounded_per_window, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_the_sink_sees_written_lines, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_the_sink_is_behind_the_rate_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_the_sink_does_not_recurse, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
