@@ -323,11 +323,11 @@ int sl_client_link_recv(sl_client_t *c, uint8_t *p, size_t n, uint64_t deadline_
  * on an error. */
 int sl_client_link_peek(sl_client_t *c, uint8_t *p, size_t n);
 /* One non-blocking read of the stream: >0 bytes, 0 when nothing is here
- * yet (*events: what to poll for), -1 at end of stream or on an error. */
+ * yet (*events: what to poll for), -1 at end of stream or on an error.
+ * Only a 0 means the socket was tried: bytes read ahead (whole TLS records
+ * not yet decrypted) are not announced by the socket, so a caller that
+ * polls must read until 0 first. */
 ssize_t sl_client_link_read_some(sl_client_t *c, uint8_t *p, size_t n, short *events);
-/* True when stream bytes wait inside the transport (decrypted or decoded
- * but not read), so polling the socket would not announce them. */
-bool sl_client_link_buffered(const sl_client_t *c);
 /* Ends this connection's transport state and closes the socket. */
 void sl_client_link_close(sl_client_t *c);
 /* Frees what link_init and the first connect made (the TLS context). */

@@ -288,13 +288,6 @@ ssize_t sl_client_link_read_some(sl_client_t *c, uint8_t *p, size_t n, short *ev
     return r < 0 ? -1 : r;
 }
 
-bool sl_client_link_buffered(const sl_client_t *c)
-{
-    if (c->link.ws != NULL && sl_client_ws_buffered(c->link.ws))
-        return true;
-    return c->link.ssl != NULL && SSL_pending(c->link.ssl) > 0;
-}
-
 void sl_client_link_close(sl_client_t *c)
 {
     sl_client_ws_free(c->link.ws);

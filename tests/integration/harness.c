@@ -356,29 +356,39 @@ static bool carrier_up(carrier_t *k)
     return true;
 }
 
+/* Moves everything the link has for the test now. The link is drained
+ * until it would block: a TLS session with read-ahead keeps whole records
+ * it has read from the socket but not yet decrypted, which neither
+ * SSL_pending nor the socket announces, so stopping after one record could
+ * leave the rest of a reply waiting for bytes that never come. */
 static bool carrier_down(carrier_t *k)
 {
     uint8_t buf[16384];
-    short events = 0;
-    ssize_t n = sl_client_link_read_some(k->client, buf, sizeof(buf), &events);
-    if (n < 0)
-        return false;
-    return n == 0 || th_send_all(k->local, buf, (size_t)n);
+    for (;;) {
+        short events = 0;
+        ssize_t n = sl_client_link_read_some(k->client, buf, sizeof(buf), &events);
+        if (n < 0)
+            return false;
+        if (n == 0)
+            return true;
+        if (!th_send_all(k->local, buf, (size_t)n))
+            return false;
+    }
 }
 
 static void *carrier_run(void *arg)
 {
     carrier_t *k = arg;
-    /* Ends when either side closes: the other is closed then. */
+    /* Ends when either side closes: the other is closed then. Both
+     * directions are drained each time, so waiting in poll is right. */
     for (;;) {
         struct pollfd p[2] = {{.fd = k->local, .events = POLLIN},
                               {.fd = k->client->fd, .events = POLLIN}};
-        bool buffered = sl_client_link_buffered(k->client);
-        if (!buffered && poll(p, 2, -1) < 0 && errno != EINTR)
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
             break;
         if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) && !carrier_up(k))
             break;
-        if ((buffered || (p[1].revents & (POLLIN | POLLHUP | POLLERR))) && !carrier_down(k))
+        if ((p[1].revents & (POLLIN | POLLHUP | POLLERR)) && !carrier_down(k))
             break;
     }
     close(k->local);
