@@ -354,7 +354,6 @@ int sl_client_ws_recv(sl_client_t *c, uint8_t *p, size_t n, uint64_t deadline_us
                       size_t *got) SL_WUR;
 int sl_client_ws_peek(sl_client_t *c, uint8_t *p, size_t n);
 ssize_t sl_client_ws_read_some(sl_client_t *c, uint8_t *p, size_t n, short *events);
-bool sl_client_ws_buffered(const sl_client_ws_t *ws);
 void sl_client_ws_free(sl_client_ws_t *ws);
 
 /* Sends c->tx (already numbered) and reads one frame into c->rx; any

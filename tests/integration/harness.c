@@ -85,8 +85,9 @@ static const th_certs_t *test_certs(void)
 
 /* What the mode adds to the configuration: the door it serves. Every
  * server of the suite binds ephemeral ports, WebSocket included (on by
- * default, it would otherwise take 8092 in every test at once). */
-static void write_door_config(FILE *f)
+ * default, it would otherwise take 8092 in every test at once); a test
+ * that configures [websocket] itself gets its own section instead. */
+static void write_door_config(FILE *f, const th_options_t *opt)
 {
     th_mode_t m = th_mode();
     const th_certs_t *c = mode_tls() ? test_certs() : NULL;
@@ -95,8 +96,8 @@ static void write_door_config(FILE *f)
                 "\n[tcp.tls]\nenabled = true\nself_signed = false\ncert_file = \"%s\"\n"
                 "key_file = \"%s\"\n",
                 c->leaf, c->leaf_key);
-    fprintf(f, "\n[websocket]\nenabled = %s\naddress = \"127.0.0.1:0\"\n",
-            m == TH_WS || m == TH_WSS ? "true" : "false");
+    if (!opt || !opt->extra_config || !strstr(opt->extra_config, "[websocket]"))
+        fprintf(f, "\n[websocket]\naddress = \"127.0.0.1:0\"\n");
     if (m == TH_WSS)
         fprintf(f,
                 "\n[websocket.tls]\nenabled = true\nself_signed = false\ncert_file = \"%s\"\n"
@@ -114,7 +115,7 @@ static void write_config(th_server_t *srv, const th_options_t *opt)
     /* HTTP is on by default: every test server gets a port of its own. */
     if (!opt || !opt->extra_config || !strstr(opt->extra_config, "[http]"))
         fprintf(f, "\n[http]\naddress = \"127.0.0.1:0\"\n");
-    write_door_config(f);
+    write_door_config(f, opt);
     if (opt && opt->extra_config)
         fprintf(f, "\n%s\n", opt->extra_config);
     fclose(f);
@@ -181,11 +182,12 @@ static bool find_port(th_server_t *srv)
     if (!p || !strstr(log, " ready, data in "))
         return false;
     srv->tcp_port = (uint16_t)atoi(p + strlen(tcp_line));
+    srv->ws_port = w ? (uint16_t)atoi(w + strlen(ws_line)) : 0;
     srv->port = srv->tcp_port;
     if (th_mode() == TH_WS || th_mode() == TH_WSS) {
         if (!w)
             return false;
-        srv->port = (uint16_t)atoi(w + strlen(ws_line));
+        srv->port = srv->ws_port;
     }
     const char *h = strstr(log, "HTTP API on 127.0.0.1:");
     srv->http_port = h ? (uint16_t)atoi(h + strlen("HTTP API on 127.0.0.1:")) : 0;
@@ -212,6 +214,7 @@ static int start(th_server_t *srv, const th_options_t *opt, int *status)
         die("truncate sluiced.log");
     srv->port = 0;
     srv->http_port = 0;
+    srv->ws_port = 0;
     srv->pid = spawn(srv, opt);
     for (int i = 0; i < 1000; i++) { /* up to 20 s: Argon2 and recovery run first */
         if (find_port(srv))
