@@ -146,7 +146,15 @@ static const sl_setting_t settings[] = {
      SL_CONFIG_NAME_CAPACITY - 1, "IGGY_HTTP_METRICS_ENDPOINT", 0,
      "Path of the metrics scrape; starts with /."},
     {"http.tls.enabled", SL_SETTING_BOOL, FIELD(http.tls.enabled), "false", 0, 1,
-     "IGGY_HTTP_TLS_ENABLED", 0, "HTTPS is not served yet: true is refused at start-up."},
+     "IGGY_HTTP_TLS_ENABLED", 0,
+     "Serve the HTTP API over HTTPS only (cert_file and key_file must load)."},
+    {"http.tls.cert_file", SL_SETTING_STRING, FIELD(http.tls.cert_file),
+     "core/certs/iggy_cert.pem", 0, SL_CONFIG_PATH_CAPACITY - 1, "IGGY_HTTP_TLS_CERT_FILE",
+     SL_SETTING_OPTIONAL,
+     "PEM certificate chain, leaf first; relative paths start at the working directory."},
+    {"http.tls.key_file", SL_SETTING_STRING, FIELD(http.tls.key_file), "core/certs/iggy_key.pem",
+     0, SL_CONFIG_PATH_CAPACITY - 1, "IGGY_HTTP_TLS_KEY_FILE", SL_SETTING_OPTIONAL,
+     "PEM private key (PKCS#8, PKCS#1 or SEC1) of the certificate in cert_file."},
     {"websocket.enabled", SL_SETTING_BOOL, FIELD(websocket.enabled), "true", 0, 1,
      "IGGY_WEBSOCKET_ENABLED", 0,
      "Serve the binary protocol over WebSocket (each frame one binary message)."},
@@ -963,9 +971,10 @@ static int validate_http(const sl_config_t *cfg, char *err, size_t err_len)
         return fail(err, err_len, "http.jwt.algorithm: only HS256, HS384 and HS512 are supported");
     if (cfg->http.metrics.endpoint[0] != '/')
         return fail(err, err_len, "http.metrics.endpoint must start with /");
-    if (cfg->http.tls.enabled)
+    if (cfg->http.tls.enabled && (!cfg->http.tls.cert_file[0] || !cfg->http.tls.key_file[0]))
         return fail(err, err_len,
-                    "http.tls.enabled is true, but Sluice does not serve HTTPS yet (docs/http.md)");
+                    "http.tls.enabled is true: http.tls.cert_file and http.tls.key_file must both "
+                    "be set (HTTPS has no self-signed option)");
     const char *enc = cfg->http.jwt.encoding_secret, *dec = cfg->http.jwt.decoding_secret;
     if (enc[0] && dec[0] && strcmp(enc, dec) != 0)
         return fail(err, err_len,

@@ -103,7 +103,9 @@ typedef struct sl_config {
             char endpoint[SL_CONFIG_NAME_CAPACITY];
         } metrics;
         struct {
-            bool enabled; /* refused: HTTPS is not served yet */
+            bool enabled; /* HTTPS only: the files are required */
+            char cert_file[SL_CONFIG_PATH_CAPACITY];
+            char key_file[SL_CONFIG_PATH_CAPACITY];
         } tls;
     } http;
     /* The WebSocket door (server/ws.h, websocket.md). Sizes 0 are unset:

@@ -530,11 +530,13 @@ static int start_http(sl_server_t *srv, char *err, size_t err_len)
 {
     int fd = srv->http_listen_fd;
     srv->http_listen_fd = -1; /* the door's now, even when it fails */
-    int rc = sl_http_start(srv, fd, &srv->http, err, err_len);
+    bool https = srv->cfg.http.tls.enabled;
+    int rc = sl_http_start(srv, fd, https ? &srv->http_tls : NULL, &srv->http, err, err_len);
     if (rc != 0)
         return rc;
     const sl_config_address_t *a = &srv->cfg.http.address;
-    sl_log_info(a->ipv6 ? "HTTP API on [%s]:%u" : "HTTP API on %s:%u", a->host, srv->http_port);
+    sl_log_info(a->ipv6 ? "HTTP API on [%s]:%u%s" : "HTTP API on %s:%u%s", a->host, srv->http_port,
+                https ? " (HTTPS)" : "");
     return 0;
 }
 
@@ -590,6 +592,13 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
                                   .frame_max = sl_config_ws_frame_max(cfg),
                                   .accept_unmasked = cfg->websocket.accept_unmasked_frames,
                                   .tls = srv->ws_tls};
+    if (cfg->http.enabled && cfg->http.tls.enabled) {
+        rc = sl_http_tls_load(cfg, &srv->http_tls, err, err_len);
+        if (rc != 0)
+            return rc;
+        sl_log_info("http.tls: serving the certificate %s with the key %s",
+                    cfg->http.tls.cert_file, cfg->http.tls.key_file);
+    }
     rc = bind_listener(srv, err, err_len);
     if (rc == 0 && cfg->http.enabled)
         rc = sl_http_bind(cfg, &srv->http_listen_fd, &srv->http_port, err, err_len);
@@ -642,6 +651,7 @@ void sl_server_close(sl_server_t *srv)
     /* The loop has stopped: HTTP requests still waiting for it are answered. */
     sl_http_stop(srv->http);
     srv->http = NULL;
+    sl_http_tls_free(&srv->http_tls); /* after the door that pointed at it */
     if (srv->http_listen_fd >= 0)
         close(srv->http_listen_fd);
     if (srv->loop)

@@ -24,6 +24,7 @@
 #include "meta/store.h"
 #include "server/config.h"
 #include "server/hash_pool.h"
+#include "server/http.h"
 #include "server/work_pool.h"
 #include "server/loop.h"
 #include "server/metrics.h"
@@ -137,6 +138,7 @@ struct sl_server {
     struct sl_http *http;
     int http_listen_fd; /* bound, not yet handed to the door; -1 otherwise */
     uint16_t http_port;
+    sl_http_tls_t http_tls; /* http.tls.enabled: the PEM texts the door serves */
     uint32_t internal_count; /* sessions that are internal */
     int lock_fd;   /* the data directory's owner lock (datadir.h); -1 when not held */
     sl_loop_t *loop;

@@ -213,6 +213,8 @@ static void test_defaults(void **state)
     assert_true(cfg.http.metrics.enabled);
     assert_string_equal(cfg.http.metrics.endpoint, "/metrics");
     assert_false(cfg.http.tls.enabled);
+    assert_string_equal(cfg.http.tls.cert_file, "core/certs/iggy_cert.pem");
+    assert_string_equal(cfg.http.tls.key_file, "core/certs/iggy_key.pem");
     assert_true(cfg.websocket.enabled);
     assert_string_equal(cfg.websocket.address.text, "127.0.0.1:8092");
     assert_int_equal(cfg.websocket.max_message_size, 0);
@@ -664,7 +666,15 @@ static void test_validation_http(void **state)
     (void)state;
     http_refused("http.jwt.algorithm", "RS256", "only HS256, HS384 and HS512");
     http_refused("http.metrics.endpoint", "metrics", "must start with /");
-    http_refused("http.tls.enabled", "true", "does not serve HTTPS yet");
+    /* HTTPS needs its files named (no self-signed option). */
+    sl_config_t tls;
+    char why[512];
+    sl_config_defaults(&tls);
+    tls.http.tls.enabled = true;
+    assert_int_equal(sl_config_validate(&tls, why, sizeof(why)), 0);
+    tls.http.tls.key_file[0] = '\0';
+    assert_int_equal(sl_config_validate(&tls, why, sizeof(why)), -SL_ERR_INVALID_CONFIGURATION);
+    assert_contains(why, "http.tls.cert_file and http.tls.key_file must both be set");
     http_refused("http.cors.allowed_methods", "GET, FETCH", "http.cors.allowed_methods");
     http_refused("http.cors.allowed_origins", "https://a.example, *", "only be the first");
     sl_config_t cfg;
@@ -1093,7 +1103,9 @@ static void set_every_row(sl_config_t *cfg)
     set_or_fail(cfg, "http.jwt.use_base64_secret", "true");
     set_or_fail(cfg, "http.metrics.enabled", "false");
     set_or_fail(cfg, "http.metrics.endpoint", "/m");
-    set_or_fail(cfg, "http.tls.enabled", "false");
+    set_or_fail(cfg, "http.tls.enabled", "true");
+    set_or_fail(cfg, "http.tls.cert_file", "h.pem");
+    set_or_fail(cfg, "http.tls.key_file", "h.key");
     set_or_fail(cfg, "websocket.enabled", "false");
     set_or_fail(cfg, "websocket.address", "[::]:3");
     set_or_fail(cfg, "websocket.max_message_size", "1 MiB");
@@ -1148,10 +1160,8 @@ static void test_print_round_trip(void **state)
         char va[512], vb[512];
         sl_config_format(&cfg, &rows[i], true, va, sizeof(va));
         sl_config_format(&defaults, &rows[i], true, vb, sizeof(vb));
-        /* tcp.enabled must stay true (TCP is always served) and
-         * http.tls.enabled false (HTTPS is not served yet). */
-        if (strcmp(va, vb) == 0 && strcmp(rows[i].name, "tcp.enabled") != 0 &&
-            strcmp(rows[i].name, "http.tls.enabled") != 0)
+        /* tcp.enabled must stay true (TCP is always served). */
+        if (strcmp(va, vb) == 0 && strcmp(rows[i].name, "tcp.enabled") != 0)
             fail_msg("%s is still its default", rows[i].name);
     }
 
