@@ -540,12 +540,33 @@ static const char *ws_why(const void *state)
     return sl_ws_last_error(state);
 }
 
+/* wslay's input buffer (struct wslay_frame_context's ibuf). */
+#define WS_WSLAY_BUFFER 4096u
+
+/* Every stream byte costs at least one byte of a WebSocket frame; held now
+ * are the decoded bytes waiting, the upgrade's leftover, the undecoded
+ * input (WS) and what wslay has taken in. Under WSS, TLS then says what
+ * those frame bytes cost in ciphertext. */
+static uint32_t ws_need(void *state, uint32_t stream_bytes)
+{
+    sl_ws_session_t *s = state;
+    if (!s->upgraded || s->failed)
+        return 0;
+    size_t held = (s->pend.len - s->pend_off) + (s->hs.len - s->hs_off) +
+                  (s->in.len - s->in_off) + WS_WSLAY_BUFFER + (s->holding ? 1u : 0u);
+    size_t raw = stream_bytes > held ? stream_bytes - held : 0;
+    if (raw == 0)
+        return 0;
+    return (uint32_t)(s->tls ? sl_tls_need(s->tls, raw) : raw);
+}
+
 /* WS and WSS differ only in the name the log shows (door->tls decides);
  * both are listed as WebSocket (defaults.md 1). */
 // clang-format off
 #define WS_TRANSPORT(label)                                                                        \
     {.name = label, .report_code = 4, .open = ws_open, .close = ws_close, .input = ws_input,       \
-     .read = ws_read, .write = ws_write, .established = ws_established, .why = ws_why}
+     .read = ws_read, .write = ws_write, .established = ws_established, .why = ws_why,        \
+     .need = ws_need}
 // clang-format on
 
 const sl_conn_transport_t sl_ws_transport = WS_TRANSPORT("ws");

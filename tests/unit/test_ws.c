@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/loop.h"
 #include "server/ws.h"
 #include "wire/header.h"
 
@@ -443,6 +444,39 @@ static void test_session_replies(void **state)
     fixture_close(&f);
 }
 
+/* The transport's need never asks for more frame bytes than the client
+ * still has to send (the loop waits for them with MSG_WAITALL). */
+static void test_session_need(void **state)
+{
+    (void)state;
+    ws_fixture_t f;
+    fixture_open(&f, 1 << 20, 1 << 20, false);
+    static uint8_t a[200000], got[200000];
+    proto_frame(a, sizeof(a), 6);
+    sl_buf_t in;
+    sl_buf_init(&in, 0);
+    /* Several fragments with pings among them. */
+    for (size_t at = 0, n = 30000; at < sizeof(a); at += n) {
+        n = sizeof(a) - at < n ? sizeof(a) - at : n;
+        ws_frame(&in, at + n == sizeof(a), at ? 0 : 2, a + at, n, key4);
+        ws_frame(&in, true, 9, (const uint8_t *)"p", 1, key4);
+    }
+    size_t fed = 0, have = 0;
+    for (size_t piece = 1000; have < sizeof(a); piece = piece * 5 % 40000 + 3) {
+        uint32_t need = sl_ws_transport.need(f.s, (uint32_t)(sizeof(a) - have));
+        assert_true(need <= in.len - fed);
+        size_t n = in.len - fed < piece ? in.len - fed : piece;
+        assert_int_equal(sl_ws_input(f.s, in.data + fed, n), 0);
+        fed += n;
+        int r = sl_ws_read(f.s, got + have, sizeof(got) - have);
+        assert_true(r >= 0);
+        have += (size_t)r;
+    }
+    assert_memory_equal(got, a, sizeof(a));
+    sl_buf_free(&in);
+    fixture_close(&f);
+}
+
 static void test_session_before_upgrade(void **state)
 {
     (void)state;
@@ -475,6 +509,7 @@ int main(void)
         cmocka_unit_test(test_session_refusals),
         cmocka_unit_test(test_session_close_and_message_limit),
         cmocka_unit_test(test_session_replies),
+        cmocka_unit_test(test_session_need),
         cmocka_unit_test(test_session_before_upgrade),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
