@@ -195,8 +195,12 @@ typedef struct sl_client_care {
 #define SL_CLIENT_TLS_TEXT_MAX 1024u
 /* TLS read-ahead buffer: a few 16 KiB records per read(2). */
 #define SL_CLIENT_TLS_READ_BUFFER (128u * 1024u)
+/* Plaintext encrypted before it is sent: a 1 MiB request leaves in four
+ * rounds of large writes rather than 64 record-sized ones. */
+#define SL_CLIENT_TLS_WRITE_CHUNK (256u * 1024u)
 struct ssl_st;
 struct ssl_ctx_st;
+struct bio_method_st;
 typedef struct sl_client_ws sl_client_ws_t;
 
 typedef struct sl_client_link {
@@ -206,6 +210,8 @@ typedef struct sl_client_link {
     char tls_domain[SL_CLIENT_TLS_TEXT_MAX];
     char tls_ca_file[SL_CLIENT_TLS_TEXT_MAX];
     struct ssl_ctx_st *tls_ctx; /* made at the first connect, kept for reconnects */
+    struct bio_method_st *tls_out_method; /* the BIO kind that appends to tls_out */
+    sl_buf_t tls_out;                     /* records written, not yet sent */
     struct ssl_st *ssl;         /* this connection's TLS session, or NULL */
     sl_client_ws_t *ws;         /* this connection's WebSocket state, or NULL */
 } sl_client_link_t;
@@ -334,11 +340,10 @@ void sl_client_link_close(sl_client_t *c);
 void sl_client_link_free(sl_client_t *c);
 
 /* The raw stream under WebSocket frames: the socket, or TLS over it.
- * read/write: one non-blocking step, >0 bytes, 0 when it must wait for
- * *events, -1 at end of stream, -2 on an error. send/recv: as link_send
- * and link_recv. */
+ * read: one non-blocking step, >0 bytes, 0 when it must wait for *events,
+ * -1 at end of stream, -2 on an error. send/recv: as link_send and
+ * link_recv. */
 ssize_t sl_client_raw_read(sl_client_t *c, uint8_t *p, size_t n, short *events);
-ssize_t sl_client_raw_write(sl_client_t *c, const uint8_t *p, size_t n, short *events);
 int sl_client_raw_send(sl_client_t *c, const uint8_t *p, size_t n, uint64_t deadline_us) SL_WUR;
 int sl_client_raw_recv(sl_client_t *c, uint8_t *p, size_t n, uint64_t deadline_us,
                        size_t *got) SL_WUR;
