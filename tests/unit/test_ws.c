@@ -369,6 +369,26 @@ static void test_session_refusals(void **state)
     sl_buf_reset(&in);
     sl_put_bytes(&in, "\xc2\x80\x01\x02\x03\x04", 6); /* RSV1 */
     expect_fail(&in, false, 1 << 20, 1002);
+    uint8_t big[126];
+    memset(big, 'p', sizeof(big));
+    sl_buf_reset(&in);
+    ws_frame(&in, true, 9, big, sizeof(big), key4); /* a control frame above 125 bytes */
+    expect_fail(&in, false, 1 << 20, 1002);
+    sl_buf_reset(&in);
+    ws_frame(&in, false, 9, big, 10, key4); /* a fragmented control frame */
+    expect_fail(&in, false, 1 << 20, 1002);
+    sl_buf_reset(&in);
+    ws_frame(&in, false, 2, a, 100, key4); /* a Close inside a message is still a Close */
+    ws_frame(&in, true, 8, (const uint8_t *)"\x03\xe8", 2, key4);
+    ws_fixture_t c;
+    fixture_open(&c, 1 << 20, 1 << 20, false);
+    feed(&c, &in);
+    uint8_t part[300];
+    int crc;
+    read_all(&c, part, sizeof(part), sizeof(part), &crc);
+    assert_int_equal(crc, -ECONNRESET);
+    assert_int_equal(close_code(&c.out), 1000);
+    fixture_close(&c);
     /* accept_unmasked_frames lets the unmasked frame through. */
     ws_fixture_t f;
     fixture_open(&f, 1 << 20, 1 << 20, true);
