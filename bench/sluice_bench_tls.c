@@ -1,11 +1,13 @@
-/* sluice-bench TLS figure (issue 11): the same producer and consumer, over
- * plain TCP and over TCP-TLS, in one run. Two sluiced processes are
- * started, one with tcp.tls.enabled (its ephemeral self-signed certificate;
- * the client turns verification off, which only concerns the handshake,
- * done once before timing). libsluice sends batches of 1024 x 1 KiB
- * messages (1 MiB per request) to a 1-partition topic and polls them back
- * 1024 at a time; the two servers take turns in slices within each round,
- * and the figure is the median of the per-round ratio TLS / plain. */
+/* sluice-bench TLS and WebSocket figures (issue 11): the same producer and
+ * consumer, over plain TCP and over another door, in one run. Two sluiced
+ * processes are started: for TLS one with tcp.tls.enabled (its ephemeral
+ * self-signed certificate; the client turns verification off, which only
+ * concerns the handshake, done once before timing); for WebSocket both
+ * plain, the second reached on its WebSocket door. libsluice sends batches
+ * of 1024 x 1 KiB messages (1 MiB per request) to a 1-partition topic and
+ * polls them back 1024 at a time; the two servers take turns in slices
+ * within each round, and the figure is the median of the per-round ratio
+ * door / plain. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +23,12 @@ enum {
     TLS_TRIPS_MAX = 100000,
 };
 
-enum { SIDE_PLAIN, SIDE_TLS, SIDES };
-static const char *const side_names[SIDES] = {"plain TCP", "TCP-TLS"};
+enum { SIDE_PLAIN, SIDE_DOOR, SIDES };
+
+/* The door measured beside plain TCP. */
+typedef enum door_kind { DOOR_TLS, DOOR_WS } door_kind_t;
+static const char *const door_names[] = {"TCP-TLS", "WebSocket"};
+static const char *const door_short[] = {"TLS", "WS"};
 
 typedef struct tls_side {
     sb_sluiced_t server;
@@ -31,8 +37,29 @@ typedef struct tls_side {
     uint64_t cursor;   /* the consumer's next offset */
 } tls_side_t;
 
-static void tls_side_open(tls_side_t *s, const sb_options_t *o, bool tls)
+/* The WebSocket port of a server the bench started (its log line, written
+ * before "listening on", which sb_sluiced_start waited for). */
+static uint16_t ws_port_of(const sb_sluiced_t *s)
 {
+    static const char key[] = "serving WebSocket on 127.0.0.1:";
+    FILE *f = fopen(s->log, "r");
+    char line[512];
+    uint16_t port = 0;
+    while (f && port == 0 && fgets(line, sizeof(line), f)) {
+        const char *p = strstr(line, key);
+        if (p)
+            port = (uint16_t)atoi(p + strlen(key));
+    }
+    if (f)
+        fclose(f);
+    return port;
+}
+
+static void tls_side_open(tls_side_t *s, const sb_options_t *o, int side, door_kind_t kind)
+{
+    bool tls = side == SIDE_DOOR && kind == DOOR_TLS;
+    bool ws = side == SIDE_DOOR && kind == DOOR_WS;
+    memset(s, 0, sizeof(*s)); /* counts start over: a run may follow another's */
     /* The child takes the door from the environment (tls.md 2). */
     if (tls)
         setenv("IGGY_TCP_TLS_ENABLED", "true", 1);
@@ -42,13 +69,17 @@ static void tls_side_open(tls_side_t *s, const sb_options_t *o, bool tls)
     unsetenv("IGGY_TCP_TLS_CERT_FILE");
     sl_client_options_t opts = {.connect_timeout_ms = 10000,
                                 .request_timeout_ms = 60000,
+                                .transport = ws ? SL_CLIENT_WEBSOCKET : SL_CLIENT_TCP,
                                 .tls_enabled = tls,
                                 .tls_validate_certificate = SL_CLIENT_TLS_VALIDATE_OFF};
-    if (sl_client_connect("127.0.0.1", s->server.port, &opts, &s->client) != 0 ||
+    uint16_t port = ws ? ws_port_of(&s->server) : s->server.port;
+    if (port == 0)
+        sb_die("the WebSocket door's port is not in %s", s->server.log);
+    if (sl_client_connect("127.0.0.1", port, &opts, &s->client) != 0 ||
         sl_client_login(s->client, o->user, o->password, NULL) != 0 ||
         sl_client_create_stream(s->client, "tls-bench", NULL) != 0 ||
         sl_client_create_topic(s->client, sl_id_name("tls-bench"), "t", 1, NULL, NULL) != 0)
-        sb_die("cannot set up the %s server", side_names[tls]);
+        sb_die("cannot set up the %s server", side == SIDE_DOOR ? door_names[kind] : "plain TCP");
 }
 
 static void tls_side_close(tls_side_t *s)
@@ -63,9 +94,10 @@ static double produce_slice(tls_side_t *s, const sl_send_message_t *m, double se
     uint64_t start = sl_clock_monotonic_us(), end = start + (uint64_t)(seconds * 1e6);
     uint64_t trips = 0, now = start;
     while (trips < TLS_TRIPS_MAX && (now = sl_clock_monotonic_us()) < end) {
-        if (sl_client_send_messages(s->client, sl_id_name("tls-bench"), sl_id_name("t"),
-                                    sl_partitioning_partition(0), m, TLS_MESSAGES, NULL) != 0)
-            sb_die("SendMessages failed");
+        int rc = sl_client_send_messages(s->client, sl_id_name("tls-bench"), sl_id_name("t"),
+                                         sl_partitioning_partition(0), m, TLS_MESSAGES, NULL);
+        if (rc != 0)
+            sb_die("SendMessages failed (%d)", rc);
         trips++;
     }
     s->produced += trips * TLS_MESSAGES;
@@ -82,11 +114,11 @@ static double consume_slice(tls_side_t *s, double seconds)
         if (s->cursor + TLS_MESSAGES > s->produced)
             s->cursor = 0;
         sl_polled_messages_t got;
-        if (sl_client_poll_messages(s->client, sl_consumer_single(sl_id_num(1)),
-                                    sl_id_name("tls-bench"), sl_id_name("t"), 0,
-                                    sl_poll_offset(s->cursor), TLS_MESSAGES, false, &got) != 0 ||
-            got.count == 0)
-            sb_die("PollMessages failed");
+        int rc = sl_client_poll_messages(s->client, sl_consumer_single(sl_id_num(1)),
+                                         sl_id_name("tls-bench"), sl_id_name("t"), 0,
+                                         sl_poll_offset(s->cursor), TLS_MESSAGES, false, &got);
+        if (rc != 0 || got.count == 0)
+            sb_die("PollMessages failed (%d, %u messages)", rc, rc ? 0u : got.count);
         for (uint32_t i = 0; i < got.count; i++)
             bytes += got.messages[i].payload_len;
         s->cursor += got.count;
@@ -95,20 +127,21 @@ static double consume_slice(tls_side_t *s, double seconds)
     return (double)bytes / (double)(sl_clock_monotonic_us() - start);
 }
 
-static void tls_report(const char *what, double rate[SIDES][TLS_ROUNDS_MAX], int rounds)
+static void tls_report(const char *what, door_kind_t kind, double rate[SIDES][TLS_ROUNDS_MAX],
+                       int rounds)
 {
-    double ratio[TLS_ROUNDS_MAX], plain[TLS_ROUNDS_MAX], tls[TLS_ROUNDS_MAX];
+    double ratio[TLS_ROUNDS_MAX], plain[TLS_ROUNDS_MAX], door[TLS_ROUNDS_MAX];
     for (int r = 0; r < rounds; r++) {
-        ratio[r] = rate[SIDE_TLS][r] / rate[SIDE_PLAIN][r];
+        ratio[r] = rate[SIDE_DOOR][r] / rate[SIDE_PLAIN][r];
         plain[r] = rate[SIDE_PLAIN][r];
-        tls[r] = rate[SIDE_TLS][r];
+        door[r] = rate[SIDE_DOOR][r];
     }
-    printf("  %-8s plain %7.1f MB/s   TLS %7.1f MB/s   TLS/plain %.2f (median of %d rounds)\n",
-           what, sb_median(plain, rounds), sb_median(tls, rounds), sb_median(ratio, rounds),
-           rounds);
+    printf("  %-8s plain %7.1f MB/s   %-3s %7.1f MB/s   %s/plain %.2f (median of %d rounds)\n",
+           what, sb_median(plain, rounds), door_short[kind], sb_median(door, rounds),
+           door_short[kind], sb_median(ratio, rounds), rounds);
 }
 
-void sb_tls_run(const sb_options_t *o)
+static void door_run(const sb_options_t *o, door_kind_t kind)
 {
     static tls_side_t sides[SIDES];
     static double produce[SIDES][TLS_ROUNDS_MAX], consume[SIDES][TLS_ROUNDS_MAX];
@@ -123,10 +156,12 @@ void sb_tls_run(const sb_options_t *o)
         m[i] = (sl_send_message_t){.payload = payloads + (size_t)i * TLS_MESSAGE_BYTES,
                                    .payload_len = TLS_MESSAGE_BYTES};
     for (int side = 0; side < SIDES; side++)
-        tls_side_open(&sides[side], o, side == SIDE_TLS);
-    printf("\nTLS (%d x %d-byte messages per batch, libsluice, %d rounds of %d slices of %.2f s "
-           "per figure and side; TLS 1.3, AES-128-GCM)\n",
-           TLS_MESSAGES, TLS_MESSAGE_BYTES, rounds, TLS_SLICES, o->message_seconds / TLS_SLICES);
+        tls_side_open(&sides[side], o, side, kind);
+    printf("\n%s (%d x %d-byte messages per batch, libsluice, %d rounds of %d slices of %.2f s "
+           "per figure and side%s)\n",
+           door_names[kind], TLS_MESSAGES, TLS_MESSAGE_BYTES, rounds, TLS_SLICES,
+           o->message_seconds / TLS_SLICES,
+           kind == DOOR_TLS ? "; TLS 1.3, AES-128-GCM" : "; one binary message per frame");
     double slice = o->message_seconds / TLS_SLICES;
     for (int r = 0; r < rounds; r++) {
         double sum_p[SIDES] = {0}, sum_c[SIDES] = {0};
@@ -142,10 +177,20 @@ void sb_tls_run(const sb_options_t *o)
             consume[side][r] = sum_c[side] / TLS_SLICES;
         }
     }
-    tls_report("produce", produce, rounds);
-    tls_report("consume", consume, rounds);
+    tls_report("produce", kind, produce, rounds);
+    tls_report("consume", kind, consume, rounds);
     for (int side = 0; side < SIDES; side++)
         tls_side_close(&sides[side]);
     free(m);
     free(payloads);
+}
+
+void sb_tls_run(const sb_options_t *o)
+{
+    door_run(o, DOOR_TLS);
+}
+
+void sb_ws_run(const sb_options_t *o)
+{
+    door_run(o, DOOR_WS);
 }
