@@ -64,6 +64,9 @@ typedef struct sb_sluiced {
  * listens (20 s at most); dies on failure. */
 void sb_sluiced_start(sb_sluiced_t *s, const char *binary, const char *parent_dir, const char *user,
                       const char *password);
+/* CPU time of a whole process (all threads, io_uring workers included) from
+ * /proc/<pid>/stat, in ns; clock-tick resolution. 0 when unknown. */
+uint64_t sb_process_cpu_ns(pid_t pid);
 /* SIGTERM, wait (10 s, then SIGKILL), remove the directory. */
 void sb_sluiced_stop(sb_sluiced_t *s);
 

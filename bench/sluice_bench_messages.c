@@ -82,9 +82,7 @@ typedef struct msg_ctx {
     sb_lat_t lat[FIGS];
 } msg_ctx_t;
 
-/* CPU time of a whole process (all threads, io_uring workers included) from
- * /proc/<pid>/stat, in ns; clock-tick resolution. 0 when unknown. */
-static uint64_t process_cpu_ns(pid_t pid)
+uint64_t sb_process_cpu_ns(pid_t pid)
 {
     char path[64], text[1024];
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -338,9 +336,9 @@ static void group_round(msg_ctx_t *m, int first, int r)
         for (int k = 0; k < FIGS_PER_GROUP; k++) {
             int i = (s + k) % FIGS_PER_GROUP, fig = first + i;
             pid_t pid = i == 0 ? m->sink_pid : m->server_pid;
-            uint64_t before = process_cpu_ns(pid), own = thread_cpu_ns();
+            uint64_t before = sb_process_cpu_ns(pid), own = thread_cpu_ns();
             sb_rate_t x = run_figure(m, fig, slice, &bytes[i], &m->lat[fig]);
-            cpu[i] += process_cpu_ns(pid) - before;
+            cpu[i] += sb_process_cpu_ns(pid) - before;
             client[i] += thread_cpu_ns() - own;
             total[i].trips += x.trips;
             total[i].elapsed_ns += x.elapsed_ns;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/clock.h"
 #include "sluice_bench.h"
@@ -30,12 +31,25 @@ typedef enum door_kind { DOOR_TLS, DOOR_WS } door_kind_t;
 static const char *const door_names[] = {"TCP-TLS", "WebSocket"};
 static const char *const door_short[] = {"TLS", "WS"};
 
+enum { PHASE_PRODUCE, PHASE_CONSUME, PHASES };
+
 typedef struct tls_side {
     sb_sluiced_t server;
     sl_client_t *client;
     uint64_t produced; /* messages in the partition */
     uint64_t cursor;   /* the consumer's next offset */
+    /* Over all rounds, per phase: payload bytes moved, CPU of the server
+     * process and of the bench's thread (the client), in ns. */
+    uint64_t bytes[PHASES], server_cpu[PHASES], client_cpu[PHASES];
 } tls_side_t;
+
+/* CPU time of the calling thread (the bench's only one), in ns. */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* The WebSocket port of a server the bench started (its log line, written
  * before "listening on", which sb_sluiced_start waited for). */
@@ -91,6 +105,7 @@ static void tls_side_close(tls_side_t *s)
 /* One slice of sends: MB/s. */
 static double produce_slice(tls_side_t *s, const sl_send_message_t *m, double seconds)
 {
+    uint64_t server0 = sb_process_cpu_ns(s->server.pid), client0 = thread_cpu_ns();
     uint64_t start = sl_clock_monotonic_us(), end = start + (uint64_t)(seconds * 1e6);
     uint64_t trips = 0, now = start;
     while (trips < TLS_TRIPS_MAX && (now = sl_clock_monotonic_us()) < end) {
@@ -102,12 +117,16 @@ static double produce_slice(tls_side_t *s, const sl_send_message_t *m, double se
     }
     s->produced += trips * TLS_MESSAGES;
     now = sl_clock_monotonic_us();
+    s->bytes[PHASE_PRODUCE] += trips * TLS_MESSAGES * TLS_MESSAGE_BYTES;
+    s->server_cpu[PHASE_PRODUCE] += sb_process_cpu_ns(s->server.pid) - server0;
+    s->client_cpu[PHASE_PRODUCE] += thread_cpu_ns() - client0;
     return (double)(trips * TLS_MESSAGES * TLS_MESSAGE_BYTES) / (double)(now - start);
 }
 
 /* One slice of polls from the cursor (wrapping to 0 at the end): MB/s. */
 static double consume_slice(tls_side_t *s, double seconds)
 {
+    uint64_t server0 = sb_process_cpu_ns(s->server.pid), client0 = thread_cpu_ns();
     uint64_t start = sl_clock_monotonic_us(), end = start + (uint64_t)(seconds * 1e6);
     uint64_t bytes = 0, trips = 0;
     while (trips < TLS_TRIPS_MAX && sl_clock_monotonic_us() < end) {
@@ -124,11 +143,15 @@ static double consume_slice(tls_side_t *s, double seconds)
         s->cursor += got.count;
         trips++;
     }
-    return (double)bytes / (double)(sl_clock_monotonic_us() - start);
+    uint64_t us = sl_clock_monotonic_us() - start;
+    s->bytes[PHASE_CONSUME] += bytes;
+    s->server_cpu[PHASE_CONSUME] += sb_process_cpu_ns(s->server.pid) - server0;
+    s->client_cpu[PHASE_CONSUME] += thread_cpu_ns() - client0;
+    return (double)bytes / (double)us;
 }
 
 static void tls_report(const char *what, door_kind_t kind, double rate[SIDES][TLS_ROUNDS_MAX],
-                       int rounds)
+                       int rounds, const tls_side_t sides[SIDES], int phase)
 {
     double ratio[TLS_ROUNDS_MAX], plain[TLS_ROUNDS_MAX], door[TLS_ROUNDS_MAX];
     for (int r = 0; r < rounds; r++) {
@@ -139,6 +162,17 @@ static void tls_report(const char *what, door_kind_t kind, double rate[SIDES][TL
     printf("  %-8s plain %7.1f MB/s   %-3s %7.1f MB/s   %s/plain %.2f (median of %d rounds)\n",
            what, sb_median(plain, rounds), door_short[kind], sb_median(door, rounds),
            door_short[kind], sb_median(ratio, rounds), rounds);
+    /* CPU per MB is steadier than a rate on a shared machine: it says what
+     * the door costs whatever else runs. */
+    double mb[SIDES];
+    for (int side = 0; side < SIDES; side++)
+        mb[side] = (double)sides[side].bytes[phase] / 1e6;
+    if (mb[SIDE_PLAIN] > 0 && mb[SIDE_DOOR] > 0)
+        printf("  %-8s CPU ms/MB: server plain %.2f, %s %.2f; client plain %.2f, %s %.2f\n", "",
+               (double)sides[SIDE_PLAIN].server_cpu[phase] / 1e6 / mb[SIDE_PLAIN],
+               door_short[kind], (double)sides[SIDE_DOOR].server_cpu[phase] / 1e6 / mb[SIDE_DOOR],
+               (double)sides[SIDE_PLAIN].client_cpu[phase] / 1e6 / mb[SIDE_PLAIN],
+               door_short[kind], (double)sides[SIDE_DOOR].client_cpu[phase] / 1e6 / mb[SIDE_DOOR]);
 }
 
 static void door_run(const sb_options_t *o, door_kind_t kind)
@@ -177,8 +211,8 @@ static void door_run(const sb_options_t *o, door_kind_t kind)
             consume[side][r] = sum_c[side] / TLS_SLICES;
         }
     }
-    tls_report("produce", kind, produce, rounds);
-    tls_report("consume", kind, consume, rounds);
+    tls_report("produce", kind, produce, rounds, sides, PHASE_PRODUCE);
+    tls_report("consume", kind, consume, rounds, sides, PHASE_CONSUME);
     for (int side = 0; side < SIDES; side++)
         tls_side_close(&sides[side]);
     free(m);
