@@ -169,10 +169,10 @@ static void tls_report(const char *what, door_kind_t kind, double rate[SIDES][TL
         mb[side] = (double)sides[side].bytes[phase] / 1e6;
     if (mb[SIDE_PLAIN] > 0 && mb[SIDE_DOOR] > 0)
         printf("  %-8s CPU ms/MB: server plain %.2f, %s %.2f; client plain %.2f, %s %.2f\n", "",
-               (double)sides[SIDE_PLAIN].server_cpu[phase] / 1e6 / mb[SIDE_PLAIN],
-               door_short[kind], (double)sides[SIDE_DOOR].server_cpu[phase] / 1e6 / mb[SIDE_DOOR],
-               (double)sides[SIDE_PLAIN].client_cpu[phase] / 1e6 / mb[SIDE_PLAIN],
-               door_short[kind], (double)sides[SIDE_DOOR].client_cpu[phase] / 1e6 / mb[SIDE_DOOR]);
+               (double)sides[SIDE_PLAIN].server_cpu[phase] / 1e6 / mb[SIDE_PLAIN], door_short[kind],
+               (double)sides[SIDE_DOOR].server_cpu[phase] / 1e6 / mb[SIDE_DOOR],
+               (double)sides[SIDE_PLAIN].client_cpu[phase] / 1e6 / mb[SIDE_PLAIN], door_short[kind],
+               (double)sides[SIDE_DOOR].client_cpu[phase] / 1e6 / mb[SIDE_DOOR]);
 }
 
 static void door_run(const sb_options_t *o, door_kind_t kind)

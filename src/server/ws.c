@@ -552,8 +552,8 @@ static uint32_t ws_need(void *state, uint32_t stream_bytes)
     sl_ws_session_t *s = state;
     if (!s->upgraded || s->failed)
         return 0;
-    size_t held = (s->pend.len - s->pend_off) + (s->hs.len - s->hs_off) +
-                  (s->in.len - s->in_off) + WS_WSLAY_BUFFER + (s->holding ? 1u : 0u);
+    size_t held = (s->pend.len - s->pend_off) + (s->hs.len - s->hs_off) + (s->in.len - s->in_off) +
+                  WS_WSLAY_BUFFER + (s->holding ? 1u : 0u);
     size_t raw = stream_bytes > held ? stream_bytes - held : 0;
     if (raw == 0)
         return 0;

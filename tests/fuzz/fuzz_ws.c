@@ -76,7 +76,8 @@ static void run_session(const sl_ws_door_t *door, const uint8_t *in, size_t n, u
     for (size_t at = 0; at < n && run->rc == 0;) {
         if (total > run->have) {
             size_t rest = total - run->have;
-            uint32_t need = sl_ws_transport.need(s, rest > UINT32_MAX ? UINT32_MAX : (uint32_t)rest);
+            uint32_t need =
+                sl_ws_transport.need(s, rest > UINT32_MAX ? UINT32_MAX : (uint32_t)rest);
             sl_assert(need <= n - at);
         }
         size_t k = piece_size(&x);

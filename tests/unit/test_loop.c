@@ -651,9 +651,15 @@ static uint32_t xor_need(void *state, uint32_t stream_bytes)
     return stream_bytes > held ? stream_bytes - (uint32_t)held : 0;
 }
 
-static const sl_conn_transport_t xor_transport = {
-    .name = "xor", .open = xor_open,   .close = xor_close, .input = xor_input, .read = xor_read,
-    .write = xor_write, .established = xor_established, .why = xor_why, .need = xor_need};
+static const sl_conn_transport_t xor_transport = {.name = "xor",
+                                                  .open = xor_open,
+                                                  .close = xor_close,
+                                                  .input = xor_input,
+                                                  .read = xor_read,
+                                                  .write = xor_write,
+                                                  .established = xor_established,
+                                                  .why = xor_why,
+                                                  .need = xor_need};
 
 static void xor_bytes(uint8_t *p, size_t n)
 {
