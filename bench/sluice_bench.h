@@ -40,6 +40,7 @@ typedef struct sb_options {
     bool run_logins, run_partitions, run_stall, run_http;
     bool run_tls;  /* only with --only tls (it starts two servers of its own) */
     bool run_otel; /* only with --only otel (four servers of its own) */
+    bool run_ws;   /* only with --only ws (the same, the second reached over WebSocket) */
 } sb_options_t;
 
 /* --- process plumbing (sluice_bench_proc.c) ------------------------------------- */
@@ -168,6 +169,8 @@ void sb_tls_run(const sb_options_t *o);
  * (twice: the second is the noise), at the default sampling and tracing every
  * request, four servers in one run. */
 void sb_otel_run(const sb_options_t *o);
+/* The same figure over WebSocket (--only ws): plain TCP and WS side by side. */
+void sb_ws_run(const sb_options_t *o);
 
 /* --- durable operations (sluice_bench_durable.c) ------------------------------- */
 

@@ -160,8 +160,10 @@ static void write_config(const sb_sluiced_t *s)
     if (!f)
         sb_die("cannot write %s: %s", path, strerror(errno));
     fprintf(f, "[tcp]\naddress = \"127.0.0.1:0\"\n\n[system]\npath = \"%s\"\n", s->data);
-    /* HTTP is on by default; the benchmark's server takes any free port. */
+    /* HTTP and WebSocket are on by default; the benchmark's servers take
+     * any free ports, so several can run at once. */
     fprintf(f, "\n[http]\naddress = \"127.0.0.1:0\"\n");
+    fprintf(f, "\n[websocket]\naddress = \"127.0.0.1:0\"\n");
     fclose(f);
 }
 

@@ -1,14 +1,17 @@
-/* sluice-bench TLS figure (issue 11): the same producer and consumer, over
- * plain TCP and over TCP-TLS, in one run. Two sluiced processes are
- * started, one with tcp.tls.enabled (its ephemeral self-signed certificate;
- * the client turns verification off, which only concerns the handshake,
- * done once before timing). libsluice sends batches of 1024 x 1 KiB
- * messages (1 MiB per request) to a 1-partition topic and polls them back
- * 1024 at a time; the two servers take turns in slices within each round,
- * and the figure is the median of the per-round ratio TLS / plain. */
+/* sluice-bench TLS and WebSocket figures (issue 11): the same producer and
+ * consumer, over plain TCP and over another door, in one run. Two sluiced
+ * processes are started: for TLS one with tcp.tls.enabled (its ephemeral
+ * self-signed certificate; the client turns verification off, which only
+ * concerns the handshake, done once before timing); for WebSocket both
+ * plain, the second reached on its WebSocket door. libsluice sends batches
+ * of 1024 x 1 KiB messages (1 MiB per request) to a 1-partition topic and
+ * polls them back 1024 at a time; the two servers take turns in slices
+ * within each round, and the figure is the median of the per-round ratio
+ * door / plain. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/clock.h"
 #include "sluice_bench.h"
@@ -21,18 +24,56 @@ enum {
     TLS_TRIPS_MAX = 100000,
 };
 
-enum { SIDE_PLAIN, SIDE_TLS, SIDES };
-static const char *const side_names[SIDES] = {"plain TCP", "TCP-TLS"};
+enum { SIDE_PLAIN, SIDE_DOOR, SIDES };
+
+/* The door measured beside plain TCP. */
+typedef enum door_kind { DOOR_TLS, DOOR_WS } door_kind_t;
+static const char *const door_names[] = {"TCP-TLS", "WebSocket"};
+static const char *const door_short[] = {"TLS", "WS"};
+
+enum { PHASE_PRODUCE, PHASE_CONSUME, PHASES };
 
 typedef struct tls_side {
     sb_sluiced_t server;
     sl_client_t *client;
     uint64_t produced; /* messages in the partition */
     uint64_t cursor;   /* the consumer's next offset */
+    /* Over all rounds, per phase: payload bytes moved, CPU of the server
+     * process and of the bench's thread (the client), in ns. */
+    uint64_t bytes[PHASES], server_cpu[PHASES], client_cpu[PHASES];
 } tls_side_t;
 
-static void tls_side_open(tls_side_t *s, const sb_options_t *o, bool tls)
+/* CPU time of the calling thread (the bench's only one), in ns. */
+static uint64_t thread_cpu_ns(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The WebSocket port of a server the bench started (its log line, written
+ * before "listening on", which sb_sluiced_start waited for). */
+static uint16_t ws_port_of(const sb_sluiced_t *s)
+{
+    static const char key[] = "serving WebSocket on 127.0.0.1:";
+    FILE *f = fopen(s->log, "r");
+    char line[512];
+    uint16_t port = 0;
+    while (f && port == 0 && fgets(line, sizeof(line), f)) {
+        const char *p = strstr(line, key);
+        if (p)
+            port = (uint16_t)atoi(p + strlen(key));
+    }
+    if (f)
+        fclose(f);
+    return port;
+}
+
+static void tls_side_open(tls_side_t *s, const sb_options_t *o, int side, door_kind_t kind)
+{
+    bool tls = side == SIDE_DOOR && kind == DOOR_TLS;
+    bool ws = side == SIDE_DOOR && kind == DOOR_WS;
+    memset(s, 0, sizeof(*s)); /* counts start over: a run may follow another's */
     /* The child takes the door from the environment (tls.md 2). */
     if (tls)
         setenv("IGGY_TCP_TLS_ENABLED", "true", 1);
@@ -42,13 +83,17 @@ static void tls_side_open(tls_side_t *s, const sb_options_t *o, bool tls)
     unsetenv("IGGY_TCP_TLS_CERT_FILE");
     sl_client_options_t opts = {.connect_timeout_ms = 10000,
                                 .request_timeout_ms = 60000,
+                                .transport = ws ? SL_CLIENT_WEBSOCKET : SL_CLIENT_TCP,
                                 .tls_enabled = tls,
                                 .tls_validate_certificate = SL_CLIENT_TLS_VALIDATE_OFF};
-    if (sl_client_connect("127.0.0.1", s->server.port, &opts, &s->client) != 0 ||
+    uint16_t port = ws ? ws_port_of(&s->server) : s->server.port;
+    if (port == 0)
+        sb_die("the WebSocket door's port is not in %s", s->server.log);
+    if (sl_client_connect("127.0.0.1", port, &opts, &s->client) != 0 ||
         sl_client_login(s->client, o->user, o->password, NULL) != 0 ||
         sl_client_create_stream(s->client, "tls-bench", NULL) != 0 ||
         sl_client_create_topic(s->client, sl_id_name("tls-bench"), "t", 1, NULL, NULL) != 0)
-        sb_die("cannot set up the %s server", side_names[tls]);
+        sb_die("cannot set up the %s server", side == SIDE_DOOR ? door_names[kind] : "plain TCP");
 }
 
 static void tls_side_close(tls_side_t *s)
@@ -60,55 +105,77 @@ static void tls_side_close(tls_side_t *s)
 /* One slice of sends: MB/s. */
 static double produce_slice(tls_side_t *s, const sl_send_message_t *m, double seconds)
 {
+    uint64_t server0 = sb_process_cpu_ns(s->server.pid), client0 = thread_cpu_ns();
     uint64_t start = sl_clock_monotonic_us(), end = start + (uint64_t)(seconds * 1e6);
     uint64_t trips = 0, now = start;
     while (trips < TLS_TRIPS_MAX && (now = sl_clock_monotonic_us()) < end) {
-        if (sl_client_send_messages(s->client, sl_id_name("tls-bench"), sl_id_name("t"),
-                                    sl_partitioning_partition(0), m, TLS_MESSAGES, NULL) != 0)
-            sb_die("SendMessages failed");
+        int rc = sl_client_send_messages(s->client, sl_id_name("tls-bench"), sl_id_name("t"),
+                                         sl_partitioning_partition(0), m, TLS_MESSAGES, NULL);
+        if (rc != 0)
+            sb_die("SendMessages failed (%d)", rc);
         trips++;
     }
     s->produced += trips * TLS_MESSAGES;
     now = sl_clock_monotonic_us();
+    s->bytes[PHASE_PRODUCE] += trips * TLS_MESSAGES * TLS_MESSAGE_BYTES;
+    s->server_cpu[PHASE_PRODUCE] += sb_process_cpu_ns(s->server.pid) - server0;
+    s->client_cpu[PHASE_PRODUCE] += thread_cpu_ns() - client0;
     return (double)(trips * TLS_MESSAGES * TLS_MESSAGE_BYTES) / (double)(now - start);
 }
 
 /* One slice of polls from the cursor (wrapping to 0 at the end): MB/s. */
 static double consume_slice(tls_side_t *s, double seconds)
 {
+    uint64_t server0 = sb_process_cpu_ns(s->server.pid), client0 = thread_cpu_ns();
     uint64_t start = sl_clock_monotonic_us(), end = start + (uint64_t)(seconds * 1e6);
     uint64_t bytes = 0, trips = 0;
     while (trips < TLS_TRIPS_MAX && sl_clock_monotonic_us() < end) {
         if (s->cursor + TLS_MESSAGES > s->produced)
             s->cursor = 0;
         sl_polled_messages_t got;
-        if (sl_client_poll_messages(s->client, sl_consumer_single(sl_id_num(1)),
-                                    sl_id_name("tls-bench"), sl_id_name("t"), 0,
-                                    sl_poll_offset(s->cursor), TLS_MESSAGES, false, &got) != 0 ||
-            got.count == 0)
-            sb_die("PollMessages failed");
+        int rc = sl_client_poll_messages(s->client, sl_consumer_single(sl_id_num(1)),
+                                         sl_id_name("tls-bench"), sl_id_name("t"), 0,
+                                         sl_poll_offset(s->cursor), TLS_MESSAGES, false, &got);
+        if (rc != 0 || got.count == 0)
+            sb_die("PollMessages failed (%d, %u messages)", rc, rc ? 0u : got.count);
         for (uint32_t i = 0; i < got.count; i++)
             bytes += got.messages[i].payload_len;
         s->cursor += got.count;
         trips++;
     }
-    return (double)bytes / (double)(sl_clock_monotonic_us() - start);
+    uint64_t us = sl_clock_monotonic_us() - start;
+    s->bytes[PHASE_CONSUME] += bytes;
+    s->server_cpu[PHASE_CONSUME] += sb_process_cpu_ns(s->server.pid) - server0;
+    s->client_cpu[PHASE_CONSUME] += thread_cpu_ns() - client0;
+    return (double)bytes / (double)us;
 }
 
-static void tls_report(const char *what, double rate[SIDES][TLS_ROUNDS_MAX], int rounds)
+static void tls_report(const char *what, door_kind_t kind, double rate[SIDES][TLS_ROUNDS_MAX],
+                       int rounds, const tls_side_t sides[SIDES], int phase)
 {
-    double ratio[TLS_ROUNDS_MAX], plain[TLS_ROUNDS_MAX], tls[TLS_ROUNDS_MAX];
+    double ratio[TLS_ROUNDS_MAX], plain[TLS_ROUNDS_MAX], door[TLS_ROUNDS_MAX];
     for (int r = 0; r < rounds; r++) {
-        ratio[r] = rate[SIDE_TLS][r] / rate[SIDE_PLAIN][r];
+        ratio[r] = rate[SIDE_DOOR][r] / rate[SIDE_PLAIN][r];
         plain[r] = rate[SIDE_PLAIN][r];
-        tls[r] = rate[SIDE_TLS][r];
+        door[r] = rate[SIDE_DOOR][r];
     }
-    printf("  %-8s plain %7.1f MB/s   TLS %7.1f MB/s   TLS/plain %.2f (median of %d rounds)\n",
-           what, sb_median(plain, rounds), sb_median(tls, rounds), sb_median(ratio, rounds),
-           rounds);
+    printf("  %-8s plain %7.1f MB/s   %-3s %7.1f MB/s   %s/plain %.2f (median of %d rounds)\n",
+           what, sb_median(plain, rounds), door_short[kind], sb_median(door, rounds),
+           door_short[kind], sb_median(ratio, rounds), rounds);
+    /* CPU per MB is steadier than a rate on a shared machine: it says what
+     * the door costs whatever else runs. */
+    double mb[SIDES];
+    for (int side = 0; side < SIDES; side++)
+        mb[side] = (double)sides[side].bytes[phase] / 1e6;
+    if (mb[SIDE_PLAIN] > 0 && mb[SIDE_DOOR] > 0)
+        printf("  %-8s CPU ms/MB: server plain %.2f, %s %.2f; client plain %.2f, %s %.2f\n", "",
+               (double)sides[SIDE_PLAIN].server_cpu[phase] / 1e6 / mb[SIDE_PLAIN], door_short[kind],
+               (double)sides[SIDE_DOOR].server_cpu[phase] / 1e6 / mb[SIDE_DOOR],
+               (double)sides[SIDE_PLAIN].client_cpu[phase] / 1e6 / mb[SIDE_PLAIN], door_short[kind],
+               (double)sides[SIDE_DOOR].client_cpu[phase] / 1e6 / mb[SIDE_DOOR]);
 }
 
-void sb_tls_run(const sb_options_t *o)
+static void door_run(const sb_options_t *o, door_kind_t kind)
 {
     static tls_side_t sides[SIDES];
     static double produce[SIDES][TLS_ROUNDS_MAX], consume[SIDES][TLS_ROUNDS_MAX];
@@ -123,10 +190,12 @@ void sb_tls_run(const sb_options_t *o)
         m[i] = (sl_send_message_t){.payload = payloads + (size_t)i * TLS_MESSAGE_BYTES,
                                    .payload_len = TLS_MESSAGE_BYTES};
     for (int side = 0; side < SIDES; side++)
-        tls_side_open(&sides[side], o, side == SIDE_TLS);
-    printf("\nTLS (%d x %d-byte messages per batch, libsluice, %d rounds of %d slices of %.2f s "
-           "per figure and side; TLS 1.3, AES-128-GCM)\n",
-           TLS_MESSAGES, TLS_MESSAGE_BYTES, rounds, TLS_SLICES, o->message_seconds / TLS_SLICES);
+        tls_side_open(&sides[side], o, side, kind);
+    printf("\n%s (%d x %d-byte messages per batch, libsluice, %d rounds of %d slices of %.2f s "
+           "per figure and side%s)\n",
+           door_names[kind], TLS_MESSAGES, TLS_MESSAGE_BYTES, rounds, TLS_SLICES,
+           o->message_seconds / TLS_SLICES,
+           kind == DOOR_TLS ? "; TLS 1.3, AES-128-GCM" : "; one binary message per frame");
     double slice = o->message_seconds / TLS_SLICES;
     for (int r = 0; r < rounds; r++) {
         double sum_p[SIDES] = {0}, sum_c[SIDES] = {0};
@@ -142,10 +211,20 @@ void sb_tls_run(const sb_options_t *o)
             consume[side][r] = sum_c[side] / TLS_SLICES;
         }
     }
-    tls_report("produce", produce, rounds);
-    tls_report("consume", consume, rounds);
+    tls_report("produce", kind, produce, rounds, sides, PHASE_PRODUCE);
+    tls_report("consume", kind, consume, rounds, sides, PHASE_CONSUME);
     for (int side = 0; side < SIDES; side++)
         tls_side_close(&sides[side]);
     free(m);
     free(payloads);
+}
+
+void sb_tls_run(const sb_options_t *o)
+{
+    door_run(o, DOOR_TLS);
+}
+
+void sb_ws_run(const sb_options_t *o)
+{
+    door_run(o, DOOR_WS);
 }

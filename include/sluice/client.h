@@ -112,7 +112,8 @@ typedef struct sl_client sl_client_t;
 /* How the frames travel (docs/client.md, "Transports"). */
 typedef enum sl_client_transport {
     SL_CLIENT_TCP = 0,       /* the binary protocol on a TCP stream (default port 8090) */
-    SL_CLIENT_WEBSOCKET = 1, /* each frame one WebSocket binary message (default port 8092) */
+    SL_CLIENT_WEBSOCKET = 1, /* each request one WebSocket binary message (default port 8092);
+                              * with tls_enabled: WSS */
 } sl_client_transport_t;
 
 /* Whether a TLS client checks the server's certificate. */

@@ -196,8 +196,12 @@ typedef struct sl_client_care {
 #define SL_CLIENT_TLS_TEXT_MAX 1024u
 /* TLS read-ahead buffer: a few 16 KiB records per read(2). */
 #define SL_CLIENT_TLS_READ_BUFFER (128u * 1024u)
+/* Plaintext encrypted before it is sent: a 1 MiB request leaves in four
+ * rounds of large writes rather than 64 record-sized ones. */
+#define SL_CLIENT_TLS_WRITE_CHUNK (256u * 1024u)
 struct ssl_st;
 struct ssl_ctx_st;
+struct bio_method_st;
 typedef struct sl_client_ws sl_client_ws_t;
 
 typedef struct sl_client_link {
@@ -207,6 +211,8 @@ typedef struct sl_client_link {
     char tls_domain[SL_CLIENT_TLS_TEXT_MAX];
     char tls_ca_file[SL_CLIENT_TLS_TEXT_MAX];
     struct ssl_ctx_st *tls_ctx; /* made at the first connect, kept for reconnects */
+    struct bio_method_st *tls_out_method; /* the BIO kind that appends to tls_out */
+    sl_buf_t tls_out;                     /* records written, not yet sent */
     struct ssl_st *ssl;         /* this connection's TLS session, or NULL */
     sl_client_ws_t *ws;         /* this connection's WebSocket state, or NULL */
 } sl_client_link_t;
@@ -324,22 +330,21 @@ int sl_client_link_recv(sl_client_t *c, uint8_t *p, size_t n, uint64_t deadline_
  * on an error. */
 int sl_client_link_peek(sl_client_t *c, uint8_t *p, size_t n);
 /* One non-blocking read of the stream: >0 bytes, 0 when nothing is here
- * yet (*events: what to poll for), -1 at end of stream or on an error. */
+ * yet (*events: what to poll for), -1 at end of stream or on an error.
+ * Only a 0 means the socket was tried: bytes read ahead (whole TLS records
+ * not yet decrypted) are not announced by the socket, so a caller that
+ * polls must read until 0 first. */
 ssize_t sl_client_link_read_some(sl_client_t *c, uint8_t *p, size_t n, short *events);
-/* True when stream bytes wait inside the transport (decrypted or decoded
- * but not read), so polling the socket would not announce them. */
-bool sl_client_link_buffered(const sl_client_t *c);
 /* Ends this connection's transport state and closes the socket. */
 void sl_client_link_close(sl_client_t *c);
 /* Frees what link_init and the first connect made (the TLS context). */
 void sl_client_link_free(sl_client_t *c);
 
 /* The raw stream under WebSocket frames: the socket, or TLS over it.
- * read/write: one non-blocking step, >0 bytes, 0 when it must wait for
- * *events, -1 at end of stream, -2 on an error. send/recv: as link_send
- * and link_recv. */
+ * read: one non-blocking step, >0 bytes, 0 when it must wait for *events,
+ * -1 at end of stream, -2 on an error. send/recv: as link_send and
+ * link_recv. */
 ssize_t sl_client_raw_read(sl_client_t *c, uint8_t *p, size_t n, short *events);
-ssize_t sl_client_raw_write(sl_client_t *c, const uint8_t *p, size_t n, short *events);
 int sl_client_raw_send(sl_client_t *c, const uint8_t *p, size_t n, uint64_t deadline_us) SL_WUR;
 int sl_client_raw_recv(sl_client_t *c, uint8_t *p, size_t n, uint64_t deadline_us,
                        size_t *got) SL_WUR;
@@ -355,7 +360,6 @@ int sl_client_ws_recv(sl_client_t *c, uint8_t *p, size_t n, uint64_t deadline_us
                       size_t *got) SL_WUR;
 int sl_client_ws_peek(sl_client_t *c, uint8_t *p, size_t n);
 ssize_t sl_client_ws_read_some(sl_client_t *c, uint8_t *p, size_t n, short *events);
-bool sl_client_ws_buffered(const sl_client_ws_t *ws);
 void sl_client_ws_free(sl_client_ws_t *ws);
 
 /* Sends c->tx (already numbered) and reads one frame into c->rx; any

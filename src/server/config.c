@@ -39,7 +39,7 @@
 /* clang-format off */
 static const sl_setting_t settings[] = {
     {"tcp.enabled", SL_SETTING_BOOL, FIELD(tcp.enabled), "true", 0, 1, "IGGY_TCP_ENABLED", 0,
-     "Serve the binary protocol over TCP; it is Sluice's only transport, so keep it true."},
+     "Serve the binary protocol over TCP; the other doors are served beside it, so keep it true."},
     {"tcp.address", SL_SETTING_ADDRESS, FIELD(tcp.address), "127.0.0.1:8090", 0, 0,
      "IGGY_TCP_ADDRESS", 0,
      "Address the TCP listener binds: IPv4 host:port or [IPv6]:port (port 0 = any free port)."},
@@ -146,12 +146,43 @@ static const sl_setting_t settings[] = {
      SL_CONFIG_NAME_CAPACITY - 1, "IGGY_HTTP_METRICS_ENDPOINT", 0,
      "Path of the metrics scrape; starts with /."},
     {"http.tls.enabled", SL_SETTING_BOOL, FIELD(http.tls.enabled), "false", 0, 1,
-     "IGGY_HTTP_TLS_ENABLED", 0, "HTTPS is not served yet: true is refused at start-up."},
-    {"websocket.enabled", SL_SETTING_BOOL, FIELD(websocket.enabled), "false", 0, 1,
+     "IGGY_HTTP_TLS_ENABLED", 0,
+     "Serve the HTTP API over HTTPS only (cert_file and key_file must load)."},
+    {"http.tls.cert_file", SL_SETTING_STRING, FIELD(http.tls.cert_file),
+     "core/certs/iggy_cert.pem", 0, SL_CONFIG_PATH_CAPACITY - 1, "IGGY_HTTP_TLS_CERT_FILE",
+     SL_SETTING_OPTIONAL,
+     "PEM certificate chain, leaf first; relative paths start at the working directory."},
+    {"http.tls.key_file", SL_SETTING_STRING, FIELD(http.tls.key_file), "core/certs/iggy_key.pem",
+     0, SL_CONFIG_PATH_CAPACITY - 1, "IGGY_HTTP_TLS_KEY_FILE", SL_SETTING_OPTIONAL,
+     "PEM private key (PKCS#8, PKCS#1 or SEC1) of the certificate in cert_file."},
+    {"websocket.enabled", SL_SETTING_BOOL, FIELD(websocket.enabled), "true", 0, 1,
      "IGGY_WEBSOCKET_ENABLED", 0,
-     "Reported only (cluster metadata): Sluice does not serve WebSocket."},
+     "Serve the binary protocol over WebSocket (each frame one binary message)."},
     {"websocket.address", SL_SETTING_ADDRESS, FIELD(websocket.address), "127.0.0.1:8092", 0, 0,
-     "IGGY_WEBSOCKET_ADDRESS", 0, "Reported WebSocket address when websocket.enabled is true."},
+     "IGGY_WEBSOCKET_ADDRESS", 0, "Address the WebSocket listener binds (port 0 = any free port)."},
+    {"websocket.max_message_size", SL_SETTING_BYTES, FIELD(websocket.max_message_size), "0", 0,
+     GIB, "IGGY_WEBSOCKET_MAX_MESSAGE_SIZE", 0,
+     "Largest message after reassembly; 0: message_bus.max_message_size."},
+    {"websocket.max_frame_size", SL_SETTING_BYTES, FIELD(websocket.max_frame_size), "0", 0, GIB,
+     "IGGY_WEBSOCKET_MAX_FRAME_SIZE", 0,
+     "Largest single WebSocket frame; 0: 16 MiB (at most the message limit)."},
+    {"websocket.accept_unmasked_frames", SL_SETTING_BOOL, FIELD(websocket.accept_unmasked_frames),
+     "false", 0, 1, "IGGY_WEBSOCKET_ACCEPT_UNMASKED_FRAMES", 0,
+     "Accept client frames without a mask (RFC 6455 requires one)."},
+    {"websocket.tls.enabled", SL_SETTING_BOOL, FIELD(websocket.tls.enabled), "false", 0, 1,
+     "IGGY_WEBSOCKET_TLS_ENABLED", 0,
+     "Serve WSS (TLS, then the upgrade) instead of plain WebSocket on websocket.address."},
+    {"websocket.tls.self_signed", SL_SETTING_BOOL, FIELD(websocket.tls.self_signed), "true", 0, 1,
+     "IGGY_WEBSOCKET_TLS_SELF_SIGNED", 0,
+     "With no file at cert_file, serve an ephemeral self-signed certificate for localhost; "
+     "false: cert_file and key_file are required."},
+    {"websocket.tls.cert_file", SL_SETTING_STRING, FIELD(websocket.tls.cert_file),
+     "core/certs/iggy_cert.pem", 0, SL_CONFIG_PATH_CAPACITY - 1, "IGGY_WEBSOCKET_TLS_CERT_FILE",
+     SL_SETTING_OPTIONAL,
+     "PEM certificate chain, leaf first; relative paths start at the working directory."},
+    {"websocket.tls.key_file", SL_SETTING_STRING, FIELD(websocket.tls.key_file),
+     "core/certs/iggy_key.pem", 0, SL_CONFIG_PATH_CAPACITY - 1, "IGGY_WEBSOCKET_TLS_KEY_FILE",
+     SL_SETTING_OPTIONAL, "PEM private key of the certificate in cert_file."},
     {"heartbeat.enabled", SL_SETTING_BOOL, FIELD(heartbeat.enabled), "true", 0, 1,
      "IGGY_HEARTBEAT_ENABLED", 0,
      "Evict consumer-group members that stay silent longer than 1.2 x heartbeat.interval."},
@@ -1022,9 +1053,10 @@ static int validate_http(const sl_config_t *cfg, char *err, size_t err_len)
         return fail(err, err_len, "http.jwt.algorithm: only HS256, HS384 and HS512 are supported");
     if (cfg->http.metrics.endpoint[0] != '/')
         return fail(err, err_len, "http.metrics.endpoint must start with /");
-    if (cfg->http.tls.enabled)
+    if (cfg->http.tls.enabled && (!cfg->http.tls.cert_file[0] || !cfg->http.tls.key_file[0]))
         return fail(err, err_len,
-                    "http.tls.enabled is true, but Sluice does not serve HTTPS yet (docs/http.md)");
+                    "http.tls.enabled is true: http.tls.cert_file and http.tls.key_file must both "
+                    "be set (HTTPS has no self-signed option)");
     const char *enc = cfg->http.jwt.encoding_secret, *dec = cfg->http.jwt.decoding_secret;
     if (enc[0] && dec[0] && strcmp(enc, dec) != 0)
         return fail(err, err_len,
@@ -1056,6 +1088,39 @@ static int validate_telemetry(const sl_config_t *cfg, char *err, size_t err_len)
     return rc;
 }
 
+/* websocket.md 3: max_frame_size <= max_message_size <= message_bus.max_message_size
+ * for the sizes that are set. */
+static int validate_websocket(const sl_config_t *cfg, char *err, size_t err_len)
+{
+    uint64_t bus = cfg->message_bus.max_message_size;
+    uint64_t message = cfg->websocket.max_message_size;
+    uint64_t frame = cfg->websocket.max_frame_size;
+    if (message > bus)
+        return fail(err, err_len,
+                    "websocket.max_message_size (%llu bytes) exceeds "
+                    "message_bus.max_message_size (%llu bytes)",
+                    (unsigned long long)message, (unsigned long long)bus);
+    if (frame > (message ? message : bus))
+        return fail(err, err_len,
+                    "websocket.max_frame_size (%llu bytes) exceeds the message limit (%llu bytes)",
+                    (unsigned long long)frame, (unsigned long long)(message ? message : bus));
+    return 0;
+}
+
+uint64_t sl_config_ws_message_max(const sl_config_t *cfg)
+{
+    uint64_t set = cfg->websocket.max_message_size;
+    return set ? set : cfg->message_bus.max_message_size;
+}
+
+uint64_t sl_config_ws_frame_max(const sl_config_t *cfg)
+{
+    uint64_t message = sl_config_ws_message_max(cfg);
+    uint64_t set = cfg->websocket.max_frame_size ? cfg->websocket.max_frame_size
+                                                 : 16ull * MIB; /* the reference's default */
+    return set < message ? set : message;
+}
+
 static int validate_root(const sl_config_t *cfg, char *err, size_t err_len)
 {
     const sl_setting_t *user = sl_config_setting_find("root.username");
@@ -1077,8 +1142,8 @@ int sl_config_validate(const sl_config_t *cfg, char *err, size_t err_len)
     }
     if (!cfg->tcp.enabled)
         return fail(err, err_len,
-                    "tcp.enabled is false, but TCP is the only transport Sluice "
-                    "serves: there would be nothing to listen on");
+                    "tcp.enabled is false, but Sluice serves its other doors beside TCP, "
+                    "not instead of it");
     if (cfg->message_bus.receive_memory_max < cfg->message_bus.max_message_size ||
         cfg->message_bus.reply_memory_max < cfg->message_bus.max_message_size)
         return fail(err, err_len,
@@ -1093,6 +1158,8 @@ int sl_config_validate(const sl_config_t *cfg, char *err, size_t err_len)
     int rc = validate_http(cfg, err, err_len);
     if (rc == 0)
         rc = validate_telemetry(cfg, err, err_len);
+    if (rc == 0)
+        rc = validate_websocket(cfg, err, err_len);
     return rc ? rc : validate_root(cfg, err, err_len);
 }
 
@@ -1262,12 +1329,9 @@ static void apply_default_root(sl_config_t *cfg)
 
 static void warn_reported_only(const sl_config_t *cfg)
 {
-    const sl_config_reported_listener_t *l[] = {&cfg->quic, &cfg->websocket};
-    const char *names[] = {"quic", "websocket"};
-    for (size_t i = 0; i < SL_ARRAY_LEN(l); i++)
-        if (l[i]->enabled)
-            sl_log_warn("%s.enabled is true: Sluice does not serve %s, it only reports %s",
-                        names[i], names[i], l[i]->address.text);
+    if (cfg->quic.enabled)
+        sl_log_warn("quic.enabled is true: Sluice does not serve quic, it only reports %s",
+                    cfg->quic.address.text);
     if (cfg->http.enabled && cfg->http.web_ui)
         sl_log_warn("http.web_ui is true: Sluice does not embed the web console; run it on its "
                     "own against %s",

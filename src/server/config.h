@@ -103,10 +103,21 @@ typedef struct sl_config {
             char endpoint[SL_CONFIG_NAME_CAPACITY];
         } metrics;
         struct {
-            bool enabled; /* refused: HTTPS is not served yet */
+            bool enabled; /* HTTPS only: the files are required */
+            char cert_file[SL_CONFIG_PATH_CAPACITY];
+            char key_file[SL_CONFIG_PATH_CAPACITY];
         } tls;
     } http;
-    sl_config_reported_listener_t websocket;
+    /* The WebSocket door (server/ws.h, websocket.md). Sizes 0 are unset:
+     * see sl_config_ws_message_max and sl_config_ws_frame_max. */
+    struct {
+        bool enabled;
+        sl_config_address_t address;
+        uint64_t max_message_size;
+        uint64_t max_frame_size;
+        bool accept_unmasked_frames;
+        sl_config_tls_t tls;
+    } websocket;
     struct {
         bool enabled;
         uint64_t interval_us;
@@ -246,6 +257,12 @@ int sl_config_format(const sl_config_t *cfg, const sl_setting_t *row, bool revea
 /* Shards to run: system.sharding.shards, or the online cores (at most 64)
  * when it is 0. */
 uint32_t sl_config_shard_count(const sl_config_t *cfg);
+/* The WebSocket door's effective limits (websocket.md 3): the message limit
+ * is websocket.max_message_size or, unset, message_bus.max_message_size;
+ * the frame limit websocket.max_frame_size or, unset, 16 MiB, never above
+ * the message limit. */
+uint64_t sl_config_ws_message_max(const sl_config_t *cfg);
+uint64_t sl_config_ws_frame_max(const sl_config_t *cfg);
 /* True when root credentials were given (environment or flag). */
 bool sl_config_has_root_credentials(const sl_config_t *cfg);
 

@@ -326,6 +326,23 @@ static void conn_feed_spill(sl_conn_t *c)
 
 /* --- receiving ------------------------------------------------------------- */
 
+/* The socket bytes a transport connection can wait for in one receive into
+ * its frame's free tail: what the transport says must still come, at most
+ * that tail and one transport chunk, and only when it is more than a
+ * receive buffer (below that a provided buffer serves as well). 0: use a
+ * provided buffer. The chunk bound lets the body be decoded piece by piece
+ * while the client still encodes and sends the rest. */
+static uint32_t conn_xport_bulk(const sl_conn_t *c)
+{
+    if (!c->xport || !c->xport->need || c->state != SL_CONN_BODY)
+        return 0;
+    uint32_t tail = c->frame_size - c->frame_have;
+    uint32_t need = c->xport->need(c->xstate, tail);
+    need = need < tail ? need : tail;
+    need = need < SL_LOOP_TRANSPORT_CHUNK ? need : SL_LOOP_TRANSPORT_CHUNK;
+    return need > c->loop->cfg.buf_size ? need : 0;
+}
+
 static void conn_arm_recv(sl_conn_t *c)
 {
     const sl_loop_config_t *cfg = &c->loop->cfg;
@@ -333,7 +350,15 @@ static void conn_arm_recv(sl_conn_t *c)
     if (c->starved)
         sl_loop_starve(c->loop, c, false);
     struct io_uring_sqe *sqe = sl_loop_sqe(c->loop);
-    if (c->state == SL_CONN_HEAD || c->xport) {
+    uint32_t bulk = conn_xport_bulk(c);
+    if (bulk > 0) {
+        /* A large encrypted (or framed) body: the transport's bytes wait in
+         * the frame's tail, all of them in one completion, and are handed
+         * to input from there; read then writes the stream over them. */
+        if (cfg->faults.recv_max && cfg->faults.recv_max < bulk)
+            bulk = cfg->faults.recv_max;
+        io_uring_prep_recv(sqe, c->fd, c->frame + c->frame_have, bulk, MSG_WAITALL);
+    } else if (c->state == SL_CONN_HEAD || c->xport) {
         /* The kernel picks a provided buffer when data arrives (always with
          * a transport: its bytes are not yet the frame's). */
         uint32_t len = cfg->buf_size;
@@ -401,6 +426,8 @@ void sl_conn_on_recv(sl_conn_t *c, int res, uint32_t flags)
         else if (res > 0 && !c->closing)
             conn_take_bytes(c, sl_loop_buf(c->loop, bid), (uint32_t)res);
         sl_loop_buf_return(c->loop, bid);
+    } else if (res > 0 && !c->closing && c->xport) {
+        conn_xport_input(c, c->frame + c->frame_have, (uint32_t)res); /* conn_xport_bulk */
     } else if (res > 0 && !c->closing) {
         c->frame_have += (uint32_t)res;
         if (c->frame_have == c->frame_size)
@@ -474,7 +501,9 @@ bool sl_conn_step(sl_conn_t *c, uint32_t budget)
                 conn_feed_spill(c);
                 break;
             }
-            if (c->xport && conn_xport_pull(c))
+            /* With a receive armed the transport has no new input (its
+             * bytes may be landing in the frame's tail: conn_xport_bulk). */
+            if (c->xport && !c->recv_armed && conn_xport_pull(c))
                 break;
             if (!c->closing)
                 conn_read_more(c);
@@ -732,10 +761,13 @@ static bool conn_xport_pull(sl_conn_t *c)
     return n > 0 && !c->closing;
 }
 
-/* Encodes the next chunk of the reply into c->xout. */
+/* Encodes the next chunk of the reply into c->xout. Room for the chunk and
+ * the transport's framing (TLS adds 22 bytes per 16 KiB record) is made
+ * first, so the buffer is not grown step by step while it fills. */
 static int conn_xport_encode(sl_conn_t *c)
 {
     size_t budget = SL_LOOP_TRANSPORT_CHUNK;
+    (void)sl_buf_reserve(&c->xout, budget + budget / 64 + 64); /* a failure shows in write */
     for (uint32_t i = c->iov_idx; i < c->iov_cnt && budget > 0; i++) {
         const struct iovec *v = &c->iov[c->iov_idx];
         size_t take = v->iov_len < budget ? v->iov_len : budget;
@@ -761,7 +793,9 @@ static void conn_xport_arm_send(sl_conn_t *c)
     c->inflight++;
 }
 
-/* Large buffers go back once empty: an idle connection keeps little. */
+/* Large buffers go back once empty and the reply is done (kept between
+ * its chunks, so a large reply does not allocate and fault its buffers in
+ * again for each): an idle connection keeps little. */
 static void conn_xport_trim(sl_buf_t *b)
 {
     sl_buf_reset(b);
@@ -796,6 +830,7 @@ static void conn_xport_flush(sl_conn_t *c)
     }
     if (!c->send_armed && replying && c->iov_idx == c->iov_cnt) {
         conn_xport_trim(&c->xout);
+        conn_xport_trim(&c->xsend);
         conn_send_finished(c);
     }
 }
@@ -807,7 +842,10 @@ static void conn_xport_sent(sl_conn_t *c, size_t n)
         conn_xport_arm_send(c);
         return;
     }
-    conn_xport_trim(&c->xsend);
+    if (c->state == SL_CONN_SENDING)
+        sl_buf_reset(&c->xsend); /* the next chunk goes in it: trimmed at the reply's end */
+    else
+        conn_xport_trim(&c->xsend);
     c->xsent = 0;
     conn_xport_flush(c);
 }

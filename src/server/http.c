@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <microhttpd.h>
+#include <openssl/crypto.h>
 #include <signal.h>
 #include <sluice/error.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 
 #include "auth/secret.h"
 #include "base/clock.h"
+#include "base/io.h"
 #include "base/log.h"
 #include "rest/rest.h"
 #include "server/internal.h"
@@ -573,26 +575,78 @@ int sl_http_bind(const sl_config_t *cfg, int *fd, uint16_t *port, char *err, siz
     return 0;
 }
 
-static struct MHD_Daemon *daemon_start(sl_http_t *h, int listen_fd)
+/* The largest certificate chain or key file read (a chain of a few
+ * certificates is a few KiB). */
+#define SL_HTTP_PEM_MAX (1u << 20)
+
+int sl_http_tls_load(const sl_config_t *cfg, sl_http_tls_t *t, char *err, size_t err_len)
+{
+    sl_buf_init(&t->cert, SL_HTTP_PEM_MAX + 1);
+    sl_buf_init(&t->key, SL_HTTP_PEM_MAX + 1);
+    /* OpenSSL reads the pair first: the same checks and messages as
+     * [tcp.tls] (http.md 9: no self-signed option, the files must load). */
+    sl_tls_settings_t s = {"http.tls", false, cfg->http.tls.cert_file, cfg->http.tls.key_file};
+    sl_tls_ctx_t *ctx = NULL;
+    sl_tls_source_t source;
+    if (sl_tls_ctx_create(&s, &ctx, &source, err, err_len) != 0)
+        return -SL_ERR_INVALID_CONFIGURATION;
+    sl_tls_ctx_free(ctx);
+    int rc = sl_io_read_file(cfg->http.tls.cert_file, &t->cert, SL_HTTP_PEM_MAX);
+    const char *path = cfg->http.tls.cert_file;
+    if (rc == 0) {
+        rc = sl_io_read_file(cfg->http.tls.key_file, &t->key, SL_HTTP_PEM_MAX);
+        path = cfg->http.tls.key_file;
+    }
+    if (rc == 0) {
+        sl_put_u8(&t->cert, 0); /* libmicrohttpd takes C strings */
+        sl_put_u8(&t->key, 0);
+    }
+    if (rc != 0 || !sl_buf_ok(&t->cert) || !sl_buf_ok(&t->key)) {
+        snprintf(err, err_len, "http.tls: cannot read %s: %s", path, strerror(rc ? -rc : ENOMEM));
+        sl_http_tls_free(t);
+        return -SL_ERR_INVALID_CONFIGURATION;
+    }
+    return 0;
+}
+
+void sl_http_tls_free(sl_http_tls_t *t)
+{
+    if (t->key.data)
+        OPENSSL_cleanse(t->key.data, t->key.cap);
+    sl_buf_free(&t->key);
+    sl_buf_free(&t->cert);
+}
+
+static struct MHD_Daemon *daemon_start(sl_http_t *h, int listen_fd, const sl_http_tls_t *tls)
 {
     /* The connection threads take no signal: the main thread handles them. */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_POLL | MHD_USE_ERROR_LOG;
+    /* HTTPS: GnuTLS inside libmicrohttpd, TLS 1.2 and 1.3 as the reference
+     * (tls.md 1). With TLS off the options are skipped: MHD_OPTION_END
+     * first ends the list there. */
+    struct MHD_OptionItem https[] = {
+        {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, tls ? (void *)tls->cert.data : NULL},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, tls ? (void *)tls->key.data : NULL},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"},
+        {MHD_OPTION_END, 0, NULL},
+    };
     struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-            MHD_USE_ERROR_LOG,
-        0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, listen_fd,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->cfg->http.max_connections,
+        flags | (tls ? MHD_USE_TLS : 0), 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET,
+        listen_fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->cfg->http.max_connections,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(h->cfg->http.idle_timeout_us / 1000000u),
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, h,
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)SL_HTTP_THREAD_STACK, MHD_OPTION_EXTERNAL_LOGGER,
-        mhd_log, h, MHD_OPTION_END);
+        mhd_log, h, MHD_OPTION_ARRAY, https, MHD_OPTION_END);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return d;
 }
 
-int sl_http_start(struct sl_server *srv, int listen_fd, sl_http_t **out, char *err, size_t err_len)
+int sl_http_start(struct sl_server *srv, int listen_fd, const sl_http_tls_t *tls, sl_http_t **out,
+                  char *err, size_t err_len)
 {
     *out = NULL;
     sl_http_t *h = calloc(1, sizeof(*h));
@@ -615,7 +669,7 @@ int sl_http_start(struct sl_server *srv, int listen_fd, sl_http_t **out, char *e
         snprintf(err, err_len, "http: cannot open internal connections: %s", strerror(-rc));
         return rc;
     }
-    h->daemon = daemon_start(h, listen_fd);
+    h->daemon = daemon_start(h, listen_fd, tls);
     if (!h->daemon) {
         close(listen_fd);
         snprintf(err, err_len, "http: cannot start serving on %s", srv->cfg.http.address.text);

@@ -133,12 +133,28 @@ int sl_http_auth_revoke(sl_http_auth_t *a, const sl_jwt_claims_t *c) SL_WUR;
 
 typedef struct sl_http sl_http_t;
 
+/* HTTPS (http.tls): the PEM texts handed to libmicrohttpd, which keeps
+ * pointing at them while it serves (NUL-terminated, owned here). */
+typedef struct sl_http_tls {
+    sl_buf_t cert;
+    sl_buf_t key;
+} sl_http_tls_t;
+
+/* Checks the certificate chain and key the way the other doors do (a
+ * message naming http.tls and the file when one does not load or the key
+ * does not match the leaf), then reads both files into t. Before anything
+ * is bound. 0 or -SL_ERR_INVALID_CONFIGURATION. */
+int sl_http_tls_load(const sl_config_t *cfg, sl_http_tls_t *t, char *err, size_t err_len) SL_WUR;
+/* Wipes the key and frees both; after sl_http_stop. */
+void sl_http_tls_free(sl_http_tls_t *t);
+
 /* Binds the listener (before the data directory is touched, like TCP's). */
 int sl_http_bind(const sl_config_t *cfg, int *fd, uint16_t *port, char *err, size_t err_len) SL_WUR;
-/* Opens the links, the keys, and starts serving on listen_fd (taken).
- * After the loop exists, before it runs. */
-int sl_http_start(struct sl_server *srv, int listen_fd, sl_http_t **out, char *err,
-                  size_t err_len) SL_WUR;
+/* Opens the links, the keys, and starts serving on listen_fd (taken), over
+ * HTTPS when tls is not NULL (it must outlive the door). After the loop
+ * exists, before it runs. */
+int sl_http_start(struct sl_server *srv, int listen_fd, const sl_http_tls_t *tls, sl_http_t **out,
+                  char *err, size_t err_len) SL_WUR;
 /* Stops serving and joins the threads (the loop must have stopped first,
  * so requests waiting for it are answered 503). */
 void sl_http_stop(sl_http_t *h);

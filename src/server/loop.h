@@ -95,7 +95,14 @@ typedef struct sl_conn sl_conn_t;
  *   when more input is needed, -errno to close (why() says why).
  * - write: n bytes of the reply stream, encoded into out. -errno to close.
  * - established: the handshake is done (until then handshake_timeout_ms
- *   runs from the accept). */
+ *   runs from the accept).
+ * - need (optional): how many socket bytes must still arrive, at the
+ *   least, before stream_bytes more of the frame stream can come out of
+ *   read, given what the transport holds now (0: maybe none). The loop
+ *   then waits for that many in one receive straight into the frame's
+ *   free tail (they go to input from there before read writes over them),
+ *   instead of a receive buffer's worth per loop turn. It must never
+ *   overstate: a client that sends exactly its frame would wait forever. */
 typedef struct sl_conn_transport {
     const char *name;    /* for the log: "tls", "ws", "wss" */
     uint8_t report_code; /* transport code clients are listed with; 0: TCP */
@@ -106,6 +113,7 @@ typedef struct sl_conn_transport {
     int (*write)(void *state, const uint8_t *src, size_t n);
     bool (*established)(const void *state);
     const char *(*why)(const void *state);
+    uint32_t (*need)(void *state, uint32_t stream_bytes);
 } sl_conn_transport_t;
 
 /* A further listening socket (a door) with its transport. */

@@ -60,7 +60,8 @@ static void get_snapshot(sl_read_t *c)
 }
 
 /* defaults.md 6: one node, the TCP listener's IP and the ports served (the
- * HTTP port bound, 0 for a transport Sluice does not serve). */
+ * HTTP and WebSocket ports bound, 0 for a door that is off or that Sluice
+ * does not serve). */
 static void get_cluster_metadata(sl_read_t *c)
 {
     const sl_config_t *cfg = &c->s->server->cfg;
@@ -70,7 +71,7 @@ static void get_cluster_metadata(sl_read_t *c)
         .tcp_port = sl_loop_port(c->s->server->loop),
         .quic_port = cfg->quic.enabled ? cfg->quic.address.port : 0,
         .http_port = c->s->server->http ? c->s->server->http_port : 0,
-        .websocket_port = cfg->websocket.enabled ? cfg->websocket.address.port : 0,
+        .websocket_port = c->s->server->ws_listen_fd >= 0 ? c->s->server->ws_port : 0,
         .role = SL_NODE_LEADER,
         .status = SL_NODE_HEALTHY,
     };
@@ -108,7 +109,9 @@ static bool client_view(sl_read_t *c, const sl_session_t *o, bool groups, sl_cli
     *d = (sl_client_details_t){
         .header = {.client_id = o->id,
                    .user_id = o->bound ? o->user_id : SL_CLIENT_NO_USER,
-                   .transport = SL_TRANSPORT_TCP,
+                   /* defaults.md 1: TCP and TCP-TLS list as 1, WS and WSS as 4. */
+                   .transport = sl_conn_transport_code(o->conn) ? sl_conn_transport_code(o->conn)
+                                                                : SL_TRANSPORT_TCP,
                    .address = sl_span_str(sl_conn_peer(o->conn))},
     };
     if (!o->bound)

@@ -436,26 +436,44 @@ static int open_metadata(sl_server_t *srv, char *err, size_t err_len)
     return 0;
 }
 
-/* The listener comes first: a server that cannot serve must not create or
- * change its data directory. The socket is the server's (the loop is given
- * it and leaves it open); SOMAXCONN holds the connections that arrive while
- * the metadata is recovered. */
-static int bind_listener(sl_server_t *srv, char *err, size_t err_len)
+/* A listening socket on a configured address, retried while it is in use:
+ * EADDRINUSE may be a predecessor's socket on its way out (server.h). */
+static int listen_retry(const sl_config_address_t *a, int *fd)
 {
-    const sl_config_address_t *a = &srv->cfg.tcp.address;
-    int rc = sl_loop_listen(a->host, a->port, SOMAXCONN, &srv->listen_fd);
-    /* EADDRINUSE may be a predecessor's socket on its way out (server.h). */
+    int rc = sl_loop_listen(a->host, a->port, SOMAXCONN, fd);
     for (uint32_t i = 0; rc == -EADDRINUSE && i < SL_LISTEN_RETRY_MS / SL_LISTEN_RETRY_STEP_MS;
          i++) {
         struct timespec step = {0, (long)SL_LISTEN_RETRY_STEP_MS * 1000000L};
         nanosleep(&step, NULL);
-        rc = sl_loop_listen(a->host, a->port, SOMAXCONN, &srv->listen_fd);
+        rc = sl_loop_listen(a->host, a->port, SOMAXCONN, fd);
     }
+    if (rc != 0)
+        *fd = -1;
+    return rc;
+}
+
+/* The listeners come first: a server that cannot serve must not create or
+ * change its data directory. The sockets are the server's (the loop is
+ * given them and leaves them open); SOMAXCONN holds the connections that
+ * arrive while the metadata is recovered. */
+static int bind_listener(sl_server_t *srv, char *err, size_t err_len)
+{
+    const sl_config_address_t *a = &srv->cfg.tcp.address;
+    int rc = listen_retry(a, &srv->listen_fd);
     if (rc != 0) {
-        srv->listen_fd = -1;
         snprintf(err, err_len, "cannot listen on %s: %s", a->text, strerror(-rc));
         return -SL_ERR_CANNOT_BIND_TO_SOCKET;
     }
+    if (!srv->cfg.websocket.enabled)
+        return 0;
+    a = &srv->cfg.websocket.address;
+    rc = listen_retry(a, &srv->ws_listen_fd);
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot listen on %s (websocket.address): %s", a->text,
+                 strerror(-rc));
+        return -SL_ERR_CANNOT_BIND_TO_SOCKET;
+    }
+    srv->ws_port = sl_loop_socket_port(srv->ws_listen_fd);
     return 0;
 }
 
@@ -490,6 +508,9 @@ static int start_loop(sl_server_t *srv, char *err, size_t err_len)
         lc.transport = &sl_tls_transport;
         lc.transport_ctx = srv->tcp_tls;
     }
+    if (srv->ws_listen_fd >= 0)
+        lc.doors[lc.door_count++] = (sl_loop_door_t){
+            srv->ws_listen_fd, srv->ws_tls ? &sl_wss_transport : &sl_ws_transport, &srv->ws_door};
     lc.handshake_timeout_ms = (uint32_t)(cfg->message_bus.handshake_grace_us / 1000u);
     lc.max_frame = srv->frame_max;
     lc.frame_budget = cfg->message_bus.receive_memory_max;
@@ -520,6 +541,10 @@ static int start_loop(sl_server_t *srv, char *err, size_t err_len)
                  cfg->tcp.address.text, sl_loop_diagnose(rc));
         return rc;
     }
+    if (srv->ws_listen_fd >= 0)
+        sl_log_info(cfg->websocket.address.ipv6 ? "serving WebSocket on [%s]:%u%s"
+                                                : "serving WebSocket on %s:%u%s",
+                    cfg->websocket.address.host, srv->ws_port, srv->ws_tls ? " (WSS)" : "");
     sl_log_info(cfg->tcp.address.ipv6 ? "listening on [%s]:%u%s" : "listening on %s:%u%s",
                 cfg->tcp.address.host, sl_loop_port(srv->loop), srv->tcp_tls ? " (TLS)" : "");
     return 0;
@@ -531,11 +556,13 @@ static int start_http(sl_server_t *srv, char *err, size_t err_len)
 {
     int fd = srv->http_listen_fd;
     srv->http_listen_fd = -1; /* the door's now, even when it fails */
-    int rc = sl_http_start(srv, fd, &srv->http, err, err_len);
+    bool https = srv->cfg.http.tls.enabled;
+    int rc = sl_http_start(srv, fd, https ? &srv->http_tls : NULL, &srv->http, err, err_len);
     if (rc != 0)
         return rc;
     const sl_config_address_t *a = &srv->cfg.http.address;
-    sl_log_info(a->ipv6 ? "HTTP API on [%s]:%u" : "HTTP API on %s:%u", a->host, srv->http_port);
+    sl_log_info(a->ipv6 ? "HTTP API on [%s]:%u%s" : "HTTP API on %s:%u%s", a->host, srv->http_port,
+                https ? " (HTTPS)" : "");
     return 0;
 }
 
@@ -556,6 +583,7 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
     memset(srv, 0, sizeof(*srv));
     srv->listen_fd = -1;
     srv->http_listen_fd = -1;
+    srv->ws_listen_fd = -1;
     srv->lock_fd = -1;
     srv->cfg = *cfg;
     sl_metrics_init(&srv->metrics);
@@ -585,6 +613,22 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
         rc = open_tls(&cfg->tcp.tls, "tcp.tls", &srv->tcp_tls, err, err_len);
         if (rc != 0)
             return rc;
+    }
+    if (cfg->websocket.enabled && cfg->websocket.tls.enabled) {
+        rc = open_tls(&cfg->websocket.tls, "websocket.tls", &srv->ws_tls, err, err_len);
+        if (rc != 0)
+            return rc;
+    }
+    srv->ws_door = (sl_ws_door_t){.message_max = sl_config_ws_message_max(cfg),
+                                  .frame_max = sl_config_ws_frame_max(cfg),
+                                  .accept_unmasked = cfg->websocket.accept_unmasked_frames,
+                                  .tls = srv->ws_tls};
+    if (cfg->http.enabled && cfg->http.tls.enabled) {
+        rc = sl_http_tls_load(cfg, &srv->http_tls, err, err_len);
+        if (rc != 0)
+            return rc;
+        sl_log_info("http.tls: serving the certificate %s with the key %s",
+                    cfg->http.tls.cert_file, cfg->http.tls.key_file);
     }
     rc = bind_listener(srv, err, err_len);
     if (rc == 0 && cfg->http.enabled)
@@ -638,15 +682,19 @@ void sl_server_close(sl_server_t *srv)
     /* The loop has stopped: HTTP requests still waiting for it are answered. */
     sl_http_stop(srv->http);
     srv->http = NULL;
+    sl_http_tls_free(&srv->http_tls); /* after the door that pointed at it */
     if (srv->http_listen_fd >= 0)
         close(srv->http_listen_fd);
     if (srv->loop)
         sl_loop_destroy(srv->loop);
-    /* After the loop: its connections' sessions referred to it. */
+    /* After the loop: its connections' sessions referred to them. */
     sl_tls_ctx_free(srv->tcp_tls);
-    /* The loop leaves the socket it was given open. */
+    sl_tls_ctx_free(srv->ws_tls);
+    /* The loop leaves the sockets it was given open. */
     if (srv->listen_fd >= 0)
         close(srv->listen_fd);
+    if (srv->ws_listen_fd >= 0)
+        close(srv->ws_listen_fd);
     /* After the loop: its ring no longer reads the pool's eventfd. */
     sl_hash_pool_destroy(srv->hash_pool);
     /* Trees not removed yet stay in the trash for the next boot. */
@@ -679,5 +727,6 @@ void sl_server_close(sl_server_t *srv)
     memset(srv, 0, sizeof(*srv));
     srv->listen_fd = -1;
     srv->http_listen_fd = -1;
+    srv->ws_listen_fd = -1;
     srv->lock_fd = -1;
 }

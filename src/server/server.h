@@ -24,6 +24,7 @@
 #include "meta/store.h"
 #include "server/config.h"
 #include "server/hash_pool.h"
+#include "server/http.h"
 #include "server/work_pool.h"
 #include "server/loop.h"
 #include "server/metrics.h"
@@ -31,6 +32,7 @@
 #include "server/partitions.h"
 #include "server/sysinfo.h"
 #include "server/tls.h"
+#include "server/ws.h"
 #include "wire/header.h"
 
 /* The server build version (login replies, GetStats); set by CMake. */
@@ -144,10 +146,18 @@ struct sl_server {
     struct sl_http *http;
     int http_listen_fd; /* bound, not yet handed to the door; -1 otherwise */
     uint16_t http_port;
+    sl_http_tls_t http_tls; /* http.tls.enabled: the PEM texts the door serves */
     uint32_t internal_count; /* sessions that are internal */
     int lock_fd;   /* the data directory's owner lock (datadir.h); -1 when not held */
     sl_loop_t *loop;
     sl_tls_ctx_t *tcp_tls; /* tcp.tls.enabled: the TCP door's TLS context */
+    /* The WebSocket door (ws.h): bound with the TCP listener, served by the
+     * same loop. ws_listen_fd is -1 when websocket.enabled is false;
+     * ws_port is the port it serves (the ephemeral one for 0). */
+    int ws_listen_fd;
+    uint16_t ws_port;
+    sl_ws_door_t ws_door;
+    sl_tls_ctx_t *ws_tls; /* websocket.tls.enabled: WSS */
     bool io_uring_failed; /* sl_server_open failed creating the ring (exit 77) */
     /* Request-frame buffers: the loop takes them, partitions and
      * messages.c give them back. Outlives the loop and the partitions. */
@@ -192,7 +202,7 @@ struct sl_server {
     sl_session_t *parked_tail;
     uint32_t parked_count;
     sl_session_t *resuming;
-    bool reply_released;      /* bytes came back (or the line moved) since the last resume */
+    bool reply_released; /* bytes came back (or the line moved) since the last resume */
     /* Consumer-group members the journal restored at boot, whose connections
      * died with the previous process (server.c, orphans_release): released
      * on the first tick past 6/5 of the heartbeat interval after boot unless
@@ -200,7 +210,7 @@ struct sl_server {
     sl_u128_t *orphans;
     uint32_t orphans_count;
     uint64_t orphans_since_us; /* monotonic */
-    volatile int stop_signal; /* the signal that asked us to stop, for the log */
+    volatile int stop_signal;  /* the signal that asked us to stop, for the log */
 };
 
 /* Binds the listener, then locks the data directory, recovers the metadata,
@@ -245,8 +255,8 @@ void sl_reply_span_end(sl_session_t *s);
 
 /* messages.c: SendMessages and the consumer-offset writes (160..162). The
  * frame is passed so SendMessages can hand it to the partition. */
-void sl_messages_partition_op(sl_session_t *s, const sl_request_header_t *req,
-                              const uint8_t *frame, sl_span_t body);
+void sl_messages_partition_op(sl_session_t *s, const sl_request_header_t *req, const uint8_t *frame,
+                              sl_span_t body);
 /* Journals every staged send (one append_many, so one fdatasync, per
  * partition) and answers each; a no-op when nothing is staged. Runs at the
  * end of each loop turn and before any request that could observe or

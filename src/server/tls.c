@@ -320,21 +320,43 @@ static int session_fail(sl_tls_session_t *s, int ssl_error)
 int sl_tls_read(sl_tls_session_t *s, uint8_t *dst, size_t n)
 {
     sl_assert(n > 0);
-    int want = n > INT_MAX ? INT_MAX : (int)n;
-    int r = SSL_read(s->ssl, dst, want);
-    if (r > 0)
-        return r;
-    int e = SSL_get_error(s->ssl, r);
-    switch (e) {
-    case SSL_ERROR_WANT_READ:
-    case SSL_ERROR_WANT_WRITE: /* the output BIO never refuses; kept for safety */
-        ERR_clear_error();
-        return 0;
-    case SSL_ERROR_ZERO_RETURN:
-        return -ECONNRESET;
-    default:
-        return session_fail(s, e);
+    size_t limit = n > INT_MAX ? INT_MAX : n;
+    size_t got = 0;
+    /* Record after record until dst is full or the input runs out: one
+     * call decrypts all that a large receive brought. Each pass consumes
+     * buffered input, so the loop ends with it. */
+    while (got < limit) {
+        int r = SSL_read(s->ssl, dst + got, (int)(limit - got));
+        if (r > 0) {
+            got += (size_t)r;
+            continue;
+        }
+        int e = SSL_get_error(s->ssl, r);
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+            /* WANT_WRITE: the output BIO never refuses; kept for safety. */
+            ERR_clear_error();
+            break;
+        }
+        if (got > 0)
+            break; /* what came before the end or the error is handed on first */
+        return e == SSL_ERROR_ZERO_RETURN ? -ECONNRESET : session_fail(s, e);
     }
+    return (int)got;
+}
+
+/* The largest TLS record on the wire: header, 2^14 bytes, and what TLS 1.2
+ * and 1.3 may add (RFC 8446 5.2). */
+#define SL_TLS_RECORD_WIRE_MAX (5u + 16384u + 256u)
+
+size_t sl_tls_need(sl_tls_session_t *s, size_t stream_bytes)
+{
+    if (!SSL_is_init_finished(s->ssl))
+        return 0;
+    /* Every plaintext byte costs at least one ciphertext byte. Held now:
+     * decrypted bytes (SSL_pending), ciphertext in the input BIO, and at
+     * most one record OpenSSL has begun to read. */
+    size_t held = (size_t)SSL_pending(s->ssl) + BIO_ctrl_pending(s->rbio) + SL_TLS_RECORD_WIRE_MAX;
+    return stream_bytes > held ? stream_bytes - held : 0;
 }
 
 int sl_tls_write(sl_tls_session_t *s, const uint8_t *src, size_t n)

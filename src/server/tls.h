@@ -57,14 +57,19 @@ int sl_tls_session_new(sl_tls_ctx_t *ctx, sl_buf_t *out, sl_tls_session_t **s) S
 void sl_tls_session_free(sl_tls_session_t *s);
 /* Ciphertext received: kept until sl_tls_read consumes it. 0 or -ENOMEM. */
 int sl_tls_input(sl_tls_session_t *s, const uint8_t *data, size_t n) SL_WUR;
-/* Up to n (> 0) bytes of plaintext into dst, driving the handshake first.
- * Returns the count, 0 when more ciphertext is needed, -ECONNRESET when
+/* Up to n (> 0) bytes of plaintext into dst, driving the handshake first,
+ * as many records as the input holds. Returns the count, 0 when more
+ * ciphertext is needed, -ECONNRESET when
  * the peer closed the TLS session, -EPROTO when the bytes are not TLS or a
  * handshake fails (the reason is in sl_tls_last_error). */
 int sl_tls_read(sl_tls_session_t *s, uint8_t *dst, size_t n) SL_WUR;
 /* Encrypts n bytes into out. 0, or -EPROTO before the handshake is done or
  * when OpenSSL fails, -ENOMEM when out cannot grow. */
 int sl_tls_write(sl_tls_session_t *s, const uint8_t *src, size_t n) SL_WUR;
+/* Ciphertext bytes that must still arrive, at the least, before
+ * stream_bytes more plaintext can be read (0 during the handshake or when
+ * what is held may be enough): a lower bound a receive may wait for. */
+size_t sl_tls_need(sl_tls_session_t *s, size_t stream_bytes);
 /* True once the handshake has completed. */
 bool sl_tls_established(const sl_tls_session_t *s);
 /* The reason of the last -EPROTO, for the log ("wrong version number"). */

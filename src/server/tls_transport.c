@@ -39,6 +39,11 @@ static const char *tls_why(const void *state)
     return sl_tls_last_error(state);
 }
 
+static uint32_t tls_need(void *state, uint32_t stream_bytes)
+{
+    return (uint32_t)sl_tls_need(state, stream_bytes);
+}
+
 const sl_conn_transport_t sl_tls_transport = {
     .name = "tls",
     .report_code = 0, /* TCP-TLS is listed as TCP, as the reference does */
@@ -49,4 +54,5 @@ const sl_conn_transport_t sl_tls_transport = {
     .write = tls_write,
     .established = tls_established,
     .why = tls_why,
+    .need = tls_need,
 };

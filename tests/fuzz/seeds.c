@@ -391,6 +391,60 @@ static void seeds_rest(void)
     sl_buf_free(&b);
 }
 
+/* --- fuzz_ws: [mode][schedule][bytes] ------------------------------------------ */
+
+/* One masked client frame (RFC 6455 5.2), key 11 22 33 44. */
+static void ws_seed_frame(sl_buf_t *b, uint8_t first, const uint8_t *p, size_t n)
+{
+    static const uint8_t key[4] = {0x11, 0x22, 0x33, 0x44};
+    sl_put_u8(b, first);
+    if (n < 126) {
+        sl_put_u8(b, (uint8_t)(0x80 | n));
+    } else {
+        sl_put_u8(b, 0x80 | 126);
+        sl_put_u8(b, (uint8_t)(n >> 8));
+        sl_put_u8(b, (uint8_t)n);
+    }
+    sl_put_bytes(b, key, 4);
+    for (size_t i = 0; i < n; i++)
+        sl_put_u8(b, p[i] ^ key[i % 4]);
+}
+
+static void seeds_ws(void)
+{
+    /* A PING request (vector a's header) as one message; then fragmented
+     * with a ping inside; then a Close. Mode 8: after the upgrade. */
+    uint8_t frame[SL_HEADER_SIZE] = {0};
+    sl_store_u32(frame + SL_HDR_OFF_SIZE, SL_HEADER_SIZE);
+    sl_buf_t b;
+    sl_buf_init(&b, 0);
+    sl_put_u8(&b, 8);
+    sl_put_u8(&b, 7);
+    ws_seed_frame(&b, 0x82, frame, sizeof(frame));
+    emit("fuzz_ws", "one_message", no_prefix, &b);
+    sl_put_u8(&b, 8);
+    sl_put_u8(&b, 200);
+    ws_seed_frame(&b, 0x02, frame, 20);
+    ws_seed_frame(&b, 0x89, (const uint8_t *)"hi", 2);
+    ws_seed_frame(&b, 0x80, frame + 20, sizeof(frame) - 20);
+    ws_seed_frame(&b, 0x88, (const uint8_t *)"\x03\xe8", 2);
+    emit("fuzz_ws", "fragments_ping_close", no_prefix, &b);
+    /* Mode 0: the upgrade request comes with the bytes; mode 4: alone. */
+    static const char req[] = "GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\n"
+                              "Connection: Upgrade\r\n"
+                              "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                              "Sec-WebSocket-Version: 13\r\n\r\n";
+    for (uint8_t mode = 0; mode <= 4; mode += 4) {
+        sl_put_u8(&b, mode);
+        sl_put_u8(&b, 3);
+        sl_put_bytes(&b, req, sizeof(req) - 1);
+        if (mode == 0)
+            ws_seed_frame(&b, 0x82, frame, sizeof(frame));
+        emit("fuzz_ws", mode ? "upgrade_alone" : "upgrade_and_message", no_prefix, &b);
+    }
+    sl_buf_free(&b);
+}
+
 /* --- fuzz_meta_snapshot: a small state's image without its trailer --------- */
 
 /* Applies one metadata entry of root (user 0) with the body in b (then
@@ -522,5 +576,6 @@ int main(int argc, char **argv)
     seeds_toml();
     seeds_meta_snapshot();
     seeds_meta_journal();
+    seeds_ws();
     return 0;
 }

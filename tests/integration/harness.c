@@ -85,8 +85,9 @@ static const th_certs_t *test_certs(void)
 
 /* What the mode adds to the configuration: the door it serves. Every
  * server of the suite binds ephemeral ports, WebSocket included (on by
- * default, it would otherwise take 8092 in every test at once). */
-static void write_door_config(FILE *f)
+ * default, it would otherwise take 8092 in every test at once); a test
+ * that configures [websocket] itself gets its own section instead. */
+static void write_door_config(FILE *f, const th_options_t *opt)
 {
     th_mode_t m = th_mode();
     const th_certs_t *c = mode_tls() ? test_certs() : NULL;
@@ -95,8 +96,8 @@ static void write_door_config(FILE *f)
                 "\n[tcp.tls]\nenabled = true\nself_signed = false\ncert_file = \"%s\"\n"
                 "key_file = \"%s\"\n",
                 c->leaf, c->leaf_key);
-    fprintf(f, "\n[websocket]\nenabled = %s\naddress = \"127.0.0.1:0\"\n",
-            m == TH_WS || m == TH_WSS ? "true" : "false");
+    if (!opt || !opt->extra_config || !strstr(opt->extra_config, "[websocket]"))
+        fprintf(f, "\n[websocket]\naddress = \"127.0.0.1:0\"\n");
     if (m == TH_WSS)
         fprintf(f,
                 "\n[websocket.tls]\nenabled = true\nself_signed = false\ncert_file = \"%s\"\n"
@@ -114,7 +115,7 @@ static void write_config(th_server_t *srv, const th_options_t *opt)
     /* HTTP is on by default: every test server gets a port of its own. */
     if (!opt || !opt->extra_config || !strstr(opt->extra_config, "[http]"))
         fprintf(f, "\n[http]\naddress = \"127.0.0.1:0\"\n");
-    write_door_config(f);
+    write_door_config(f, opt);
     if (opt && opt->extra_config)
         fprintf(f, "\n%s\n", opt->extra_config);
     fclose(f);
@@ -181,11 +182,12 @@ static bool find_port(th_server_t *srv)
     if (!p || !strstr(log, " ready, data in "))
         return false;
     srv->tcp_port = (uint16_t)atoi(p + strlen(tcp_line));
+    srv->ws_port = w ? (uint16_t)atoi(w + strlen(ws_line)) : 0;
     srv->port = srv->tcp_port;
     if (th_mode() == TH_WS || th_mode() == TH_WSS) {
         if (!w)
             return false;
-        srv->port = (uint16_t)atoi(w + strlen(ws_line));
+        srv->port = srv->ws_port;
     }
     const char *h = strstr(log, "HTTP API on 127.0.0.1:");
     srv->http_port = h ? (uint16_t)atoi(h + strlen("HTTP API on 127.0.0.1:")) : 0;
@@ -212,6 +214,7 @@ static int start(th_server_t *srv, const th_options_t *opt, int *status)
         die("truncate sluiced.log");
     srv->port = 0;
     srv->http_port = 0;
+    srv->ws_port = 0;
     srv->pid = spawn(srv, opt);
     for (int i = 0; i < 1000; i++) { /* up to 20 s: Argon2 and recovery run first */
         if (find_port(srv))
@@ -356,29 +359,39 @@ static bool carrier_up(carrier_t *k)
     return true;
 }
 
+/* Moves everything the link has for the test now. The link is drained
+ * until it would block: a TLS session with read-ahead keeps whole records
+ * it has read from the socket but not yet decrypted, which neither
+ * SSL_pending nor the socket announces, so stopping after one record could
+ * leave the rest of a reply waiting for bytes that never come. */
 static bool carrier_down(carrier_t *k)
 {
     uint8_t buf[16384];
-    short events = 0;
-    ssize_t n = sl_client_link_read_some(k->client, buf, sizeof(buf), &events);
-    if (n < 0)
-        return false;
-    return n == 0 || th_send_all(k->local, buf, (size_t)n);
+    for (;;) {
+        short events = 0;
+        ssize_t n = sl_client_link_read_some(k->client, buf, sizeof(buf), &events);
+        if (n < 0)
+            return false;
+        if (n == 0)
+            return true;
+        if (!th_send_all(k->local, buf, (size_t)n))
+            return false;
+    }
 }
 
 static void *carrier_run(void *arg)
 {
     carrier_t *k = arg;
-    /* Ends when either side closes: the other is closed then. */
+    /* Ends when either side closes: the other is closed then. Both
+     * directions are drained each time, so waiting in poll is right. */
     for (;;) {
         struct pollfd p[2] = {{.fd = k->local, .events = POLLIN},
                               {.fd = k->client->fd, .events = POLLIN}};
-        bool buffered = sl_client_link_buffered(k->client);
-        if (!buffered && poll(p, 2, -1) < 0 && errno != EINTR)
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
             break;
         if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) && !carrier_up(k))
             break;
-        if ((buffered || (p[1].revents & (POLLIN | POLLHUP | POLLERR))) && !carrier_down(k))
+        if ((p[1].revents & (POLLIN | POLLHUP | POLLERR)) && !carrier_down(k))
             break;
     }
     close(k->local);

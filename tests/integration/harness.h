@@ -26,8 +26,9 @@ typedef struct th_server {
     char data_dir[256];
     char log_path[320];
     char config_path[320];
-    bool keep_data; /* leave the directory for a restart */
+    bool keep_data;    /* leave the directory for a restart */
     uint16_t tcp_port; /* the TCP (or TCP-TLS) door, whatever the mode */
+    uint16_t ws_port;  /* the WebSocket (or WSS) door, 0 when it is off */
     char ca_file[320]; /* the test CA in the TLS modes, else "" */
 } th_server_t;
 

@@ -54,7 +54,15 @@ long th_http_request(th_http_t *h, const char *method, const char *path, const c
     if (!c)
         return -1;
     char url[2048], auth[2100], ctype[256];
-    snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", h->port, path);
+    char resolve[300];
+    struct curl_slist *names = NULL;
+    if (h->ca_file) {
+        snprintf(url, sizeof(url), "https://%s:%u%s", h->host, h->port, path);
+        snprintf(resolve, sizeof(resolve), "%s:%u:127.0.0.1", h->host, h->port);
+        names = curl_slist_append(NULL, resolve);
+    } else {
+        snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", h->port, path);
+    }
     struct curl_slist *hdrs = NULL;
     if (h->token[0]) {
         snprintf(auth, sizeof(auth), "Authorization: Bearer %s", h->token);
@@ -78,6 +86,10 @@ long th_http_request(th_http_t *h, const char *method, const char *path, const c
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &head);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    if (h->ca_file) {
+        curl_easy_setopt(c, CURLOPT_CAINFO, h->ca_file);
+        curl_easy_setopt(c, CURLOPT_RESOLVE, names);
+    }
     if (strcmp(method, "HEAD") == 0)
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     if (body) {
@@ -90,8 +102,9 @@ long th_http_request(th_http_t *h, const char *method, const char *path, const c
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     else
         fprintf(stderr, "http: %s %s: %s\n", method, path, curl_easy_strerror(rc));
-    curl_slist_free_all(hdrs);
     curl_easy_cleanup(c);
+    curl_slist_free_all(hdrs);
+    curl_slist_free_all(names);
     h->last.status = status;
     h->last.body = data.data ? data.data : calloc(1, 1);
     h->last.body_len = data.len;

@@ -20,6 +20,10 @@ typedef struct th_http_reply {
 typedef struct th_http {
     uint16_t port;
     char token[2048]; /* sent as a bearer when not empty */
+    /* HTTPS: the CA file to verify against, and the name to dial (resolved
+     * to 127.0.0.1); plain HTTP to 127.0.0.1 when ca_file is NULL. */
+    const char *ca_file;
+    const char *host;
     th_http_reply_t last;
 } th_http_t;
 

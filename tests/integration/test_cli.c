@@ -1524,6 +1524,27 @@ static void test_reference_doc(void **state)
     res_free(&r);
 }
 
+/* --transport websocket reaches the WebSocket door: the server lists the
+ * connection as WebSocket. */
+static void test_websocket_transport(void **state)
+{
+    (void)state;
+    char ws_server[64];
+    snprintf(ws_server, sizeof(ws_server), "127.0.0.1:%u", srv.ws_port);
+    cli_res_t r = run_with(
+        &(spawn_opts_t){.stdin_fd = -1},
+        ARGS("--transport", "websocket", "--server", ws_server, "-t", root_token), ARGS("me"));
+    expect_code(&r, 0);
+    expect_has(r.out, "TRANSPORT  websocket");
+    res_free(&r);
+    /* The TCP port does not speak WebSocket: the upgrade is refused. */
+    r = run_with(&(spawn_opts_t){.stdin_fd = -1},
+                 ARGS("--transport", "websocket", "--server", server_arg, "-t", root_token),
+                 ARGS("me"));
+    expect_has(r.err, "WebSocketConnectionError");
+    res_free(&r);
+}
+
 static void test_system_commands(void **state)
 {
     (void)state;
@@ -1879,6 +1900,7 @@ int main(void)
         cmocka_unit_test(test_completion),
         cmocka_unit_test(test_reference_doc),
         cmocka_unit_test(test_system_commands),
+        cmocka_unit_test(test_websocket_transport),
         cmocka_unit_test(test_message_files),
         cmocka_unit_test(test_group_poll),
         cmocka_unit_test(test_list_mode_and_forms),

@@ -632,7 +632,9 @@ static void test_cluster_metadata(void **state)
     assert_int_equal(node->quic_port, 0);
     assert_int_not_equal(srv.http_port, 0);
     assert_int_equal(node->http_port, srv.http_port);
-    assert_int_equal(node->websocket_port, 0);
+    /* WebSocket is on by default: the harness gives it an ephemeral port. */
+    assert_int_not_equal(srv.ws_port, 0);
+    assert_int_equal(node->websocket_port, srv.ws_port);
     assert_int_equal(node->role, 0);
     assert_int_equal(node->status, 0);
     /* It needs a login, nothing more. */

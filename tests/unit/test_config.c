@@ -214,8 +214,19 @@ static void test_defaults(void **state)
     assert_true(cfg.http.metrics.enabled);
     assert_string_equal(cfg.http.metrics.endpoint, "/metrics");
     assert_false(cfg.http.tls.enabled);
-    assert_false(cfg.websocket.enabled);
+    assert_string_equal(cfg.http.tls.cert_file, "core/certs/iggy_cert.pem");
+    assert_string_equal(cfg.http.tls.key_file, "core/certs/iggy_key.pem");
+    assert_true(cfg.websocket.enabled);
     assert_string_equal(cfg.websocket.address.text, "127.0.0.1:8092");
+    assert_int_equal(cfg.websocket.max_message_size, 0);
+    assert_int_equal(cfg.websocket.max_frame_size, 0);
+    assert_int_equal(sl_config_ws_message_max(&cfg), SL_FRAME_MAX_DEFAULT);
+    assert_int_equal(sl_config_ws_frame_max(&cfg), 16u << 20);
+    assert_false(cfg.websocket.accept_unmasked_frames);
+    assert_false(cfg.websocket.tls.enabled);
+    assert_true(cfg.websocket.tls.self_signed);
+    assert_string_equal(cfg.websocket.tls.cert_file, "core/certs/iggy_cert.pem");
+    assert_string_equal(cfg.websocket.tls.key_file, "core/certs/iggy_key.pem");
     assert_true(cfg.heartbeat.enabled);
     assert_int_equal(cfg.heartbeat.interval_us, SL_HEARTBEAT_INTERVAL_US_DEFAULT);
     assert_int_equal(cfg.message_bus.max_message_size, SL_FRAME_MAX_DEFAULT);
@@ -656,7 +667,15 @@ static void test_validation_http(void **state)
     (void)state;
     http_refused("http.jwt.algorithm", "RS256", "only HS256, HS384 and HS512");
     http_refused("http.metrics.endpoint", "metrics", "must start with /");
-    http_refused("http.tls.enabled", "true", "does not serve HTTPS yet");
+    /* HTTPS needs its files named (no self-signed option). */
+    sl_config_t tls;
+    char why[512];
+    sl_config_defaults(&tls);
+    tls.http.tls.enabled = true;
+    assert_int_equal(sl_config_validate(&tls, why, sizeof(why)), 0);
+    tls.http.tls.key_file[0] = '\0';
+    assert_int_equal(sl_config_validate(&tls, why, sizeof(why)), -SL_ERR_INVALID_CONFIGURATION);
+    assert_contains(why, "http.tls.cert_file and http.tls.key_file must both be set");
     http_refused("http.cors.allowed_methods", "GET, FETCH", "http.cors.allowed_methods");
     http_refused("http.cors.allowed_origins", "https://a.example, *", "only be the first");
     sl_config_t cfg;
@@ -772,6 +791,30 @@ static void test_ratios(void **state)
     assert_string_equal(text, "1");
     sl_format_ratio_ppm(125, text, sizeof(text));
     assert_string_equal(text, "0.000125");
+}
+
+/* websocket.md 3: frame <= message <= message_bus for the sizes set; unset
+ * ones follow the others. */
+static void test_validation_websocket(void **state)
+{
+    (void)state;
+    http_refused("websocket.max_message_size", "65 MiB", "exceeds message_bus.max_message_size");
+    http_refused("websocket.max_frame_size", "65 MiB", "exceeds the message limit");
+    sl_config_t cfg;
+    char err[512];
+    sl_config_defaults(&cfg);
+    cfg.websocket.max_message_size = 1u << 20;
+    cfg.websocket.max_frame_size = (1u << 20) + 1;
+    assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), -SL_ERR_INVALID_CONFIGURATION);
+    assert_contains(err, "websocket.max_frame_size (1048577 bytes) exceeds the message limit");
+    /* The frame limit follows a smaller message limit, which follows the bus. */
+    cfg.websocket.max_frame_size = 0;
+    assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), 0);
+    assert_int_equal(sl_config_ws_frame_max(&cfg), 1u << 20);
+    sl_config_defaults(&cfg);
+    cfg.message_bus.max_message_size = 8u << 20;
+    assert_int_equal(sl_config_ws_message_max(&cfg), 8u << 20);
+    assert_int_equal(sl_config_ws_frame_max(&cfg), 8u << 20);
 }
 
 static void test_validation(void **state)
@@ -1152,9 +1195,18 @@ static void set_every_row(sl_config_t *cfg)
     set_or_fail(cfg, "http.jwt.use_base64_secret", "true");
     set_or_fail(cfg, "http.metrics.enabled", "false");
     set_or_fail(cfg, "http.metrics.endpoint", "/m");
-    set_or_fail(cfg, "http.tls.enabled", "false");
-    set_or_fail(cfg, "websocket.enabled", "true");
+    set_or_fail(cfg, "http.tls.enabled", "true");
+    set_or_fail(cfg, "http.tls.cert_file", "h.pem");
+    set_or_fail(cfg, "http.tls.key_file", "h.key");
+    set_or_fail(cfg, "websocket.enabled", "false");
     set_or_fail(cfg, "websocket.address", "[::]:3");
+    set_or_fail(cfg, "websocket.max_message_size", "1 MiB");
+    set_or_fail(cfg, "websocket.max_frame_size", "64 KiB");
+    set_or_fail(cfg, "websocket.accept_unmasked_frames", "true");
+    set_or_fail(cfg, "websocket.tls.enabled", "true");
+    set_or_fail(cfg, "websocket.tls.self_signed", "false");
+    set_or_fail(cfg, "websocket.tls.cert_file", "w.pem");
+    set_or_fail(cfg, "websocket.tls.key_file", "w.key");
     set_or_fail(cfg, "heartbeat.enabled", "false");
     set_or_fail(cfg, "heartbeat.interval", "2h 3m 4s 5ms 6us");
     set_or_fail(cfg, "tcp.tls.enabled", "true");
@@ -1207,10 +1259,8 @@ static void test_print_round_trip(void **state)
         char va[512], vb[512];
         sl_config_format(&cfg, &rows[i], true, va, sizeof(va));
         sl_config_format(&defaults, &rows[i], true, vb, sizeof(vb));
-        /* tcp.enabled must stay true (TCP is always served) and
-         * http.tls.enabled false (HTTPS is not served yet). */
-        if (strcmp(va, vb) == 0 && strcmp(rows[i].name, "tcp.enabled") != 0 &&
-            strcmp(rows[i].name, "http.tls.enabled") != 0)
+        /* tcp.enabled must stay true (TCP is always served). */
+        if (strcmp(va, vb) == 0 && strcmp(rows[i].name, "tcp.enabled") != 0)
             fail_msg("%s is still its default", rows[i].name);
     }
 
@@ -1341,6 +1391,7 @@ int main(void)
         cmocka_unit_test_setup(test_root_credentials, clear_env),
         cmocka_unit_test_setup(test_validation, clear_env),
         cmocka_unit_test_setup(test_validation_http, clear_env),
+        cmocka_unit_test_setup(test_validation_websocket, clear_env),
         cmocka_unit_test_setup(test_config_set, clear_env),
         cmocka_unit_test_setup(test_duration_parse, clear_env),
         cmocka_unit_test_setup(test_duration_format, clear_env),
