@@ -19,6 +19,7 @@
 #include "base/io.h"
 #include "base/log.h"
 #include "server/datadir.h"
+#include "server/encryption.h"
 #include "server/http.h"
 #include "server/test_faults.h"
 #include "wire/cmd_system.h"
@@ -583,6 +584,8 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
     if (rc == 0)
         rc = sl_datadir_lock(cfg->system.path, &srv->lock_fd, err, err_len);
     if (rc == 0)
+        rc = sl_encryption_open_datadir(cfg, &srv->aead, err, err_len);
+    if (rc == 0)
         rc = open_metadata(srv, err, err_len);
     if (rc == 0 && sl_sysinfo_init(&srv->sysinfo, cfg->system.path, SL_SERVER_VERSION) != 0) {
         snprintf(err, err_len, "cannot read process information");
@@ -661,6 +664,7 @@ void sl_server_close(sl_server_t *srv)
     free(srv->staged_bases);
     free(srv->staged_picks);
     sl_buf_free(&srv->admitted);
+    sl_aead_destroy(srv->aead);
     sl_metrics_close(&srv->metrics);
     /* Last: every file of the data directory is closed. */
     sl_datadir_unlock(srv->lock_fd);
