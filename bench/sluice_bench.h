@@ -37,6 +37,7 @@ typedef struct sb_options {
     int stall_streams;                /* streams GetStreams lists in the stall figure */
     bool run_logins, run_partitions, run_stall, run_http;
     bool run_tls; /* only with --only tls (it starts two servers of its own) */
+    bool run_encryption; /* only with --only encryption (two servers of its own) */
 } sb_options_t;
 
 /* --- process plumbing (sluice_bench_proc.c) ------------------------------------- */
@@ -157,6 +158,8 @@ void sb_ping_run(const sb_options_t *o, const char *host, uint16_t port, pid_t s
 
 /* Starts a plain and a TLS sluiced and prints produce and consume over each. */
 void sb_tls_run(const sb_options_t *o);
+/* The same with system.encryption.enabled instead of TLS (issue 15). */
+void sb_encryption_run(const sb_options_t *o);
 
 /* --- durable operations (sluice_bench_durable.c) ------------------------------- */
 

@@ -145,7 +145,8 @@ static void usage(FILE *f)
             "  --partition-mb M   MB sent per round to each of its topics (default 2000)\n"
             "  --partition-message-bytes B  payload of its 1000 messages per batch (default 1000)\n"
             "  --only LIST        any of rss,ping,durable,messages,group,logins,partitions,\n"
-            "                     stall,http,tls (default all but partitions, stall and tls)\n"
+            "                     stall,http,tls,encryption (default all but partitions,\n"
+            "                     stall, tls and encryption)\n"
             "  --stall-streams N  streams GetStreams lists in the stall figure (default 20000)\n",
             default_sluiced());
 }
@@ -173,10 +174,12 @@ static void parse_only(sb_options_t *o, const char *list)
     o->run_stall = strstr(list, "stall") != NULL;
     o->run_http = strstr(list, "http") != NULL;
     o->run_tls = strstr(list, "tls") != NULL;
+    o->run_encryption = strstr(list, "encryption") != NULL;
     if (!o->run_rss && !o->run_ping && !o->run_durable && !o->run_messages && !o->run_group &&
-        !o->run_logins && !o->run_partitions && !o->run_stall && !o->run_http && !o->run_tls)
+        !o->run_logins && !o->run_partitions && !o->run_stall && !o->run_http && !o->run_tls &&
+        !o->run_encryption)
         sb_die("--only takes rss, ping, durable, messages, group, logins, partitions, stall, "
-               "http and/or tls");
+               "http, tls and/or encryption");
 }
 
 static void check_options(const sb_options_t *o)
@@ -359,6 +362,8 @@ int main(int argc, char **argv)
         sb_http_run(&o, &own, host, port);
     if (o.run_tls)
         sb_tls_run(&o);
+    if (o.run_encryption)
+        sb_encryption_run(&o);
     if (own.pid > 0) {
         sb_memory_t end;
         if (sb_memory_read(own.pid, &end))
