@@ -136,6 +136,56 @@ int sl_encryption_open_run(sl_aead_t *a, uint8_t *run, size_t len, size_t *len_o
     return 0;
 }
 
+/* --- blobs and metadata ------------------------------------------------------------------ */
+
+int sl_encryption_seal_blob(sl_aead_t *a, sl_span_t aad, sl_span_t plain, sl_buf_t *out)
+{
+    if (!sl_buf_reserve(out, plain.len + SL_AEAD_OVERHEAD))
+        return -SL_ERR_ERROR;
+    int rc = sl_aead_seal(a, aad, plain.ptr, plain.len, out->data + out->len);
+    if (rc == 0)
+        out->len += plain.len + SL_AEAD_OVERHEAD;
+    return rc;
+}
+
+int sl_encryption_open_blob(sl_aead_t *a, sl_span_t aad, sl_span_t sealed, sl_buf_t *out)
+{
+    if (sealed.len < SL_AEAD_OVERHEAD)
+        return -SL_ERR_CANNOT_DECRYPT_DATA;
+    size_t at = out->len;
+    /* Opened in place in out: the sealed bytes are borrowed (a file read, a journal entry). */
+    if (!sl_buf_reserve(out, sealed.len))
+        return -SL_ERR_ERROR;
+    memcpy(out->data + at, sealed.ptr, sealed.len);
+    int rc = sl_aead_open(a, aad, out->data + at, sealed.len, NULL);
+    if (rc != 0)
+        return rc;
+    memmove(out->data + at, out->data + at + SL_AEAD_NONCE_SIZE, sealed.len - SL_AEAD_OVERHEAD);
+    out->len = at + sealed.len - SL_AEAD_OVERHEAD;
+    return 0;
+}
+
+static sl_span_t entry_aad(uint8_t aad[32], const sl_meta_entry_t *e)
+{
+    static const char tag[] = "sluice meta entry";
+    memcpy(aad, tag, sizeof(tag) - 1);
+    sl_store_u64(aad + 17, e->op);
+    aad[25] = e->operation;
+    return (sl_span_t){aad, 26};
+}
+
+int sl_encryption_seal_entry(void *aead, const sl_meta_entry_t *e, sl_buf_t *out)
+{
+    uint8_t aad[32];
+    return sl_encryption_seal_blob(aead, entry_aad(aad, e), e->body, out);
+}
+
+int sl_encryption_open_entry(void *aead, const sl_meta_entry_t *e, sl_buf_t *out)
+{
+    uint8_t aad[32];
+    return sl_encryption_open_blob(aead, entry_aad(aad, e), e->body, out);
+}
+
 /* --- the data directory's key check ---------------------------------------------------- */
 
 #define CHECK_MAGIC "sluice-encryption-check v1\n"
@@ -228,11 +278,13 @@ static int read_check(const char *dir, uint8_t sealed[sizeof(check_plain) + SL_A
     return 1;
 }
 
-int sl_encryption_open_datadir(const sl_config_t *cfg, sl_aead_t **out, char *err, size_t err_len)
+int sl_encryption_open_datadir(const sl_config_t *cfg, sl_aead_t **out, bool *rotated, char *err,
+                               size_t err_len)
 {
     const char *dir = cfg->system.path;
     uint8_t sealed[sizeof(check_plain) + SL_AEAD_OVERHEAD];
     *out = NULL;
+    *rotated = false;
     int present = read_check(dir, sealed, err, err_len);
     if (present < 0)
         return present;
@@ -276,6 +328,7 @@ int sl_encryption_open_datadir(const sl_config_t *cfg, sl_aead_t **out, char *er
             sl_aead_destroy(a);
             return rc;
         }
+        *rotated = present != 0;
         if (present)
             sl_log_warn("encryption: key rotation: %s now names the new key; keep previous_key "
                         "until every message written before the rotation has expired",

@@ -19,6 +19,7 @@
 #include "auth/aead.h"
 #include "base/assert.h"
 #include "base/bytes.h"
+#include "meta/entry.h"
 #include "server/config.h"
 
 /* The file in the data directory that says it holds encrypted data and
@@ -50,6 +51,21 @@ int sl_encryption_seal_record(sl_aead_t *a, sl_span_t record, uint8_t *out) SL_W
 int sl_encryption_open_run(sl_aead_t *a, uint8_t *run, size_t len, size_t *len_out,
                            uint64_t *bad_offset) SL_WUR;
 
+/* Appends the sealed form of plain (plain.len + SL_AEAD_OVERHEAD bytes) to
+ * out. 0, -SL_ERR_CANNOT_ENCRYPT_DATA, or -SL_ERR_ERROR when out cannot grow. */
+int sl_encryption_seal_blob(sl_aead_t *a, sl_span_t aad, sl_span_t plain, sl_buf_t *out) SL_WUR;
+/* Appends the plaintext of the sealed blob to out (nothing when it does not
+ * verify). 0, -SL_ERR_CANNOT_DECRYPT_DATA, or -SL_ERR_ERROR. */
+int sl_encryption_open_blob(sl_aead_t *a, sl_span_t aad, sl_span_t sealed, sl_buf_t *out) SL_WUR;
+
+/* The metadata's at-rest form (docs/security.md): a journaled entry's body
+ * is one blob whose additional data binds it to its op and operation; the
+ * snapshot's state bytes are one blob. Shapes of sl_meta_machine_t's seal
+ * and open, ctx the aead. */
+int sl_encryption_seal_entry(void *aead, const sl_meta_entry_t *e, sl_buf_t *out);
+int sl_encryption_open_entry(void *aead, const sl_meta_entry_t *e, sl_buf_t *out);
+#define SL_ENCRYPTION_SNAPSHOT_AAD "sluice metadata snapshot v1"
+
 /* At start, after the data directory is locked and before anything in it
  * is read: matches the directory against the settings (docs/security.md).
  *   enabled, check file opens with key: ready;
@@ -61,10 +77,12 @@ int sl_encryption_open_run(sl_aead_t *a, uint8_t *run, size_t len, size_t *len_o
  *     data cannot be turned encrypted in place);
  *   disabled, check file present: refused (the data needs the key);
  *   disabled, no check file: nothing is done, *out stays NULL.
- * On success *out is the loop's context (NULL when disabled). 0 or a
- * negative error with err saying what to do. */
-int sl_encryption_open_datadir(const sl_config_t *cfg, sl_aead_t **out, char *err, size_t err_len)
-    SL_WUR;
+ * On success *out is the loop's context (NULL when disabled) and *rotated
+ * says whether the check file opened only with previous_key (the caller then
+ * re-seals the metadata with the new key). 0 or a negative error with err
+ * saying what to do. */
+int sl_encryption_open_datadir(const sl_config_t *cfg, sl_aead_t **out, bool *rotated, char *err,
+                               size_t err_len) SL_WUR;
 
 /* A context for cfg's keys (another thread's own), or NULL when disabled.
  * 0 or a negative error. */

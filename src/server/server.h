@@ -152,6 +152,7 @@ struct sl_server {
     /* system.encryption.enabled: the loop thread's AES-256-GCM context
      * (server/encryption.h); NULL when off, and then nothing costs. */
     struct sl_aead *aead;
+    struct sl_aead *meta_aead; /* the metadata store's (journal, snapshot) */
     sl_meta_t *meta;
     sl_meta_store_t *store;
     sl_sysinfo_t sysinfo;

@@ -33,11 +33,17 @@
 /* Two keys (base64 of 32 bytes) and the settings that name them. */
 #define KEY_A "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="
 #define KEY_B "oKGio6SlpqeoqaqrrK2ur7CxsrO0tba3uLm6u7y9vr8="
-#define WITH_A "[system.encryption]\nenabled = true\nkey = \"" KEY_A "\"\n"
-#define WITH_B "[system.encryption]\nenabled = true\nkey = \"" KEY_B "\"\n"
+/* Snapshots every 3 metadata operations, so restarts read sealed snapshots
+ * as well as sealed journal entries. */
+#define CHECKPOINTS "[metadata]\ncheckpoint_interval = 3\n\n"
+#define WITH_A CHECKPOINTS "[system.encryption]\nenabled = true\nkey = \"" KEY_A "\"\n"
+#define WITH_B CHECKPOINTS "[system.encryption]\nenabled = true\nkey = \"" KEY_B "\"\n"
 #define ROTATED                                                                                    \
-    "[system.encryption]\nenabled = true\nkey = \"" KEY_B "\"\nprevious_key = \"" KEY_A "\"\n"
+    CHECKPOINTS "[system.encryption]\nenabled = true\nkey = \"" KEY_B "\"\nprevious_key = \"" KEY_A "\"\n"
 #define MARKER "PLAINTEXT-MARKER-0123456789"
+/* Names only the metadata holds. */
+#define META_MARKER "meta-marker-stream-4711"
+#define USER_MARKER "markeruser4711"
 
 static void start(th_server_t *srv, const char *config, const char *data_dir)
 {
@@ -138,7 +144,7 @@ static sl_client_t *login(th_server_t *srv)
 /* --- files on disk ------------------------------------------------------------------------- */
 
 static char found_log[512];
-static bool marker_seen;
+static bool marker_seen, meta_marker_seen, snapshot_seen;
 
 static bool file_has(const char *path, const char *needle)
 {
@@ -160,9 +166,11 @@ static int visit(const char *path, const struct stat *st, int type, struct FTW *
     if (len > 4 && strcmp(path + len - 4, ".log") == 0 && strstr(path, "/partitions/") &&
         !strstr(path, "sluiced.log"))
         snprintf(found_log, sizeof(found_log), "%s", path);
-    if (!strstr(path, "sluiced.log") && !strstr(path, "sluiced.toml") &&
-        file_has(path, MARKER))
-        marker_seen = true;
+    if (strstr(path, "sluiced.log") || strstr(path, "sluiced.toml"))
+        return 0;
+    marker_seen |= file_has(path, MARKER);
+    meta_marker_seen |= file_has(path, META_MARKER) || file_has(path, USER_MARKER);
+    snapshot_seen |= strstr(path, "/metadata/snapshot") != NULL;
     return 0;
 }
 
@@ -171,7 +179,7 @@ static int visit(const char *path, const struct stat *st, int type, struct FTW *
 static void scan(const th_server_t *srv)
 {
     found_log[0] = '\0';
-    marker_seen = false;
+    marker_seen = meta_marker_seen = snapshot_seen = false;
     assert_int_equal(nftw(srv->data_dir, visit, 16, FTW_PHYS), 0);
     assert_true(found_log[0] != '\0');
 }
@@ -188,6 +196,8 @@ static void test_round_trip_restart_and_disk(void **state)
     sl_client_t *c = login(&srv);
     OK(sl_client_create_stream(c, "s", NULL));
     OK(sl_client_create_topic(c, sl_id_name("s"), "t", 1, NULL, NULL));
+    OK(sl_client_create_stream(c, META_MARKER, NULL));
+    OK(sl_client_create_user(c, USER_MARKER, "secret-password", 1, NULL, NULL));
     send_range(c, 0, 20);
     send_range(c, 20, 1);
     OK(poll_check(c, 0, 21)); /* from the journal */
@@ -196,9 +206,16 @@ static void test_round_trip_restart_and_disk(void **state)
     assert_int_equal(th_stop(&srv, SIGTERM), 0);
     scan(&srv);
     assert_false(marker_seen);
+    assert_false(meta_marker_seen); /* names in the journal and the snapshot are sealed */
+    assert_true(snapshot_seen);
 
     restart(&srv, WITH_A);
     c = login(&srv);
+    const sl_stream_t *named;
+    OK(sl_client_get_stream(c, sl_id_name(META_MARKER), &named));
+    sl_client_t *user = th_client(srv.port, USER_MARKER, "secret-password");
+    assert_non_null(user);
+    sl_client_close(user);
     OK(poll_check(c, 0, 21)); /* from the segment */
     OK(poll_check(c, 19, 2));
     sl_client_close(c);

@@ -257,12 +257,54 @@ static void test_record_hostile(void **state)
     sl_aead_destroy(other);
 }
 
+/* A metadata entry's sealed body opens only as the op and operation it was
+ * sealed for; the snapshot blob helpers round-trip. */
+static void test_metadata_entries(void **state)
+{
+    (void)state;
+    sl_aead_t *a = aead(key_a, NULL);
+    const char *body = "stream named secret";
+    sl_meta_entry_t e = {.op = 42, .operation = 128, .body = sl_span_str(body)};
+    sl_buf_t sealed, opened;
+    sl_buf_init(&sealed, 0);
+    sl_buf_init(&opened, 0);
+    assert_int_equal(sl_encryption_seal_entry(a, &e, &sealed), 0);
+    assert_int_equal(sealed.len, strlen(body) + SL_AEAD_OVERHEAD);
+    assert_null(memmem(sealed.data, sealed.len, "secret", 6));
+    sl_meta_entry_t j = e;
+    j.body = sl_buf_span(&sealed);
+    assert_int_equal(sl_encryption_open_entry(a, &j, &opened), 0);
+    assert_span_str(sl_buf_span(&opened), body);
+    j.op = 43;
+    sl_buf_reset(&opened);
+    assert_int_equal(sl_encryption_open_entry(a, &j, &opened), -SL_ERR_CANNOT_DECRYPT_DATA);
+    assert_int_equal(opened.len, 0);
+    j.op = 42;
+    j.operation = 129;
+    assert_int_equal(sl_encryption_open_entry(a, &j, &opened), -SL_ERR_CANNOT_DECRYPT_DATA);
+    j.operation = 128;
+    j.body.len = SL_AEAD_OVERHEAD - 1;
+    assert_int_equal(sl_encryption_open_entry(a, &j, &opened), -SL_ERR_CANNOT_DECRYPT_DATA);
+    /* An empty body still seals (28 bytes) and opens empty. */
+    e.body = (sl_span_t){NULL, 0};
+    sl_buf_reset(&sealed);
+    assert_int_equal(sl_encryption_seal_entry(a, &e, &sealed), 0);
+    j = e;
+    j.body = sl_buf_span(&sealed);
+    assert_int_equal(sl_encryption_open_entry(a, &j, &opened), 0);
+    assert_int_equal(opened.len, 0);
+    sl_buf_free(&sealed);
+    sl_buf_free(&opened);
+    sl_aead_destroy(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_known_answer),     cmocka_unit_test(test_seal_open_tamper),
         cmocka_unit_test(test_wrong_and_previous_key), cmocka_unit_test(test_key_decode),
         cmocka_unit_test(test_record_round_trip), cmocka_unit_test(test_record_hostile),
+        cmocka_unit_test(test_metadata_entries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
