@@ -89,7 +89,8 @@ static int open_record(sl_aead_t *a, uint8_t *run, size_t r, size_t len, size_t 
         uint32_t sealed = sl_load_u32(fh + SL_FRAME_OFF_PAYLOAD_LENGTH);
         uint32_t headers = sl_load_u32(fh + SL_FRAME_OFF_HEADERS_LENGTH);
         size_t blob = (size_t)sealed + headers;
-        if (sealed < SL_AEAD_OVERHEAD || blob > len - in - SL_FRAME_HEADER_SIZE)
+        if (sealed < SL_AEAD_OVERHEAD || blob > len - in - SL_FRAME_HEADER_SIZE ||
+            sl_load_u64(fh + SL_FRAME_OFF_RESERVED) != 0)
             return -SL_ERR_CANNOT_DECRYPT_DATA;
         uint8_t *b = run + r + in + SL_FRAME_HEADER_SIZE;
         int rc = sl_aead_open(a, frame_aad(aad, fh), b, blob, NULL);

@@ -244,6 +244,11 @@ static void test_record_hostile(void **state)
     /* Every cut of the run is refused, never read past. */
     for (size_t cut = 1; cut < len; cut++)
         assert_int_equal(open_copy(a, sealed, cut, &bad), -SL_ERR_CANNOT_DECRYPT_DATA);
+    /* A frame whose reserved field is set (the blob does not cover it). */
+    sealed[SL_BATCH_HEADER_SIZE + SL_FRAME_OFF_RESERVED] = 1;
+    assert_int_equal(open_copy(a, sealed, len, &bad), -SL_ERR_CANNOT_DECRYPT_DATA);
+    sealed[SL_BATCH_HEADER_SIZE + SL_FRAME_OFF_RESERVED] = 0;
+    assert_int_equal(open_copy(a, sealed, len, &bad), 0);
     /* A frame too short to hold a blob, and a record length past the run. */
     sl_store_u32(sealed + SL_BATCH_HEADER_SIZE + SL_FRAME_OFF_PAYLOAD_LENGTH, 3);
     assert_int_equal(open_copy(a, sealed, len, &bad), -SL_ERR_CANNOT_DECRYPT_DATA);
