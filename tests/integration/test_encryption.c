@@ -356,6 +356,39 @@ static void test_flipped_byte_on_disk(void **state)
     }
 }
 
+/* Sealing adds 28 bytes a message: a batch that fits the frame limit as
+ * sent but not once sealed is refused with 4036, and nothing is stored. */
+static void test_sealed_size_limit(void **state)
+{
+    (void)state;
+    th_server_t srv;
+    start(&srv, "[message_bus]\nmax_message_size = \"1 MiB\"\n\n" WITH_A, NULL);
+    sl_client_t *c = login(&srv);
+    OK(sl_client_create_stream(c, "s", NULL));
+    OK(sl_client_create_topic(c, sl_id_name("s"), "t", 1, NULL, NULL));
+    enum { N = 1000, P = 1000 };
+    static uint8_t payload[P];
+    static sl_send_message_t m[N];
+    memset(payload, 'z', sizeof(payload));
+    for (uint32_t i = 0; i < N; i++)
+        m[i] = (sl_send_message_t){.id = {i + 1, 1}, .payload = payload, .payload_len = P};
+    /* 256 + 1000 x 1048 bytes of record: within 1 MiB as sent, 28 000 over once sealed. */
+    assert_int_equal(sl_client_send_messages(c, sl_id_name("s"), sl_id_name("t"),
+                                             sl_partitioning_partition(0), m, N, NULL),
+                     -SL_ERR_INVALID_MESSAGES_SIZE);
+    OK(sl_client_send_messages(c, sl_id_name("s"), sl_id_name("t"), sl_partitioning_partition(0),
+                               m, 900, NULL));
+    sl_polled_messages_t out;
+    OK(sl_client_poll_messages(c, sl_consumer_single(sl_id_num(1)), sl_id_name("s"),
+                               sl_id_name("t"), 0, sl_poll_offset(0), N, false, &out));
+    assert_int_equal(out.count, 900); /* the refused batch left nothing */
+    assert_int_equal(out.messages[899].payload_len, P);
+    assert_memory_equal(out.messages[899].payload, payload, P);
+    sl_client_close(c);
+    th_stop(&srv, SIGTERM);
+    th_cleanup(&srv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -363,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_unencrypted_directory_refused),
         cmocka_unit_test(test_key_rotation),
         cmocka_unit_test(test_flipped_byte_on_disk),
+        cmocka_unit_test(test_sealed_size_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
