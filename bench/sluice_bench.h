@@ -41,6 +41,7 @@ typedef struct sb_options {
     bool run_tls;  /* only with --only tls (it starts two servers of its own) */
     bool run_otel; /* only with --only otel (four servers of its own) */
     bool run_ws;   /* only with --only ws (the same, the second reached over WebSocket) */
+    bool run_encryption; /* only with --only encryption (two servers of its own) */
 } sb_options_t;
 
 /* --- process plumbing (sluice_bench_proc.c) ------------------------------------- */
@@ -171,6 +172,8 @@ void sb_tls_run(const sb_options_t *o);
 void sb_otel_run(const sb_options_t *o);
 /* The same figure over WebSocket (--only ws): plain TCP and WS side by side. */
 void sb_ws_run(const sb_options_t *o);
+/* The same with system.encryption.enabled on the second server (issue 15). */
+void sb_encryption_run(const sb_options_t *o);
 
 /* --- durable operations (sluice_bench_durable.c) ------------------------------- */
 

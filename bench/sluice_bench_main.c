@@ -147,8 +147,8 @@ static void usage(FILE *f)
             "  --partition-mb M   MB sent per round to each of its topics (default 2000)\n"
             "  --partition-message-bytes B  payload of its 1000 messages per batch (default 1000)\n"
             "  --only LIST        any of rss,ping,durable,messages,group,logins,partitions,\n"
-            "                     stall,http,tls,otel,ws (default all but partitions, stall,\n"
-            "                     tls, otel and ws)\n"
+            "                     stall,http,tls,otel,ws,encryption (default all but\n"
+            "                     partitions, stall, tls, otel, ws and encryption)\n"
             "  --stall-streams N  streams GetStreams lists in the stall figure (default 20000)\n",
             default_sluiced());
 }
@@ -178,11 +178,12 @@ static void parse_only(sb_options_t *o, const char *list)
     o->run_tls = strstr(list, "tls") != NULL;
     o->run_otel = strstr(list, "otel") != NULL;
     o->run_ws = strstr(list, "ws") != NULL;
+    o->run_encryption = strstr(list, "encryption") != NULL;
     if (!o->run_rss && !o->run_ping && !o->run_durable && !o->run_messages && !o->run_group &&
         !o->run_logins && !o->run_partitions && !o->run_stall && !o->run_http && !o->run_tls &&
-        !o->run_otel && !o->run_ws)
+        !o->run_otel && !o->run_ws && !o->run_encryption)
         sb_die("--only takes rss, ping, durable, messages, group, logins, partitions, stall, "
-               "http, tls, otel and/or ws");
+               "http, tls, otel, ws and/or encryption");
 }
 
 static void check_options(const sb_options_t *o)
@@ -384,6 +385,8 @@ int main(int argc, char **argv)
         sb_otel_run(&o);
     if (o.run_ws)
         sb_ws_run(&o);
+    if (o.run_encryption)
+        sb_encryption_run(&o);
     if (own.pid > 0) {
         sb_memory_t end;
         if (sb_memory_read(own.pid, &end))

@@ -1,9 +1,11 @@
-/* sluice-bench TLS and WebSocket figures (issue 11): the same producer and
- * consumer, over plain TCP and over another door, in one run. Two sluiced
- * processes are started: for TLS one with tcp.tls.enabled (its ephemeral
- * self-signed certificate; the client turns verification off, which only
- * concerns the handshake, done once before timing); for WebSocket both
- * plain, the second reached on its WebSocket door. libsluice sends batches
+/* sluice-bench TLS, WebSocket (issue 11) and encryption-at-rest (issue 15)
+ * figures: the same producer and consumer against a plain server and one
+ * with the feature, in one run. Two sluiced processes are started: for TLS
+ * one with tcp.tls.enabled (its ephemeral self-signed certificate; the
+ * client turns verification off, which only concerns the handshake, done
+ * once before timing); for WebSocket both plain, the second reached on its
+ * WebSocket door; for encryption the second with system.encryption.enabled
+ * and a key made here. libsluice sends batches
  * of 1024 x 1 KiB messages (1 MiB per request) to a 1-partition topic and
  * polls them back 1024 at a time; the two servers take turns in slices
  * within each round, and the figure is the median of the per-round ratio
@@ -27,9 +29,9 @@ enum {
 enum { SIDE_PLAIN, SIDE_DOOR, SIDES };
 
 /* The door measured beside plain TCP. */
-typedef enum door_kind { DOOR_TLS, DOOR_WS } door_kind_t;
-static const char *const door_names[] = {"TCP-TLS", "WebSocket"};
-static const char *const door_short[] = {"TLS", "WS"};
+typedef enum door_kind { DOOR_TLS, DOOR_WS, DOOR_ENCRYPTION } door_kind_t;
+static const char *const door_names[] = {"TCP-TLS", "WebSocket", "Encryption at rest"};
+static const char *const door_short[] = {"TLS", "WS", "enc"};
 
 enum { PHASE_PRODUCE, PHASE_CONSUME, PHASES };
 
@@ -73,14 +75,21 @@ static void tls_side_open(tls_side_t *s, const sb_options_t *o, int side, door_k
 {
     bool tls = side == SIDE_DOOR && kind == DOOR_TLS;
     bool ws = side == SIDE_DOOR && kind == DOOR_WS;
+    bool sealed = side == SIDE_DOOR && kind == DOOR_ENCRYPTION;
     memset(s, 0, sizeof(*s)); /* counts start over: a run may follow another's */
     /* The child takes the door from the environment (tls.md 2). */
     if (tls)
         setenv("IGGY_TCP_TLS_ENABLED", "true", 1);
     setenv("IGGY_TCP_TLS_CERT_FILE", "/nonexistent/sluice-bench-cert.pem", 1);
+    if (sealed) { /* a fixed key is fine: the data is thrown away with the run */
+        setenv("IGGY_SYSTEM_ENCRYPTION_ENABLED", "true", 1);
+        setenv("IGGY_SYSTEM_ENCRYPTION_KEY", "c2x1aWNlLWJlbmNoIGtleSwgMzIgYnl0ZXMgbG9uZyE=", 1);
+    }
     sb_sluiced_start(&s->server, o->sluiced, o->dir, o->user, o->password);
     unsetenv("IGGY_TCP_TLS_ENABLED");
     unsetenv("IGGY_TCP_TLS_CERT_FILE");
+    unsetenv("IGGY_SYSTEM_ENCRYPTION_ENABLED");
+    unsetenv("IGGY_SYSTEM_ENCRYPTION_KEY");
     sl_client_options_t opts = {.connect_timeout_ms = 10000,
                                 .request_timeout_ms = 60000,
                                 .transport = ws ? SL_CLIENT_WEBSOCKET : SL_CLIENT_TCP,
@@ -195,7 +204,9 @@ static void door_run(const sb_options_t *o, door_kind_t kind)
            "per figure and side%s)\n",
            door_names[kind], TLS_MESSAGES, TLS_MESSAGE_BYTES, rounds, TLS_SLICES,
            o->message_seconds / TLS_SLICES,
-           kind == DOOR_TLS ? "; TLS 1.3, AES-128-GCM" : "; one binary message per frame");
+           kind == DOOR_TLS  ? "; TLS 1.3, AES-128-GCM"
+           : kind == DOOR_WS ? "; one binary message per frame"
+                             : "; AES-256-GCM on disk, system.encryption");
     double slice = o->message_seconds / TLS_SLICES;
     for (int r = 0; r < rounds; r++) {
         double sum_p[SIDES] = {0}, sum_c[SIDES] = {0};
@@ -227,4 +238,9 @@ void sb_tls_run(const sb_options_t *o)
 void sb_ws_run(const sb_options_t *o)
 {
     door_run(o, DOOR_WS);
+}
+
+void sb_encryption_run(const sb_options_t *o)
+{
+    door_run(o, DOOR_ENCRYPTION);
 }

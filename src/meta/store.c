@@ -46,6 +46,7 @@ struct sl_meta_store {
     bool rewrite_pending;
     sl_meta_store_info_t info;
     sl_buf_t scratch; /* snapshot bytes, replay replies */
+    sl_buf_t body;    /* an entry's body as journaled or as replayed (machine seal/open) */
 };
 
 uint64_t sl_meta_store_last_op(const sl_meta_store_t *s)
@@ -214,6 +215,19 @@ static int replay_one(void *ctx, const sl_meta_entry_t *e)
 {
     sl_meta_store_t *s = ctx;
     sl_assert(e->op == s->last_op + 1); /* the journal's ops are consecutive, checked at open */
+    sl_meta_entry_t opened;
+    if (s->machine.open) {
+        sl_buf_reset(&s->body);
+        if (s->machine.open(s->machine.ctx, e, &s->body) < 0 || !sl_buf_ok(&s->body)) {
+            sl_log_error("metadata: journaled op %" PRIu64 " cannot be decrypted (a key that is "
+                         "not configured, or the file was changed)",
+                         e->op);
+            return -SL_ERR_CANNOT_DECRYPT_DATA;
+        }
+        opened = *e;
+        opened.body = sl_buf_span(&s->body);
+        e = &opened;
+    }
     sl_buf_reset(&s->scratch);
     int rc = s->machine.apply(s->machine.ctx, e, &s->scratch);
     if (rc < 0) {
@@ -265,7 +279,12 @@ static int recover_journal(sl_meta_store_t *s, char *err, size_t err_len)
         s->rewrite_pending = true;
     }
     rc = sl_meta_journal_replay(s->journal, base, replay_one, s);
-    if (rc < 0)
+    if (rc == -SL_ERR_CANNOT_DECRYPT_DATA)
+        snprintf(err, err_len,
+                 "metadata: op %" PRIu64 " of %s/%s cannot be decrypted: it was sealed with a key "
+                 "that is neither system.encryption.key nor previous_key, or the file was changed",
+                 s->last_op + 1, s->dir, SL_META_JOURNAL_FILE);
+    else if (rc < 0)
         snprintf(err, err_len, "metadata: replay of %s/%s failed at op %" PRIu64 " (%d)", s->dir,
                  SL_META_JOURNAL_FILE, s->last_op + 1, rc);
     return rc;
@@ -286,6 +305,7 @@ int sl_meta_store_open(sl_meta_store_t **out, const char *data_dir,
     s->machine = *machine;
     s->interval = checkpoint_interval;
     sl_buf_init(&s->scratch, 0);
+    sl_buf_init(&s->body, 0);
     int rc = make_dir(s, data_dir, err, err_len);
     if (rc == 0)
         rc = recover_checkpoint(s, err, err_len);
@@ -310,6 +330,7 @@ void sl_meta_store_close(sl_meta_store_t *s)
         return;
     sl_meta_journal_close(s->journal);
     sl_buf_free(&s->scratch);
+    sl_buf_free(&s->body);
     free(s);
 }
 
@@ -432,7 +453,17 @@ int sl_meta_store_commit(sl_meta_store_t *s, const sl_meta_entry_t *e, sl_buf_t 
 {
     sl_assert(e->op == s->last_op + 1);
     sl_assert(e->timestamp > s->last_timestamp);
-    int rc = sl_meta_journal_append(s->journal, e, sl_meta_reserve_for(e->operation));
+    const sl_meta_entry_t *journaled = e;
+    sl_meta_entry_t sealed;
+    if (s->machine.seal) {
+        sl_buf_reset(&s->body);
+        if (s->machine.seal(s->machine.ctx, e, &s->body) < 0 || !sl_buf_ok(&s->body))
+            return -SL_ERR_CANNOT_ENCRYPT_DATA; /* nothing journaled, nothing applied */
+        sealed = *e;
+        sealed.body = sl_buf_span(&s->body);
+        journaled = &sealed;
+    }
+    int rc = sl_meta_journal_append(s->journal, journaled, sl_meta_reserve_for(e->operation));
     if (rc < 0)
         return rc;
     s->last_op = e->op;

@@ -35,6 +35,12 @@ typedef struct sl_meta_machine {
     int (*encode)(void *ctx, sl_buf_t *out);
     /* Replaces the state with the one encoded in bytes (untrusted: bounds-checked). */
     int (*decode)(void *ctx, sl_span_t bytes);
+    /* Optional, both or neither (at-rest encryption, server/encryption.h): seal appends to out
+     * the form of e's body that the journal stores; open appends to out the body back from a
+     * journaled entry's, or fails (negative) when it does not verify. The header (op,
+     * timestamp, operation, ...) is journaled as it is. */
+    int (*seal)(void *ctx, const sl_meta_entry_t *e, sl_buf_t *out);
+    int (*open)(void *ctx, const sl_meta_entry_t *e, sl_buf_t *out);
 } sl_meta_machine_t;
 
 typedef struct sl_meta_store sl_meta_store_t;

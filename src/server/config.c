@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "base/base64.h"
 #include "base/bytes.h"
 #include "server/hash_pool.h"
 #include "server/toml.h"
@@ -278,6 +279,17 @@ static const sl_setting_t settings[] = {
      "IGGY_SYSTEM_SHARDING_SHARDS", 0,
      "Shard threads (one io_uring ring each); 0 = one per online core. Ignored by this build, "
      "which runs one loop thread (a warning is logged when above 1)."},
+    {"system.encryption.enabled", SL_SETTING_BOOL, FIELD(system.encryption.enabled), "false", 0,
+     1, "IGGY_SYSTEM_ENCRYPTION_ENABLED", 0,
+     "Encrypt message payloads and user headers on disk with AES-256-GCM (docs/security.md)."},
+    {"system.encryption.key", SL_SETTING_STRING, FIELD(system.encryption.key), "", 1,
+     SL_CONFIG_KEY_CAPACITY - 1, "IGGY_SYSTEM_ENCRYPTION_KEY",
+     SL_SETTING_OPTIONAL | SL_SETTING_SECRET,
+     "The encryption key: base64 of exactly 32 random bytes; required when enabled."},
+    {"system.encryption.previous_key", SL_SETTING_STRING, FIELD(system.encryption.previous_key),
+     "", 1, SL_CONFIG_KEY_CAPACITY - 1, "IGGY_SYSTEM_ENCRYPTION_PREVIOUS_KEY",
+     SL_SETTING_OPTIONAL | SL_SETTING_SECRET,
+     "During a key rotation: the old key, still accepted for reads; new writes use key."},
     {"root.username", SL_SETTING_STRING, FIELD(root.username), "", SL_USERNAME_LEN_MIN,
      SL_USERNAME_LEN_MAX, "IGGY_ROOT_USERNAME", SL_SETTING_ENV_ONLY | SL_SETTING_OPTIONAL,
      "Root username at first start; set together with IGGY_ROOT_PASSWORD."},
@@ -1121,6 +1133,43 @@ uint64_t sl_config_ws_frame_max(const sl_config_t *cfg)
     return set < message ? set : message;
 }
 
+/* A key setting holds base64 of exactly 32 bytes. The text is never
+ * echoed: a near-miss key is still most of a secret. */
+static int validate_key(const char *name, const char *text, bool required, char *err,
+                        size_t err_len)
+{
+    if (text[0] == '\0')
+        return required ? fail(err, err_len,
+                               "%s is empty but system.encryption.enabled is true: set it to "
+                               "the base64 of 32 random bytes (openssl rand -base64 32)",
+                               name)
+                        : 0;
+    uint8_t raw[SL_CONFIG_KEY_CAPACITY];
+    sl_buf_t out;
+    sl_buf_init_fixed(&out, raw, sizeof(raw));
+    if (!sl_base64_decode(&out, sl_span_str(text), false))
+        return fail(err, err_len, "%s is not valid base64 (the key is not shown)", name);
+    size_t len = out.len;
+    explicit_bzero(raw, sizeof(raw));
+    if (len != 32)
+        return fail(err, err_len, "%s decodes to %zu bytes; an AES-256 key is exactly 32", name,
+                    len);
+    return 0;
+}
+
+static int validate_encryption(const sl_config_t *cfg, char *err, size_t err_len)
+{
+    const char *key = cfg->system.encryption.key, *prev = cfg->system.encryption.previous_key;
+    int rc = validate_key("system.encryption.key", key, cfg->system.encryption.enabled, err,
+                          err_len);
+    if (rc == 0)
+        rc = validate_key("system.encryption.previous_key", prev, false, err, err_len);
+    if (rc == 0 && prev[0] && !cfg->system.encryption.enabled)
+        rc = fail(err, err_len,
+                  "system.encryption.previous_key is set but system.encryption.enabled is false");
+    return rc;
+}
+
 static int validate_root(const sl_config_t *cfg, char *err, size_t err_len)
 {
     const sl_setting_t *user = sl_config_setting_find("root.username");
@@ -1160,6 +1209,8 @@ int sl_config_validate(const sl_config_t *cfg, char *err, size_t err_len)
         rc = validate_telemetry(cfg, err, err_len);
     if (rc == 0)
         rc = validate_websocket(cfg, err, err_len);
+    if (rc == 0)
+        rc = validate_encryption(cfg, err, err_len);
     return rc ? rc : validate_root(cfg, err, err_len);
 }
 

@@ -24,6 +24,7 @@
 #define SL_CONFIG_ADDRESS_TEXT_CAPACITY 64u
 #define SL_CONFIG_NAME_CAPACITY         256u
 #define SL_CONFIG_LIST_CAPACITY         1024u
+#define SL_CONFIG_KEY_CAPACITY          128u /* base64 of a 32-byte key is 44 */
 /* Configuration files larger than this are refused (toml.h). */
 #define SL_CONFIG_FILE_MAX (1u << 20)
 
@@ -171,6 +172,13 @@ typedef struct sl_config {
         struct {
             uint32_t shards; /* 0 = one per online core (sl_config_shard_count) */
         } sharding;
+        /* At-rest encryption (docs/security.md): keys are base64 of 32 bytes, checked by
+         * sl_config_validate; previous_key only opens data written before a rotation. */
+        struct {
+            bool enabled;
+            char key[SL_CONFIG_KEY_CAPACITY];
+            char previous_key[SL_CONFIG_KEY_CAPACITY];
+        } encryption;
     } system;
     /* Root credentials, only from the environment or the flag. Both empty =
      * not given: at first start the root user is "iggy" with a random

@@ -9,6 +9,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "server/encryption.h"
 #include "server/reads.h"
 #include "store/offsets.h"
 #include "wire/cmd_messages.h"
@@ -108,6 +109,30 @@ static bool stage(sl_server_t *srv, const sl_staged_send_t *send)
     return true;
 }
 
+/* Under at-rest encryption the journal takes a sealed copy of the record, in
+ * a pool buffer of its own, and the request frame goes back to the pool.
+ * The sealed record must still fit a poll reply whole, so a batch within 28
+ * bytes a message of the frame limit is refused (4036). 0 or the status. */
+static uint32_t seal_send(sl_session_t *s, uint32_t count, sl_staged_send_t *send)
+{
+    sl_server_t *srv = s->server;
+    size_t sealed = sl_encryption_sealed_len(send->len, count);
+    if (sealed > (size_t)srv->frame_max - SL_HEADER_SIZE - SL_POLL_REPLY_PREFIX_SIZE)
+        return SL_ERR_INVALID_MESSAGES_SIZE;
+    uint8_t *buf = sl_frame_pool_get(srv->frame_pool, (uint32_t)sealed);
+    if (!buf)
+        return SL_ERR_CANNOT_ENCRYPT_DATA;
+    int rc = sl_encryption_seal_record(srv->aead, (sl_span_t){send->record, send->len}, buf);
+    if (rc != 0) {
+        sl_frame_pool_put(srv->frame_pool, buf);
+        return (uint32_t)-rc;
+    }
+    sl_frame_pool_put(srv->frame_pool, send->frame);
+    send->frame = send->record = buf;
+    send->len = sealed;
+    return 0;
+}
+
 static void send_messages(sl_session_t *s, const sl_request_header_t *req, const uint8_t *frame,
                           sl_span_t body)
 {
@@ -148,14 +173,23 @@ static void send_messages(sl_session_t *s, const sl_request_header_t *req, const
         .topic_id = t.topic->id,
         .partition_id = partition_id,
     };
+    if (srv->aead) {
+        uint32_t status = seal_send(s, q.messages_count, &send);
+        if (status != 0) {
+            sl_frame_pool_put(srv->frame_pool, send.frame);
+            return sl_reply_status(s, req, status);
+        }
+    }
     /* enforce_fsync: wait for the turn's group commit; otherwise the flush
      * gate decides and the append answers at once. */
     if (t.topic->config.enforce_fsync && stage(srv, &send))
         return;
-    sl_partition_batch_t batch = {owned, send.record, send.len, srv->batch_sums.data,
+    sl_partition_batch_t batch = {send.frame, send.record, send.len, srv->batch_sums.data,
                                   srv->batch_sums.len};
-    if (batch.sums_len == 0)
-        batch.sums = NULL; /* none kept: the stamp walks the frames */
+    if (batch.sums_len == 0 || srv->aead) {
+        batch.sums = NULL; /* none kept (or sealed since): the stamp walks the frames */
+        batch.sums_len = 0;
+    }
     uint64_t base_offset = 0;
     size_t accepted;
     sl_otel_journal_begin(srv->otel);
@@ -284,6 +318,29 @@ static int poll_into(sl_session_t *s, sl_partition_t *p, const sl_partition_poll
     return 0;
 }
 
+/* Under at-rest encryption, opens the records of a filled poll reply in
+ * place (they only shrink). false, with the failure logged, when one does
+ * not verify: the poll then fails closed rather than serve wrong bytes. */
+static bool open_polled(sl_session_t *s, size_t count_at, uint32_t stream_id, uint32_t topic_id,
+                        uint32_t partition_id)
+{
+    sl_buf_t *b = &s->reply_body;
+    size_t at = count_at + 4, opened;
+    uint64_t bad_offset;
+    int rc = sl_encryption_open_run(s->server->aead, b->data + at, b->len - at, &opened,
+                                    &bad_offset);
+    if (rc == 0) {
+        b->len = at + opened;
+        return true;
+    }
+    sl_log_error("poll of stream %u, topic %u, partition %u: message at offset %llu cannot be "
+                 "decrypted (wrong key, or the data was changed on disk); answered %u "
+                 "CannotDecryptData",
+                 stream_id, topic_id, partition_id, (unsigned long long)bad_offset,
+                 SL_ERR_CANNOT_DECRYPT_DATA);
+    return false;
+}
+
 static void poll_messages(sl_read_t *c)
 {
     sl_session_t *s = c->s;
@@ -323,8 +380,15 @@ static void poll_messages(sl_read_t *c)
     size_t count_at;
     sl_partition_poll_result_t res;
     int rc = poll_into(s, p, &pq, grant, partition_id, current, &count_at, &res);
+    if (rc == 0 && res.messages > 0 && srv->aead &&
+        !open_polled(s, count_at, st->id, t->id, partition_id)) {
+        sl_buf_reset(&s->reply_body);
+        rc = -SL_ERR_CANNOT_DECRYPT_DATA;
+    }
     s->reply_body.max = want;
     sl_reply_budget_account(s);
+    if (rc == -SL_ERR_CANNOT_DECRYPT_DATA)
+        return sl_read_status(c, SL_ERR_CANNOT_DECRYPT_DATA);
     if (rc != 0)
         return poll_empty(s, c->req, partition_id, 0);
     if (res.messages == 0 && res.out_full && grant < want) {

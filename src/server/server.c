@@ -19,6 +19,7 @@
 #include "base/io.h"
 #include "base/log.h"
 #include "server/datadir.h"
+#include "server/encryption.h"
 #include "server/http.h"
 #include "server/test_faults.h"
 #include "wire/cmd_system.h"
@@ -28,17 +29,47 @@
 
 static int machine_apply(void *ctx, const sl_meta_entry_t *e, sl_buf_t *reply)
 {
-    return sl_meta_apply(ctx, e, reply);
+    sl_server_t *srv = ctx;
+    return sl_meta_apply(srv->meta, e, reply);
 }
 
+/* With at-rest encryption the snapshot's state bytes are one sealed blob
+ * (server/encryption.h); the store's own prefix (format, op) stays clear. */
 static int machine_encode(void *ctx, sl_buf_t *out)
 {
-    return sl_meta_encode(ctx, out);
+    sl_server_t *srv = ctx;
+    if (!srv->aead)
+        return sl_meta_encode(srv->meta, out);
+    sl_buf_t plain;
+    sl_buf_init(&plain, 0);
+    int rc = sl_meta_encode(srv->meta, &plain);
+    if (rc >= 0)
+        rc = sl_buf_ok(&plain) ? sl_encryption_seal_blob(srv->aead,
+                                                         sl_span_str(SL_ENCRYPTION_SNAPSHOT_AAD),
+                                                         sl_buf_span(&plain), out)
+                               : -SL_ERR_ERROR;
+    explicit_bzero(plain.data, plain.cap);
+    sl_buf_free(&plain);
+    return rc;
 }
 
 static int machine_decode(void *ctx, sl_span_t bytes)
 {
-    return sl_meta_decode(bytes, ctx);
+    sl_server_t *srv = ctx;
+    if (!srv->aead)
+        return sl_meta_decode(bytes, srv->meta);
+    sl_buf_t plain;
+    sl_buf_init(&plain, 0);
+    int rc = sl_encryption_open_blob(srv->aead, sl_span_str(SL_ENCRYPTION_SNAPSHOT_AAD), bytes,
+                                     &plain);
+    if (rc == 0)
+        rc = sl_meta_decode(sl_buf_span(&plain), srv->meta);
+    else
+        sl_log_error("metadata: the snapshot cannot be decrypted (a key that is not configured, "
+                     "or the file was changed)");
+    explicit_bzero(plain.data, plain.cap);
+    sl_buf_free(&plain);
+    return rc;
 }
 
 /* --- first boot: the root user (defaults.md 2) ---------------------------------- */
@@ -396,7 +427,19 @@ static void on_tick(void *ctx, sl_loop_t *loop)
 
 /* --- life cycle ------------------------------------------------------------------ */
 
-static int open_metadata(sl_server_t *srv, char *err, size_t err_len)
+static int meta_seal(void *ctx, const sl_meta_entry_t *e, sl_buf_t *out)
+{
+    sl_server_t *srv = ctx;
+    return sl_encryption_seal_entry(srv->meta_aead, e, out);
+}
+
+static int meta_open(void *ctx, const sl_meta_entry_t *e, sl_buf_t *out)
+{
+    sl_server_t *srv = ctx;
+    return sl_encryption_open_entry(srv->meta_aead, e, out);
+}
+
+static int open_metadata(sl_server_t *srv, bool rotated, char *err, size_t err_len)
 {
     int rc = sl_meta_create(srv->cfg.metadata.clients_table_max, sl_span_str(SL_SERVER_VERSION),
                             &srv->meta);
@@ -404,7 +447,18 @@ static int open_metadata(sl_server_t *srv, char *err, size_t err_len)
         snprintf(err, err_len, "cannot create the metadata state: %s", sl_strerror(rc));
         return rc;
     }
-    sl_meta_machine_t machine = {srv->meta, machine_apply, machine_encode, machine_decode};
+    sl_meta_machine_t machine = {srv, machine_apply, machine_encode, machine_decode, NULL, NULL};
+    if (srv->aead) {
+        /* The metadata's own context: checkpoints run on the loop thread too, but a
+         * context of its own keeps the two users' nonce pools apart. */
+        int crc = sl_encryption_context(&srv->cfg, &srv->meta_aead);
+        if (crc != 0) {
+            snprintf(err, err_len, "cannot set up AES-256-GCM: %s", sl_strerror(crc));
+            return crc;
+        }
+        machine.seal = meta_seal;
+        machine.open = meta_open;
+    }
     rc = sl_meta_store_open(&srv->store, srv->cfg.system.path, &machine,
                             srv->cfg.metadata.checkpoint_interval, err, err_len);
     if (rc != 0)
@@ -418,6 +472,16 @@ static int open_metadata(sl_server_t *srv, char *err, size_t err_len)
     if (info->torn_bytes)
         sl_log_warn("metadata: cut %llu bytes of a torn journal tail",
                     (unsigned long long)info->torn_bytes);
+    /* After a key rotation the metadata is sealed again with the new key at once (a snapshot,
+     * and a journal without the entries it covers), so only message segments still need
+     * previous_key. */
+    if (rotated && (rc = sl_meta_store_checkpoint(srv->store)) != 0) {
+        snprintf(err, err_len, "metadata: cannot re-seal it with the new key: %s",
+                 sl_strerror(rc));
+        return rc;
+    }
+    if (rotated)
+        sl_log_info("metadata: sealed again with the new key");
     if (!sl_meta_user_by_id(srv->meta, 0)) {
         rc = create_root(srv, err, err_len);
         if (rc != 0)
@@ -635,8 +699,11 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
         rc = sl_http_bind(cfg, &srv->http_listen_fd, &srv->http_port, err, err_len);
     if (rc == 0)
         rc = sl_datadir_lock(cfg->system.path, &srv->lock_fd, err, err_len);
+    bool rotated = false;
     if (rc == 0)
-        rc = open_metadata(srv, err, err_len);
+        rc = sl_encryption_open_datadir(cfg, &srv->aead, &rotated, err, err_len);
+    if (rc == 0)
+        rc = open_metadata(srv, rotated, err, err_len);
     if (rc == 0 && sl_sysinfo_init(&srv->sysinfo, cfg->system.path, SL_SERVER_VERSION) != 0) {
         snprintf(err, err_len, "cannot read process information");
         rc = -SL_ERR_ERROR;
@@ -718,6 +785,8 @@ void sl_server_close(sl_server_t *srv)
     free(srv->staged_bases);
     free(srv->staged_picks);
     sl_buf_free(&srv->admitted);
+    sl_aead_destroy(srv->aead);
+    sl_aead_destroy(srv->meta_aead);
     sl_metrics_close(&srv->metrics);
     sl_buf_free(&srv->batch_sums);
     /* Every other thread of the server has stopped: none logs any more. */

@@ -162,6 +162,10 @@ struct sl_server {
     /* Request-frame buffers: the loop takes them, partitions and
      * messages.c give them back. Outlives the loop and the partitions. */
     sl_frame_pool_t *frame_pool;
+    /* system.encryption.enabled: the loop thread's AES-256-GCM context
+     * (server/encryption.h); NULL when off, and then nothing costs. */
+    struct sl_aead *aead;
+    struct sl_aead *meta_aead; /* the metadata store's (journal, snapshot) */
     sl_meta_t *meta;
     sl_meta_store_t *store;
     sl_sysinfo_t sysinfo;

@@ -12,6 +12,7 @@
 #include "meta/entry.h"
 #include "meta/state.h"
 #include "rest/rest.h"
+#include "wire/batch.h"
 #include "wire/codec.h"
 #include "wire/header.h"
 #include "wire/perms.h"
@@ -556,6 +557,29 @@ static void seeds_meta_journal(void)
     sl_buf_free(&body);
 }
 
+/* --- fuzz_encryption: [mode u8][bytes] ------------------------------------------ */
+
+/* Mode 1 (seal then open): payload lengths and bytes; mode 0: a plain
+ * record, which is not sealed and must be refused. */
+static void seeds_encryption(void)
+{
+    static const uint8_t one = 1, zero = 0;
+    sl_buf_t b;
+    sl_buf_init(&b, 0);
+    static const uint8_t payloads[] = {5, 'h', 'e', 'l', 'l', 'o', 0, 64, 'x', 3, 'a', 'b', 'c'};
+    sl_put_bytes(&b, payloads, sizeof(payloads));
+    emit("fuzz_encryption", "three_messages", sl_span(&one, 1), &b);
+    sl_buf_reset(&b);
+    sl_batch_builder_t bb;
+    sl_batch_begin(&bb, &b);
+    sl_span_t rec;
+    if (sl_batch_add(&bb, (sl_u128_t){1, 0}, 1, sl_span_str("plain"), (sl_span_t){NULL, 0}) ||
+        sl_batch_finish(&bb, &rec))
+        die("cannot build", "a plain record");
+    emit("fuzz_encryption", "plain_record", sl_span(&zero, 1), &b);
+    sl_buf_free(&b);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -577,5 +601,6 @@ int main(int argc, char **argv)
     seeds_meta_snapshot();
     seeds_meta_journal();
     seeds_ws();
+    seeds_encryption();
     return 0;
 }

@@ -91,7 +91,7 @@ static int tm_decode(void *ctx, sl_span_t bytes)
 static sl_meta_machine_t tm_machine(test_machine_t *m)
 {
     memset(m, 0, sizeof(*m));
-    return (sl_meta_machine_t){m, tm_apply, tm_encode, tm_decode};
+    return (sl_meta_machine_t){.ctx = m, .apply = tm_apply, .encode = tm_encode, .decode = tm_decode};
 }
 
 /* Asserts m applied exactly ops 1..n of variant 0. */

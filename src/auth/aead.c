@@ -1,0 +1,187 @@
+/* AES-256-GCM seal and open for at-rest encryption (auth/aead.h). */
+#include "auth/aead.h"
+
+#include <limits.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <sluice/error.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base64.h"
+
+/* Nonces are drawn from the DRBG this many at a time: one RAND_bytes call
+ * per 256 messages instead of one per message. */
+#define NONCE_POOL 256u
+
+typedef struct key_ctx {
+    EVP_CIPHER_CTX *seal; /* NULL for the previous key: it never seals */
+    EVP_CIPHER_CTX *open;
+} key_ctx_t;
+
+struct sl_aead {
+    key_ctx_t current;
+    key_ctx_t previous;
+    bool has_previous;
+    uint32_t nonce_left;
+    uint8_t nonces[NONCE_POOL * SL_AEAD_NONCE_SIZE];
+};
+
+bool sl_aead_key_decode(const char *text, uint8_t key[SL_AEAD_KEY_SIZE])
+{
+    uint8_t raw[96];
+    sl_buf_t out;
+    sl_buf_init_fixed(&out, raw, sizeof(raw));
+    bool ok = strlen(text) <= 64 && sl_base64_decode(&out, sl_span_str(text), false) &&
+              out.len == SL_AEAD_KEY_SIZE;
+    memcpy(key, raw, SL_AEAD_KEY_SIZE);
+    explicit_bzero(raw, sizeof(raw));
+    if (!ok)
+        explicit_bzero(key, SL_AEAD_KEY_SIZE);
+    return ok;
+}
+
+/* A cipher context with the key schedule done once; each use only sets the
+ * nonce. */
+static EVP_CIPHER_CTX *cipher_new(const uint8_t *key, int enc)
+{
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    if (!c)
+        return NULL;
+    if (EVP_CipherInit_ex(c, EVP_aes_256_gcm(), NULL, NULL, NULL, enc) != 1 ||
+        EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IVLEN, SL_AEAD_NONCE_SIZE, NULL) != 1 ||
+        EVP_CipherInit_ex(c, NULL, NULL, key, NULL, enc) != 1) {
+        EVP_CIPHER_CTX_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void key_ctx_free(key_ctx_t *k)
+{
+    EVP_CIPHER_CTX_free(k->seal);
+    EVP_CIPHER_CTX_free(k->open);
+}
+
+int sl_aead_create(const uint8_t key[SL_AEAD_KEY_SIZE], const uint8_t *previous, sl_aead_t **out)
+{
+    *out = NULL;
+    sl_aead_t *a = calloc(1, sizeof(*a));
+    if (!a)
+        return -SL_ERR_ERROR;
+    a->current.seal = cipher_new(key, 1);
+    a->current.open = cipher_new(key, 0);
+    bool ok = a->current.seal && a->current.open;
+    if (previous) {
+        a->has_previous = true;
+        a->previous.open = cipher_new(previous, 0);
+        ok = ok && a->previous.open;
+    }
+    if (!ok) {
+        sl_aead_destroy(a);
+        return -SL_ERR_INVALID_ENCRYPTION_KEY;
+    }
+    *out = a;
+    return 0;
+}
+
+void sl_aead_destroy(sl_aead_t *a)
+{
+    if (!a)
+        return;
+    key_ctx_free(&a->current);
+    key_ctx_free(&a->previous);
+    explicit_bzero(a, sizeof(*a));
+    free(a);
+}
+
+static bool next_nonce(sl_aead_t *a, uint8_t nonce[SL_AEAD_NONCE_SIZE])
+{
+    if (a->nonce_left == 0) {
+        if (RAND_bytes(a->nonces, sizeof(a->nonces)) != 1)
+            return false;
+        a->nonce_left = NONCE_POOL;
+    }
+    a->nonce_left--;
+    uint8_t *n = a->nonces + (size_t)a->nonce_left * SL_AEAD_NONCE_SIZE;
+    memcpy(nonce, n, SL_AEAD_NONCE_SIZE);
+    /* A nonce handed out is gone from the pool: it can never be used twice. */
+    memset(n, 0, SL_AEAD_NONCE_SIZE);
+    return true;
+}
+
+/* EVP counts in int; longer spans go through in int-sized steps. */
+static bool cipher_update(EVP_CIPHER_CTX *c, uint8_t *out, const uint8_t *in, size_t len)
+{
+    while (len > 0) {
+        int step = len > (size_t)INT_MAX / 2 ? INT_MAX / 2 : (int)len, n = 0;
+        if (EVP_CipherUpdate(c, out, &n, in, step) != 1 || n != step)
+            return false;
+        out += step;
+        in += step;
+        len -= (size_t)step;
+    }
+    return true;
+}
+
+static bool add_aad(EVP_CIPHER_CTX *c, sl_span_t aad)
+{
+    int n = 0;
+    return aad.len == 0 || (aad.len <= INT_MAX / 2 &&
+                            EVP_CipherUpdate(c, NULL, &n, aad.ptr, (int)aad.len) == 1);
+}
+
+int sl_aead_seal(sl_aead_t *a, sl_span_t aad, const uint8_t *in, size_t len, uint8_t *out)
+{
+    EVP_CIPHER_CTX *c = a->current.seal;
+    uint8_t *nonce = out, *body = out + SL_AEAD_NONCE_SIZE, *tag = body + len;
+    int n = 0;
+    if (!next_nonce(a, nonce) || EVP_CipherInit_ex(c, NULL, NULL, NULL, nonce, 1) != 1 ||
+        !add_aad(c, aad) || !cipher_update(c, body, in, len) ||
+        EVP_CipherFinal_ex(c, body + len, &n) != 1 ||
+        EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, SL_AEAD_TAG_SIZE, tag) != 1)
+        return -SL_ERR_CANNOT_ENCRYPT_DATA;
+    return 0;
+}
+
+/* Runs one key over the blob in place. True when the tag verified. The
+ * buffer holds the key's keystream XOR the ciphertext either way. */
+static bool open_with(EVP_CIPHER_CTX *c, sl_span_t aad, uint8_t *blob, size_t len, bool verify)
+{
+    uint8_t *nonce = blob, *body = blob + SL_AEAD_NONCE_SIZE;
+    size_t body_len = len - SL_AEAD_OVERHEAD;
+    uint8_t tag[SL_AEAD_TAG_SIZE];
+    memcpy(tag, body + body_len, SL_AEAD_TAG_SIZE);
+    int n = 0;
+    if (EVP_CipherInit_ex(c, NULL, NULL, NULL, nonce, 0) != 1 || !add_aad(c, aad) ||
+        !cipher_update(c, body, body, body_len))
+        return false;
+    if (!verify)
+        return true;
+    return EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, SL_AEAD_TAG_SIZE, tag) == 1 &&
+           EVP_CipherFinal_ex(c, body + body_len, &n) == 1;
+}
+
+int sl_aead_open(sl_aead_t *a, sl_span_t aad, uint8_t *in, size_t len, sl_aead_key_used_t *used)
+{
+    if (len < SL_AEAD_OVERHEAD)
+        return -SL_ERR_CANNOT_DECRYPT_DATA;
+    if (open_with(a->current.open, aad, in, len, true)) {
+        if (used)
+            *used = SL_AEAD_KEY_CURRENT;
+        return 0;
+    }
+    if (a->has_previous) {
+        /* GCM's body is CTR mode: running the current key's keystream over
+         * the buffer again gives the ciphertext back, so the previous key
+         * sees the stored bytes without a copy being kept for a rare case. */
+        bool restored = open_with(a->current.open, aad, in, len, false);
+        if (restored && open_with(a->previous.open, aad, in, len, true)) {
+            if (used)
+                *used = SL_AEAD_KEY_PREVIOUS;
+            return 0;
+        }
+    }
+    memset(in + SL_AEAD_NONCE_SIZE, 0, len - SL_AEAD_OVERHEAD);
+    return -SL_ERR_CANNOT_DECRYPT_DATA;
+}

@@ -1,0 +1,315 @@
+/* src/auth/aead.c and src/server/encryption.c: AES-256-GCM seal and open
+ * (known answers, tampering, the previous key), sealing a batch record and
+ * opening runs of sealed records, hostile sealed bytes. */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include <sluice/error.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth/aead.h"
+#include "server/encryption.h"
+#include "wire/batch.h"
+#include "wire/tlv.h"
+
+static const uint8_t key_a[32] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+                                  17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
+static const uint8_t key_b[32] = {0xb0, 0xb1, 0xb2, 0xb3};
+
+static sl_aead_t *aead(const uint8_t *key, const uint8_t *previous)
+{
+    sl_aead_t *a;
+    assert_int_equal(sl_aead_create(key, previous, &a), 0);
+    return a;
+}
+
+/* GCM's published test case 14 (AES-256, zero key, zero nonce, one zero
+ * block): opening the known blob proves the cipher is AES-256-GCM and the
+ * blob order is nonce ‖ ciphertext ‖ tag. */
+static void test_known_answer(void **state)
+{
+    (void)state;
+    static const uint8_t zero_key[32];
+    uint8_t blob[12 + 16 + 16] = {0};
+    static const uint8_t ct[16] = {0xce, 0xa7, 0x40, 0x3d, 0x4d, 0x60, 0x6b, 0x6e,
+                                   0x07, 0x4e, 0xc5, 0xd3, 0xba, 0xf3, 0x9d, 0x18};
+    static const uint8_t tag[16] = {0xd0, 0xd1, 0xc8, 0xa7, 0x99, 0x99, 0x6b, 0xf0,
+                                    0x26, 0x5b, 0x98, 0xb5, 0xd4, 0x8a, 0xb9, 0x19};
+    memcpy(blob + 12, ct, 16);
+    memcpy(blob + 28, tag, 16);
+    sl_aead_t *a = aead(zero_key, NULL);
+    sl_aead_key_used_t used = 0;
+    assert_int_equal(sl_aead_open(a, (sl_span_t){NULL, 0}, blob, sizeof(blob), &used), 0);
+    assert_int_equal(used, SL_AEAD_KEY_CURRENT);
+    static const uint8_t zeros[16];
+    assert_memory_equal(blob + 12, zeros, 16);
+    sl_aead_destroy(a);
+}
+
+static void test_seal_open_tamper(void **state)
+{
+    (void)state;
+    sl_aead_t *a = aead(key_a, NULL);
+    const char *msg = "the quick brown fox";
+    size_t n = strlen(msg);
+    uint8_t sealed[64], again[64], work[64];
+    sl_span_t aad = sl_span_str("aad");
+    assert_int_equal(sl_aead_seal(a, aad, (const uint8_t *)msg, n, sealed), 0);
+    assert_int_equal(sl_aead_seal(a, aad, (const uint8_t *)msg, n, again), 0);
+    /* A fresh nonce each time: the same plaintext never seals the same. */
+    assert_memory_not_equal(sealed, again, SL_AEAD_NONCE_SIZE);
+    assert_memory_not_equal(sealed + 12, again + 12, n);
+    memcpy(work, sealed, n + SL_AEAD_OVERHEAD);
+    assert_int_equal(sl_aead_open(a, aad, work, n + SL_AEAD_OVERHEAD, NULL), 0);
+    assert_memory_equal(work + 12, msg, n);
+    /* Every byte of the blob is covered: nonce, ciphertext and tag. */
+    for (size_t i = 0; i < n + SL_AEAD_OVERHEAD; i++) {
+        memcpy(work, sealed, n + SL_AEAD_OVERHEAD);
+        work[i] ^= 0x01;
+        assert_int_equal(sl_aead_open(a, aad, work, n + SL_AEAD_OVERHEAD, NULL),
+                         -SL_ERR_CANNOT_DECRYPT_DATA);
+        /* Nothing unverified is left behind. */
+        static const uint8_t zeros[64];
+        assert_memory_equal(work + 12, zeros, n);
+    }
+    memcpy(work, sealed, n + SL_AEAD_OVERHEAD);
+    assert_int_equal(sl_aead_open(a, sl_span_str("aae"), work, n + SL_AEAD_OVERHEAD, NULL),
+                     -SL_ERR_CANNOT_DECRYPT_DATA);
+    assert_int_equal(sl_aead_open(a, aad, work, SL_AEAD_OVERHEAD - 1, NULL),
+                     -SL_ERR_CANNOT_DECRYPT_DATA);
+    /* An empty plaintext still carries a tag. */
+    assert_int_equal(sl_aead_seal(a, aad, NULL, 0, work), 0);
+    assert_int_equal(sl_aead_open(a, aad, work, SL_AEAD_OVERHEAD, NULL), 0);
+    sl_aead_destroy(a);
+}
+
+static void test_wrong_and_previous_key(void **state)
+{
+    (void)state;
+    sl_aead_t *old = aead(key_a, NULL), *other = aead(key_b, NULL), *rotated = aead(key_b, key_a);
+    uint8_t sealed[40], work[40];
+    const uint8_t plain[12] = "hello, world";
+    assert_int_equal(sl_aead_seal(old, sl_span_str("x"), plain, 12, sealed), 0);
+    memcpy(work, sealed, sizeof(work));
+    assert_int_equal(sl_aead_open(other, sl_span_str("x"), work, 40, NULL),
+                     -SL_ERR_CANNOT_DECRYPT_DATA);
+    /* After a rotation the old key still opens (the current one is tried
+     * first and its failed attempt must not spoil the bytes). */
+    memcpy(work, sealed, sizeof(work));
+    sl_aead_key_used_t used = 0;
+    assert_int_equal(sl_aead_open(rotated, sl_span_str("x"), work, 40, &used), 0);
+    assert_int_equal(used, SL_AEAD_KEY_PREVIOUS);
+    assert_memory_equal(work + 12, plain, 12);
+    /* New seals use the new key only. */
+    assert_int_equal(sl_aead_seal(rotated, sl_span_str("x"), plain, 12, sealed), 0);
+    memcpy(work, sealed, sizeof(work));
+    assert_int_equal(sl_aead_open(other, sl_span_str("x"), work, 40, &used), 0);
+    assert_int_equal(used, SL_AEAD_KEY_CURRENT);
+    memcpy(work, sealed, sizeof(work));
+    assert_int_equal(sl_aead_open(old, sl_span_str("x"), work, 40, NULL),
+                     -SL_ERR_CANNOT_DECRYPT_DATA);
+    sl_aead_destroy(old);
+    sl_aead_destroy(other);
+    sl_aead_destroy(rotated);
+}
+
+static void test_key_decode(void **state)
+{
+    (void)state;
+    uint8_t key[32];
+    assert_true(sl_aead_key_decode("AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=", key));
+    assert_memory_equal(key, key_a, 32);
+    assert_false(sl_aead_key_decode("AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHw==", key)); /* 31 */
+    assert_false(sl_aead_key_decode("AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyAh", key)); /* 33 */
+    assert_false(sl_aead_key_decode("not base64 at all!!", key));
+    assert_false(sl_aead_key_decode("", key));
+}
+
+/* --- records ------------------------------------------------------------------------------ */
+
+/* A validated record of n messages: payload i is i * 37 % 300 bytes, every
+ * third message carries a user-headers block. */
+static sl_span_t make_record(sl_buf_t *buf, uint32_t n)
+{
+    static uint8_t payload[300];
+    for (size_t i = 0; i < sizeof(payload); i++)
+        payload[i] = (uint8_t)('a' + i % 26);
+    /* One Raw header "k" = "vv": kind, u32 length, bytes; key then value. */
+    static const uint8_t headers[] = {1, 1, 0, 0, 0, 'k', 1, 2, 0, 0, 0, 'v', 'v'};
+    sl_buf_init(buf, 0);
+    sl_batch_builder_t bb;
+    sl_batch_begin(&bb, buf);
+    for (uint32_t i = 0; i < n; i++) {
+        sl_span_t h = i % 3 == 0 ? (sl_span_t){headers, sizeof(headers)} : (sl_span_t){NULL, 0};
+        assert_int_equal(sl_batch_add(&bb, (sl_u128_t){i + 1, 7}, 1000 + i,
+                                      (sl_span_t){payload, (i * 37) % 300}, h),
+                         0);
+    }
+    sl_span_t rec;
+    assert_int_equal(sl_batch_finish(&bb, &rec), 0);
+    assert_int_equal(sl_batch_validate(rec, n), 0);
+    return rec;
+}
+
+static uint8_t *seal(sl_aead_t *a, sl_span_t rec, size_t *len)
+{
+    uint32_t count = sl_load_u32(rec.ptr + SL_BATCH_OFF_COUNT);
+    *len = sl_encryption_sealed_len(rec.len, count);
+    uint8_t *out = malloc(*len);
+    assert_non_null(out);
+    assert_int_equal(sl_encryption_seal_record(a, rec, out), 0);
+    return out;
+}
+
+static void test_record_round_trip(void **state)
+{
+    (void)state;
+    sl_aead_t *a = aead(key_a, NULL);
+    sl_buf_t b1, b2;
+    sl_span_t r1 = make_record(&b1, 10), r2 = make_record(&b2, 1);
+    size_t l1, l2;
+    uint8_t *s1 = seal(a, r1, &l1), *s2 = seal(a, r2, &l2);
+    assert_int_equal(l1, r1.len + 10 * 28);
+    /* The sealed record is a valid record in its own right: the checksums
+     * cover the sealed bytes (docs/compatibility.md). */
+    assert_int_equal(sl_batch_validate((sl_span_t){s1, l1}, 10), 0);
+    assert_int_equal(sl_batch_check_layout((sl_span_t){s2, l2}), 0);
+    /* No plaintext payload survives in it. */
+    assert_null(memmem(s1, l1, "abcdefghij", 10));
+    /* Two records back to back open to exactly the original bytes. */
+    uint8_t *run = malloc(l1 + l2);
+    memcpy(run, s1, l1);
+    memcpy(run + l1, s2, l2);
+    size_t opened;
+    uint64_t bad;
+    assert_int_equal(sl_encryption_open_run(a, run, l1 + l2, &opened, &bad), 0);
+    assert_int_equal(opened, r1.len + r2.len);
+    assert_memory_equal(run, r1.ptr, r1.len);
+    assert_memory_equal(run + r1.len, r2.ptr, r2.len);
+    assert_int_equal(sl_encryption_open_run(a, run, 0, &opened, &bad), 0);
+    assert_int_equal(opened, 0);
+    free(run);
+    free(s1);
+    free(s2);
+    sl_buf_free(&b1);
+    sl_buf_free(&b2);
+    sl_aead_destroy(a);
+}
+
+/* Opens a copy of sealed; returns the result and the failing offset. */
+static int open_copy(sl_aead_t *a, const uint8_t *sealed, size_t len, uint64_t *bad)
+{
+    uint8_t *work = malloc(len ? len : 1);
+    memcpy(work, sealed, len);
+    size_t opened;
+    int rc = sl_encryption_open_run(a, work, len, &opened, bad);
+    if (rc == 0)
+        assert_true(opened <= len);
+    free(work);
+    return rc;
+}
+
+static void test_record_hostile(void **state)
+{
+    (void)state;
+    sl_aead_t *a = aead(key_a, NULL), *other = aead(key_b, NULL);
+    sl_buf_t b;
+    sl_span_t rec = make_record(&b, 6);
+    size_t len;
+    uint8_t *sealed = seal(a, rec, &len);
+    uint64_t bad = 0;
+    assert_int_equal(open_copy(other, sealed, len, &bad), -SL_ERR_CANNOT_DECRYPT_DATA);
+    /* Any flipped byte of any frame body is found, and the offset named is
+     * that frame's (base_offset 0 here: offset = index). */
+    size_t pos = SL_BATCH_HEADER_SIZE;
+    for (uint32_t i = 0; i < 6; i++) {
+        sl_frame_header_t fh;
+        sl_frame_header_read(sealed + pos, &fh);
+        size_t body = (size_t)fh.payload_length + fh.user_headers_length;
+        sealed[pos + SL_FRAME_HEADER_SIZE + body / 2] ^= 0x80;
+        assert_int_equal(open_copy(a, sealed, len, &bad), -SL_ERR_CANNOT_DECRYPT_DATA);
+        assert_int_equal(bad, i);
+        sealed[pos + SL_FRAME_HEADER_SIZE + body / 2] ^= 0x80;
+        /* Shifting a byte from payload to headers changes the aad. */
+        if (fh.payload_length > SL_AEAD_OVERHEAD) {
+            sl_store_u32(sealed + pos + SL_FRAME_OFF_PAYLOAD_LENGTH, fh.payload_length - 1);
+            sl_store_u32(sealed + pos + SL_FRAME_OFF_HEADERS_LENGTH, fh.user_headers_length + 1);
+            assert_int_equal(open_copy(a, sealed, len, &bad), -SL_ERR_CANNOT_DECRYPT_DATA);
+            sl_frame_header_write(sealed + pos, &fh);
+        }
+        pos += SL_FRAME_HEADER_SIZE + body;
+    }
+    assert_int_equal(open_copy(a, sealed, len, &bad), 0);
+    /* Every cut of the run is refused, never read past. */
+    for (size_t cut = 1; cut < len; cut++)
+        assert_int_equal(open_copy(a, sealed, cut, &bad), -SL_ERR_CANNOT_DECRYPT_DATA);
+    /* A frame whose reserved field is set (the blob does not cover it). */
+    sealed[SL_BATCH_HEADER_SIZE + SL_FRAME_OFF_RESERVED] = 1;
+    assert_int_equal(open_copy(a, sealed, len, &bad), -SL_ERR_CANNOT_DECRYPT_DATA);
+    sealed[SL_BATCH_HEADER_SIZE + SL_FRAME_OFF_RESERVED] = 0;
+    assert_int_equal(open_copy(a, sealed, len, &bad), 0);
+    /* A frame too short to hold a blob, and a record length past the run. */
+    sl_store_u32(sealed + SL_BATCH_HEADER_SIZE + SL_FRAME_OFF_PAYLOAD_LENGTH, 3);
+    assert_int_equal(open_copy(a, sealed, len, &bad), -SL_ERR_CANNOT_DECRYPT_DATA);
+    sl_store_u64(sealed + SL_BATCH_OFF_LENGTH, len + 1);
+    assert_int_equal(open_copy(a, sealed, len, &bad), -SL_ERR_CANNOT_DECRYPT_DATA);
+    sl_store_u64(sealed + SL_BATCH_OFF_LENGTH, 10);
+    assert_int_equal(open_copy(a, sealed, len, &bad), -SL_ERR_CANNOT_DECRYPT_DATA);
+    free(sealed);
+    sl_buf_free(&b);
+    sl_aead_destroy(a);
+    sl_aead_destroy(other);
+}
+
+/* A metadata entry's sealed body opens only as the op and operation it was
+ * sealed for; the snapshot blob helpers round-trip. */
+static void test_metadata_entries(void **state)
+{
+    (void)state;
+    sl_aead_t *a = aead(key_a, NULL);
+    const char *body = "stream named secret";
+    sl_meta_entry_t e = {.op = 42, .operation = 128, .body = sl_span_str(body)};
+    sl_buf_t sealed, opened;
+    sl_buf_init(&sealed, 0);
+    sl_buf_init(&opened, 0);
+    assert_int_equal(sl_encryption_seal_entry(a, &e, &sealed), 0);
+    assert_int_equal(sealed.len, strlen(body) + SL_AEAD_OVERHEAD);
+    assert_null(memmem(sealed.data, sealed.len, "secret", 6));
+    sl_meta_entry_t j = e;
+    j.body = sl_buf_span(&sealed);
+    assert_int_equal(sl_encryption_open_entry(a, &j, &opened), 0);
+    assert_span_str(sl_buf_span(&opened), body);
+    j.op = 43;
+    sl_buf_reset(&opened);
+    assert_int_equal(sl_encryption_open_entry(a, &j, &opened), -SL_ERR_CANNOT_DECRYPT_DATA);
+    assert_int_equal(opened.len, 0);
+    j.op = 42;
+    j.operation = 129;
+    assert_int_equal(sl_encryption_open_entry(a, &j, &opened), -SL_ERR_CANNOT_DECRYPT_DATA);
+    j.operation = 128;
+    j.body.len = SL_AEAD_OVERHEAD - 1;
+    assert_int_equal(sl_encryption_open_entry(a, &j, &opened), -SL_ERR_CANNOT_DECRYPT_DATA);
+    /* An empty body still seals (28 bytes) and opens empty. */
+    e.body = (sl_span_t){NULL, 0};
+    sl_buf_reset(&sealed);
+    assert_int_equal(sl_encryption_seal_entry(a, &e, &sealed), 0);
+    j = e;
+    j.body = sl_buf_span(&sealed);
+    assert_int_equal(sl_encryption_open_entry(a, &j, &opened), 0);
+    assert_int_equal(opened.len, 0);
+    sl_buf_free(&sealed);
+    sl_buf_free(&opened);
+    sl_aead_destroy(a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_known_answer),     cmocka_unit_test(test_seal_open_tamper),
+        cmocka_unit_test(test_wrong_and_previous_key), cmocka_unit_test(test_key_decode),
+        cmocka_unit_test(test_record_round_trip), cmocka_unit_test(test_record_hostile),
+        cmocka_unit_test(test_metadata_entries),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
