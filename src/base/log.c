@@ -95,8 +95,10 @@ int sl_log_parse_level(const char *text)
 
 /* Formats one line ("<time> <level> <message>[ (file:line)]\n") into text
  * (cap >= 3) and returns its length, newline included. */
-static size_t format_line(char *text, size_t cap, sl_log_level_t level, const char *file, int line,
-                          const char *fmt, va_list ap)
+__attribute__((format(printf, 6, 0))) static size_t format_line(char *text, size_t cap,
+                                                                sl_log_level_t level,
+                                                                const char *file, int line,
+                                                                const char *fmt, va_list ap)
 {
     struct timespec ts;
     struct tm tm;
