@@ -151,6 +151,7 @@ void sl_vsr_clients_commit(sl_vsr_clients_t *t, sl_vsr_client_t *c, uint64_t req
     c->request = request > c->request ? request : c->request;
     c->request_checksum = request_checksum;
     c->last_op = op;
+    c->reply_op = op;
     c->reply_timestamp = timestamp;
     c->reply_operation = operation;
     c->has_reply = store_reply(t, c, reply);
@@ -171,6 +172,7 @@ void sl_vsr_clients_encode(const sl_vsr_clients_t *t, sl_buf_t *out)
         sl_put_u64(out, c->request);
         sl_put_u128(out, c->request_checksum);
         sl_put_u64(out, c->last_op);
+        sl_put_u64(out, c->reply_op);
         sl_put_u64(out, c->reply_timestamp);
         sl_put_u8(out, c->reply_operation);
         sl_put_u8(out, c->has_reply ? 1 : 0);
@@ -191,6 +193,7 @@ static bool decode_entry(sl_vsr_clients_t *t, sl_reader_t *r, sl_vsr_client_t *c
     sl_read_u64(r, &c->request);
     sl_read_u128(r, &c->request_checksum);
     sl_read_u64(r, &c->last_op);
+    sl_read_u64(r, &c->reply_op);
     sl_read_u64(r, &c->reply_timestamp);
     sl_read_u8(r, &c->reply_operation);
     sl_read_u8(r, &has_reply);

@@ -30,8 +30,9 @@ typedef struct sl_vsr_client {
     uint32_t user_id;
     uint64_t request; /* watermark: highest committed request number */
     sl_u128_t request_checksum;
-    uint64_t last_op; /* op of the latest commit for this client */
-    /* the latest reply: header fields and body */
+    uint64_t last_op; /* op of the latest commit for this client (Register too) */
+    /* the reply to the watermark request: header fields and body */
+    uint64_t reply_op;
     uint64_t reply_timestamp;
     uint8_t reply_operation;
     bool has_reply;

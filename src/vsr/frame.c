@@ -257,7 +257,8 @@ sl_vsr_verdict_t sl_vsr_suffix_entry(sl_span_t body, uint32_t i, uint64_t op,
 }
 
 /* Checks every entry of a suffix: shape, and the hash chain between
- * neighbours the sender knows both of (entry i's parent is entry i+1). */
+ * neighbours the sender knows both of (entry i's parent is entry i+1, unless
+ * it is 0). */
 static sl_vsr_verdict_t suffix_check(sl_span_t body, uint64_t op, uint64_t group)
 {
     uint32_t count = (uint32_t)(body.len / SL_HEADER_SIZE);
@@ -270,7 +271,9 @@ static sl_vsr_verdict_t suffix_check(sl_span_t body, uint64_t op, uint64_t group
             return v;
         if (!e.blank && e.prepare.group != group)
             return SL_VSR_BAD_SUFFIX;
-        if (i > 0 && !e.blank && !above.blank && !sl_u128_eq(above.prepare.parent, e.identity))
+        /* A zero parent is an unsealed link (cluster.md 3): no claim. */
+        if (i > 0 && !e.blank && !above.blank && !sl_u128_is_zero(above.prepare.parent) &&
+            !sl_u128_eq(above.prepare.parent, e.identity))
             return SL_VSR_BAD_SUFFIX;
         above = e;
     }
