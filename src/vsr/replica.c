@@ -79,6 +79,7 @@ static void state_encode(sl_vsr_replica_t *r, sl_buf_t *b)
     sl_put_u32(b, r->view);
     sl_put_u32(b, r->log_view);
     sl_put_u32(b, r->dvc_view);
+    sl_put_u32(b, r->view_max);
     sl_put_u64(b, r->commit_max);
     sl_put_u64(b, r->checkpoint_op);
     sl_put_u128(b, r->checkpoint_identity);
@@ -114,6 +115,7 @@ static int state_decode(sl_vsr_replica_t *r, sl_span_t rec)
     sl_read_u32(&rd, &r->view);
     sl_read_u32(&rd, &r->log_view);
     sl_read_u32(&rd, &r->dvc_view);
+    sl_read_u32(&rd, &r->view_max);
     sl_read_u64(&rd, &r->commit_max);
     sl_read_u64(&rd, &r->checkpoint_op);
     sl_read_u128(&rd, &r->checkpoint_identity);
@@ -143,6 +145,8 @@ static int state_decode(sl_vsr_replica_t *r, sl_span_t rec)
 
 bool vsr_persist(sl_vsr_replica_t *r)
 {
+    if (r->view > r->view_max)
+        r->view_max = r->view;
     state_encode(r, &r->state);
     if (!sl_buf_ok(&r->state))
         return false;

@@ -85,6 +85,7 @@ struct sl_vsr_replica {
     sl_u128_t checkpoint_identity;   /* the prepare at checkpoint_op (0: unknown) */
     uint64_t nack_floor;             /* never nack an op at or below this (lost disk) */
     uint32_t dvc_view;               /* highest view a DoViewChange went out for (a promise) */
+    uint32_t view_max;               /* highest view ever persisted (view may go back, this not) */
 
     vsr_entry_t *log;  /* journal_slots */
     vsr_slot_t *slots; /* journal_slots */
@@ -126,6 +127,7 @@ struct sl_vsr_replica {
     uint32_t view_floor;      /* lost disk: highest view a quorum reported */
     uint32_t discovery_votes; /* lost disk: replicas that reported */
     uint64_t recover_tick;
+    uint32_t recover_rounds; /* lost disk: RequestStartViews without an answer */
 
     /* repair */
     bool repair_busy;
@@ -135,6 +137,7 @@ struct sl_vsr_replica {
     uint64_t repair_from;
     uint64_t repair_to;
     uint32_t repair_rotation;
+    uint32_t repair_accepted; /* RepairPrepares taken since the last request */
 
     vsr_sync_t sync;
     sl_vsr_clients_t clients;

@@ -368,8 +368,10 @@ static void apply_one(sl_vsr_replica_t *r, uint64_t op, const sl_vsr_frame_t *f)
 
 void vsr_apply_committed(sl_vsr_replica_t *r)
 {
-    if (r->syncing)
-        return;
+    /* No guard for a replica waiting on a state transfer: an op it cannot
+     * apply is not in its log window (a lost checkpoint leaves op 1 below
+     * it), and one it can apply proves a peer's RangeEvicted was not the
+     * last word (the transfer is then no longer needed). */
     while (r->commit_min < r->commit_max) {
         uint64_t op = r->commit_min + 1;
         if (!vsr_known(r, op) || !vsr_entry(r, op)->canonical || !vsr_present(r, op))
@@ -379,6 +381,7 @@ void vsr_apply_committed(sl_vsr_replica_t *r)
             break;
         apply_one(r, op, &f);
         r->commit_min = op;
+        r->syncing = false;
         if (op % r->cfg.checkpoint_interval == 0)
             vsr_checkpoint(r);
     }

@@ -48,6 +48,7 @@ static void send_request_prepares(sl_vsr_replica_t *r, uint64_t from, uint64_t t
     r->repair_from = from;
     r->repair_to = to;
     r->repair_tick = r->ticks;
+    r->repair_accepted = 0;
     r->repair_nonce = vsr_nonce(r);
     vsr_trace(r, "repair %llu..%llu from %u", (unsigned long long)from, (unsigned long long)to,
               peer);
@@ -79,10 +80,6 @@ void vsr_tick_repair(sl_vsr_replica_t *r)
     if (hi >= r->checkpoint_op + r->cfg.journal_slots)
         hi = r->checkpoint_op + r->cfg.journal_slots - 1;
     uint64_t from = r->commit_min + 1;
-    /* While the committed prefix comes by state transfer, only the
-     * uncommitted ops are worth repairing (a primary needs them to commit). */
-    if (r->syncing && from <= r->commit_max)
-        from = r->commit_max + 1;
     while (from <= hi && !needs_repair(r, from))
         from++;
     if (from > hi)
@@ -123,12 +120,13 @@ void vsr_on_repair_prepare(sl_vsr_replica_t *r, const sl_vsr_frame_t *f, const u
      * Its `replica` byte is the primary that built the prepare, not the
      * sender. */
     uint64_t op = f->u.prepare.op;
-    if (r->status != SL_VSR_STATUS_NORMAL || op + r->cfg.journal_slots <= r->op)
+    if (r->status != SL_VSR_STATUS_NORMAL || !vsr_in_window(r, op))
         return;
     bool vouched = f->h.view == r->view;
     if (!vouched && !(f->h.view == 0 && r->view > 0 && verifiable(r, op, f->h.checksum)))
         return;
     r->repair_tick = r->ticks;
+    r->repair_accepted++;
     uint8_t header[SL_HEADER_SIZE];
     memcpy(header, raw, SL_HEADER_SIZE);
     header[60] = SL_VSR_PREPARE; /* journaled and logged as the Prepare it is */
@@ -171,8 +169,8 @@ void vsr_on_repair_end(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
                       (unsigned long long)d->op);
         }
         r->repair_rotation++;
-    } else if (d->op < r->repair_from) {
-        r->repair_rotation++; /* served nothing: ask someone else next */
+    } else if (r->repair_accepted == 0) {
+        r->repair_rotation++; /* nothing usable: ask someone else next */
     }
 }
 
@@ -241,7 +239,7 @@ void vsr_on_request_prepares(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
 /* This replica's checkpoint artifacts, read back and verified. */
 static bool artifacts_ok(sl_vsr_replica_t *r)
 {
-    if (r->checkpoint_op == 0 || r->syncing)
+    if (r->checkpoint_op == 0)
         return false;
     for (uint8_t k = 0; k < 2; k++) {
         sl_span_t a = r->storage.read_artifact(r->storage.ctx, r->checkpoint_op, k);
@@ -261,13 +259,17 @@ void vsr_on_request_state(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
      * damaged at rest is written again from the state in memory (at the
      * current commit: the state has moved past the old checkpoint). */
     bool available = artifacts_ok(r);
-    if (!available && !r->syncing && r->checkpoint_op > 0 && r->commit_min >= r->checkpoint_op) {
+    if (!available && r->checkpoint_op > 0 && r->commit_min >= r->checkpoint_op) {
         vsr_trace(r, "checkpoint %llu damaged: writing one at %llu",
                   (unsigned long long)r->checkpoint_op, (unsigned long long)r->commit_min);
         available = vsr_checkpoint(r) && artifacts_ok(r);
     }
     sl_vsr_frame_t t;
     vsr_frame_init(r, &t, SL_VSR_STATE_TRANSFER_TARGET);
+    /* The view a lost disk learns from this answer: the highest this
+     * replica ever reached (its view may have gone back after a restart,
+     * replica_view.c; the floor must not). */
+    t.h.view = r->view_max > r->view ? r->view_max : r->view;
     t.u.state_target = (sl_vsr_state_target_t){.nonce = f->u.request_state.nonce,
                                                .commit_op = available ? r->checkpoint_op : 0,
                                                .group = r->cfg.group,
@@ -285,8 +287,7 @@ void vsr_on_request_chunk(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
     const sl_vsr_request_chunk_t *q = &f->u.request_chunk;
     /* The nonce's high half names the checkpoint being pulled; a newer one
      * here means the requester must start over (it times out). */
-    if (r->wiped || r->syncing || q->artifact >= 2 || q->nonce.hi != r->checkpoint_op ||
-        r->checkpoint_op == 0)
+    if (r->wiped || q->artifact >= 2 || q->nonce.hi != r->checkpoint_op || r->checkpoint_op == 0)
         return;
     sl_span_t a = r->storage.read_artifact(r->storage.ctx, r->checkpoint_op, (uint8_t)q->artifact);
     if (a.len != r->checkpoint[q->artifact].len || q->offset > a.len)

@@ -439,8 +439,14 @@ static void install_window(sl_vsr_replica_t *r, uint64_t lo, uint64_t op, const 
                 lowest = x;
         }
     }
+    /* Below the window, a new view's log is known only through the chain
+     * from its lowest known entry; with no anchor at all, every entry down
+     * there loses its mark (a stale old view's ops would otherwise stay
+     * canonical and be applied), except what this replica knows committed. */
     if (lowest != 0)
         vsr_chain_down(r, lowest, truncate);
+    else if (truncate && lo > 0)
+        vsr_chain_down(r, lo, true);
 }
 
 /* Records the window as the view's headers: kept in the state record for
@@ -590,7 +596,8 @@ void vsr_on_start_view(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
                   (unsigned long long)r->op, (unsigned long long)r->commit_min,
                   (unsigned long long)r->commit_max);
     } else {
-        r->primary_tick = r->ticks;
+        /* Not a sign of life: only a Commit is the heartbeat (an abdicating
+         * primary still answers RequestStartView). */
         vsr_commit_learn(r, sv->commit);
     }
     for (uint64_t op = r->commit_min + 1; op <= r->op; op++) {
@@ -657,4 +664,13 @@ void vsr_tick_recovering(sl_vsr_replica_t *r)
     f.u.request_start_view.group = r->cfg.group;
     f.u.request_start_view.incarnation = r->incarnation;
     vsr_broadcast(r, &f, sl_span(NULL, 0));
+    /* A lost disk whose floor is above the view the cluster settled in
+     * (a peer reached a view that never started) votes for the floor: a
+     * StartViewChange commits it to nothing, and it sends no DoViewChange. */
+    if (r->wiped && ++r->recover_rounds % 4 == 0 && r->view_floor > 0) {
+        vsr_frame_init(r, &f, SL_VSR_START_VIEW_CHANGE);
+        f.h.view = r->view_floor;
+        f.u.start_view_change.group = r->cfg.group;
+        vsr_broadcast(r, &f, sl_span(NULL, 0));
+    }
 }
