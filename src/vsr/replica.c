@@ -291,13 +291,31 @@ void vsr_journal_write(sl_vsr_replica_t *r, const uint8_t header[SL_HEADER_SIZE]
     sl_store_u32(h + 52, r->view);
     h[60] = SL_VSR_PREPARE;
     sl_put_span(&r->out, body);
+    /* The journal seal: the identity and the body seal leave the view
+     * stamp uncovered, and a stamp flipped at rest would move a prepare out
+     * of the log view's log (and so let the replica nack what it
+     * acknowledged). */
+    sl_put_u64(&r->out, sl_xxh3_64(r->out.data, r->out.len));
     if (!sl_buf_ok(&r->out))
         return;
     s->writing = true;
     s->writing_op = op;
     s->writing_identity = identity;
+    s->writing_view = r->view;
     r->storage.write_prepare(r->storage.ctx, (uint32_t)(op % r->cfg.journal_slots), r->out.data,
                              (uint32_t)r->out.len);
+}
+
+/* A journal slot's bytes: a prepare frame, then the XXH3-64 of it (the
+ * journal seal). Whether they verify and decode as a prepare of this group. */
+static bool journal_decode(sl_vsr_replica_t *r, sl_span_t bytes, sl_vsr_frame_t *f)
+{
+    if (bytes.len < SL_HEADER_SIZE + VSR_JOURNAL_SEAL)
+        return false;
+    size_t len = bytes.len - VSR_JOURNAL_SEAL;
+    return sl_load_u64(bytes.ptr + len) == sl_xxh3_64(bytes.ptr, len) &&
+           sl_vsr_frame_decode(bytes.ptr, len, r->cfg.frame_max, f) == SL_VSR_OK &&
+           f->h.command == SL_VSR_PREPARE && f->u.prepare.group == r->cfg.group;
 }
 
 bool vsr_journal_read(sl_vsr_replica_t *r, uint64_t op, sl_vsr_frame_t *f)
@@ -308,10 +326,8 @@ bool vsr_journal_read(sl_vsr_replica_t *r, uint64_t op, sl_vsr_frame_t *f)
     vsr_slot_t *s = vsr_slot(r, op);
     sl_span_t bytes =
         r->storage.read_prepare(r->storage.ctx, (uint32_t)(op % r->cfg.journal_slots));
-    bool ok = bytes.len >= SL_HEADER_SIZE &&
-              sl_vsr_frame_decode(bytes.ptr, bytes.len, r->cfg.frame_max, f) == SL_VSR_OK &&
-              f->h.command == SL_VSR_PREPARE && f->u.prepare.op == op &&
-              f->u.prepare.group == r->cfg.group && sl_u128_eq(f->h.checksum, e->identity);
+    bool ok = journal_decode(r, bytes, f) && f->u.prepare.op == op &&
+              sl_u128_eq(f->h.checksum, e->identity);
     if (!ok && !s->writing && s->state == SLOT_VALID && s->op == op &&
         sl_u128_eq(s->identity, e->identity))
         s->state = SLOT_FAULTY; /* it was there: corrupted at rest */
@@ -353,7 +369,7 @@ static int alloc_replica(const sl_vsr_config_t *cfg, sl_vsr_replica_t **out)
         ok = r->dvcs[i].headers != NULL;
     }
     ok = ok && sl_vsr_clients_init(&r->clients, cfg->clients_max, cfg->reply_max) == 0;
-    sl_buf_init(&r->out, cfg->frame_max);
+    sl_buf_init(&r->out, (size_t)cfg->frame_max + VSR_JOURNAL_SEAL);
     sl_buf_init(&r->body, cfg->frame_max);
     sl_buf_init(&r->reply, 0);
     sl_buf_init(&r->state, 0);
@@ -419,15 +435,14 @@ static const uint8_t *scan_slot(sl_vsr_replica_t *r, uint32_t p, uint32_t *view)
     if (bytes.len == 0)
         return NULL;
     sl_vsr_frame_t f;
-    if (sl_vsr_frame_decode(bytes.ptr, bytes.len, r->cfg.frame_max, &f) != SL_VSR_OK ||
-        f.h.command != SL_VSR_PREPARE || f.u.prepare.group != r->cfg.group ||
-        f.u.prepare.op % r->cfg.journal_slots != p) {
+    if (!journal_decode(r, bytes, &f) || f.u.prepare.op % r->cfg.journal_slots != p) {
         s->state = SLOT_FAULTY;
         return NULL;
     }
     s->state = SLOT_VALID;
     s->op = f.u.prepare.op;
     s->identity = f.h.checksum;
+    s->view = f.h.view;
     *view = f.h.view;
     return bytes.ptr;
 }
@@ -575,6 +590,7 @@ void sl_vsr_replica_write_done(sl_vsr_replica_t *r, uint32_t slot, bool ok)
     s->state = SLOT_VALID;
     s->op = s->writing_op;
     s->identity = s->writing_identity;
+    s->view = s->writing_view;
     vsr_on_written(r, s->op);
 }
 

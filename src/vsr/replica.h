@@ -44,6 +44,9 @@
  * the latest write submitted (a page cache's view), or an empty span for a
  * slot never written; the span is borrowed until the next storage call. A
  * slot may come back torn or corrupted: the replica verifies every read.
+ * The bytes are the replica's own format, opaque to the host: a prepare
+ * frame stamped with the view it was journaled in, then an 8-byte seal
+ * over all of it.
  *
  * The state record (view, log view, checkpoint, the view's headers) and the
  * checkpoint artifacts are written synchronously and whole: write_state

@@ -15,13 +15,19 @@
  * faulty). */
 enum { SLOT_EMPTY = 0, SLOT_VALID, SLOT_FAULTY };
 
+/* A journal slot holds a prepare frame followed by this many bytes of seal
+ * (XXH3-64 of the frame, view stamp included). */
+#define VSR_JOURNAL_SEAL 8u
+
 typedef struct vsr_slot {
     uint8_t state;
     bool writing; /* a write is in flight: no second one is issued */
     uint64_t op;  /* SLOT_VALID: the prepare durably there */
     sl_u128_t identity;
+    uint32_t view; /* the view it was journaled in (this replica's, then normal) */
     uint64_t writing_op;
     sl_u128_t writing_identity;
+    uint32_t writing_view;
 } vsr_slot_t;
 
 /* One position of the log (op % journal_slots): the header this replica
