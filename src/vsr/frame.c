@@ -400,8 +400,10 @@ static sl_vsr_verdict_t decode_state_target(const uint8_t *h, sl_vsr_frame_t *f)
     t->available = h[160];
     t->unavailable_transient = h[161];
     t->commit_max = sl_load_u64(h + 168);
+    t->commit_checksum = sl_load_u128(h + 176);
     if (t->available > 1 || t->unavailable_transient > 1 ||
-        (t->available && t->unavailable_transient))
+        (t->available && t->unavailable_transient) ||
+        (!t->available && !sl_u128_is_zero(t->commit_checksum)))
         return SL_VSR_BAD_FIELD;
     if (!t->available)
         return f->h.size == SL_HEADER_SIZE ? SL_VSR_OK : SL_VSR_BAD_FIELD;
@@ -730,6 +732,7 @@ static void encode_repair_state(uint8_t *h, const sl_vsr_frame_t *f)
         h[160] = t->available;
         h[161] = t->unavailable_transient;
         sl_store_u64(h + 168, t->commit_max);
+        sl_store_u128(h + 176, t->commit_checksum);
         break;
     }
     case SL_VSR_REQUEST_STATE_CHUNK: {

@@ -179,6 +179,10 @@ typedef struct sl_vsr_state_target {
     uint8_t available;
     uint8_t unavailable_transient;
     uint64_t commit_max;
+    /* Sluice, in bytes cluster.md reserves (176..192): the identity of the
+     * prepare at commit_op, so the new checkpoint's successor chains to it
+     * (0 with available = 0). */
+    sl_u128_t commit_checksum;
 } sl_vsr_state_target_t;
 
 typedef struct sl_vsr_request_chunk {

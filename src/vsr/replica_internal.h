@@ -65,10 +65,14 @@ typedef struct vsr_sync {
     uint64_t tick; /* when the last request went out */
     bool have_target;
     uint64_t commit_op;
+    sl_u128_t identity; /* of the prepare at commit_op, from the offer */
     uint32_t count;
     sl_vsr_artifact_t artifacts[2]; /* snapshot, client table */
     uint32_t artifact;              /* the one being fetched */
     sl_buf_t data[2];
+    /* Moves on after each attempt that brought nothing; its own counter, so
+     * the peers asked do not fall in step with repair's. */
+    uint32_t rotation;
 } vsr_sync_t;
 
 struct sl_vsr_replica {

@@ -94,6 +94,7 @@ static void prepare_request(sl_vsr_replica_t *r, const sl_vsr_request_t *req)
      * else to 0 (cluster.md's "unsealed"). Nothing needs to verify a
      * checkpointed op through its successor. */
     sl_u128_t parent = known ? head->identity : r->checkpoint_identity;
+    sl_assert(r->op == 0 || !sl_u128_is_zero(parent));
     uint64_t ts = r->realtime_us;
     uint64_t last = r->timestamp_last;
     if (known && head->timestamp > last)
@@ -401,8 +402,12 @@ bool vsr_checkpoint(sl_vsr_replica_t *r)
     uint64_t before = r->checkpoint_op;
     sl_vsr_artifact_t saved[2] = {r->checkpoint[0], r->checkpoint[1]};
     sl_u128_t identity_before = r->checkpoint_identity;
+    /* A checkpoint written again at its own op (its artifacts were damaged)
+     * keeps the identity it has; otherwise the op was applied here. */
+    sl_assert(r->commit_min == before || vsr_known(r, r->commit_min));
+    if (r->commit_min != before)
+        r->checkpoint_identity = vsr_entry(r, r->commit_min)->identity;
     r->checkpoint_op = r->commit_min;
-    r->checkpoint_identity = vsr_entry(r, r->commit_min)->identity;
     r->checkpoint[0] = (sl_vsr_artifact_t){SL_VSR_ARTIFACT_METADATA_SNAPSHOT, r->commit_min,
                                            snap.len, sl_xxh3_64(snap.ptr, snap.len)};
     r->checkpoint[1] = (sl_vsr_artifact_t){SL_VSR_ARTIFACT_CLIENT_TABLE, r->commit_min, table.len,

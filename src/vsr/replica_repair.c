@@ -26,16 +26,21 @@ static bool needs_repair(sl_vsr_replica_t *r, uint64_t op)
 
 /* The peer to ask: the primary first for a backup (it vouches for its whole
  * log), then the others in turn after each timeout. */
-static uint8_t repair_peer(sl_vsr_replica_t *r)
+static uint8_t next_peer(sl_vsr_replica_t *r, uint32_t rotation)
 {
     uint32_t n = r->cfg.replica_count;
     uint32_t start = vsr_is_primary(r) ? r->cfg.replica + 1u : vsr_primary_of(r, r->view);
     for (uint32_t i = 0; i < n; i++) {
-        uint8_t peer = (uint8_t)((start + r->repair_rotation + i) % n);
+        uint8_t peer = (uint8_t)((start + rotation + i) % n);
         if (peer != r->cfg.replica)
             return peer;
     }
     return r->cfg.replica;
+}
+
+static uint8_t repair_peer(sl_vsr_replica_t *r)
+{
+    return next_peer(r, r->repair_rotation);
 }
 
 static void send_request_prepares(sl_vsr_replica_t *r, uint64_t from, uint64_t to)
@@ -70,8 +75,10 @@ void vsr_tick_repair(sl_vsr_replica_t *r)
         r->repair_rotation++;
     }
     /* A primary whose head header is unknown (its log ends at a checkpoint
-     * it got by state transfer) cannot chain the next prepare. */
-    if (vsr_is_primary(r) && r->op > 0 && !vsr_known(r, r->op)) {
+     * it got by state transfer) cannot chain the next prepare. A head past
+     * the window has no place to go until the ops below are applied, by
+     * the repair below or a state transfer it leads to. */
+    if (vsr_is_primary(r) && r->op > 0 && vsr_in_window(r, r->op) && !vsr_known(r, r->op)) {
         send_request_prepares(r, r->op, r->op);
         return;
     }
@@ -132,9 +139,9 @@ void vsr_on_repair_prepare(sl_vsr_replica_t *r, const sl_vsr_frame_t *f, const u
     header[60] = SL_VSR_PREPARE; /* journaled and logged as the Prepare it is */
     if (op <= r->commit_min) {
         /* Only the head of a log that ends at a checkpoint is wanted here. */
-        if (op == r->op && !vsr_known(r, op)) {
+        if (op == r->op && !vsr_known(r, op) &&
+            (op != r->checkpoint_op || sl_u128_eq(r->checkpoint_identity, f->h.checksum))) {
             vsr_log_set(r, header, true);
-            r->checkpoint_identity = f->h.checksum;
         }
         return;
     }
@@ -212,12 +219,14 @@ void vsr_on_request_prepares(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
     for (uint64_t op = q->from_op; op <= end; op++) {
         /* What this replica cannot vouch for still goes out, marked with
          * view 0 (a view no log is ever cut in): the requester takes it only
-         * where the hash chain names it. */
+         * where the hash chain names it. An op it does not hold is skipped,
+         * not the end: the requester's gap may start where nobody has
+         * anything and go on where this replica can help. */
         bool vouched = servable(r, op, f->h.view);
         bool held = vsr_present(r, op) && f->h.view > 0;
         sl_vsr_frame_t p;
         if ((!vouched && !held) || !vsr_journal_read(r, op, &p))
-            break;
+            continue;
         /* The journaled prepare with only the command byte changed (and the
          * view, which its identity does not cover). */
         sl_buf_reset(&r->out);
@@ -258,11 +267,12 @@ void vsr_on_request_state(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
     /* A checkpoint is committed state: it may be served in any status. One
      * damaged at rest is written again from the state in memory (at the
      * current commit: the state has moved past the old checkpoint). */
-    bool available = artifacts_ok(r);
+    bool available = artifacts_ok(r) && !sl_u128_is_zero(r->checkpoint_identity);
     if (!available && r->checkpoint_op > 0 && r->commit_min >= r->checkpoint_op) {
         vsr_trace(r, "checkpoint %llu damaged: writing one at %llu",
                   (unsigned long long)r->checkpoint_op, (unsigned long long)r->commit_min);
-        available = vsr_checkpoint(r) && artifacts_ok(r);
+        available = vsr_checkpoint(r) && artifacts_ok(r) &&
+                    !sl_u128_is_zero(r->checkpoint_identity);
     }
     sl_vsr_frame_t t;
     vsr_frame_init(r, &t, SL_VSR_STATE_TRANSFER_TARGET);
@@ -276,6 +286,8 @@ void vsr_on_request_state(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
                                                .available = available ? 1 : 0,
                                                .unavailable_transient = available ? 0 : 1,
                                                .commit_max = r->commit_max};
+    if (available)
+        t.u.state_target.commit_checksum = r->checkpoint_identity;
     sl_buf_reset(&r->body);
     if (available)
         sl_vsr_manifest_encode(&r->body, r->checkpoint, 2);
@@ -349,21 +361,33 @@ static void sync_install(sl_vsr_replica_t *r)
         r->machine.reset(r->machine.ctx);
         sl_vsr_clients_reset(&r->clients);
         sync_reset(r);
-        r->repair_rotation++;
+        r->sync.rotation++;
         return;
     }
     uint64_t op = r->sync.commit_op;
+    uint64_t before = r->checkpoint_op;
     r->checkpoint_op = op;
-    r->checkpoint_identity = (sl_u128_t){0, 0};
+    /* The next prepare after a log that ends here chains to it: a zero
+     * (unsealed) link would leave the ops below unverifiable for a replica
+     * that has not applied them. */
+    r->checkpoint_identity = r->sync.identity;
     r->checkpoint[0] = r->sync.artifacts[0];
     r->checkpoint[1] = r->sync.artifacts[1];
     r->commit_min = op;
     if (r->commit_max < op)
         r->commit_max = op;
     /* What this replica journaled at or below the checkpoint was never
-     * applied here: it may be another view's, so it is not served. */
-    for (uint32_t p = 0; p < r->cfg.journal_slots; p++) {
-        if (r->log[p].op != 0 && r->log[p].op <= op)
+     * applied here: it may be another view's, so it is not served. An entry
+     * outside the window it sat in until now, or outside the new one, is
+     * dropped too: outside its window no view change truncated or re-checked
+     * it (a checkpoint installed below a lost one moves the window back), so
+     * a later window move would bring back a stale op still marked
+     * canonical (the simulator applied one where another had committed). */
+    uint32_t slots = r->cfg.journal_slots;
+    for (uint32_t p = 0; p < slots; p++) {
+        uint64_t x = r->log[p].op;
+        bool keep = x > op && x < op + slots && x >= before && x < before + slots;
+        if (x != 0 && !keep)
             memset(&r->log[p], 0, sizeof(r->log[p]));
     }
     if (r->op < op)
@@ -386,10 +410,10 @@ void vsr_tick_sync(sl_vsr_replica_t *r)
     if (r->sync.active && r->ticks - r->sync.tick < 4u * r->cfg.resend_ticks)
         return;
     if (r->sync.active)
-        r->repair_rotation++; /* no answer: another peer */
+        r->sync.rotation++; /* no answer, or nothing useful: another peer */
     sync_reset(r);
     r->sync.active = true;
-    r->sync.peer = repair_peer(r);
+    r->sync.peer = next_peer(r, r->sync.rotation);
     r->sync.nonce = vsr_nonce(r);
     r->sync.tick = r->ticks;
     vsr_trace(r, "state transfer: asking %u", r->sync.peer);
@@ -431,13 +455,15 @@ void vsr_on_state_target(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
         return;
     vsr_trace(r, "state transfer: %u offers %llu (available %u)", f->h.replica,
               (unsigned long long)t->commit_op, t->available);
-    if (!t->available || t->commit_op <= r->commit_min || !take_manifest(r, f->body)) {
+    if (!t->available || t->commit_op <= r->commit_min || sl_u128_is_zero(t->commit_checksum) ||
+        !take_manifest(r, f->body)) {
         /* Nothing useful here: try another peer at the next timeout. */
         r->sync.tick = r->ticks - 3u * r->cfg.resend_ticks;
         return;
     }
     r->sync.have_target = true;
     r->sync.commit_op = t->commit_op;
+    r->sync.identity = t->commit_checksum;
     r->sync.artifact = 0;
     while (r->sync.artifact < 2 && r->sync.artifacts[r->sync.artifact].len == 0)
         r->sync.artifact++;
@@ -469,7 +495,7 @@ void vsr_on_state_chunk(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
     /* Each artifact is verified whole (cluster.md 9). */
     if (sl_xxh3_64(data->data, data->len) != a->checksum) {
         sync_reset(r);
-        r->repair_rotation++;
+        r->sync.rotation++;
         return;
     }
     r->sync.artifact++;

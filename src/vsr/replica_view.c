@@ -10,6 +10,7 @@
  * primary waits for more DoViewChanges rather than guess. */
 #include "vsr/replica_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* --- votes -------------------------------------------------------------------------------------
@@ -29,7 +30,11 @@ static void send_start_view_change(sl_vsr_replica_t *r)
  * view that committed it keeps it in its log and its slot from then on, so:
  * never at or below the commit point or the lost-disk floor, never while the
  * slot is faulty or being written, never while the slot holds the reported
- * prepare (or, for a blank, any prepare of op). */
+ * prepare. For a blank, the slot may hold a prepare of op that is not in the
+ * log: one journaled in an older view than log_view cannot be log_view's,
+ * when op is above the headers log_view started with (log_view's primary
+ * built that op in log_view, and acknowledging it would have journaled it
+ * under log_view, after anything older). */
 static bool nackable(sl_vsr_replica_t *r, uint64_t op, const sl_u128_t *identity)
 {
     if (op <= r->commit_max || op <= r->nack_floor)
@@ -39,7 +44,9 @@ static bool nackable(sl_vsr_replica_t *r, uint64_t op, const sl_u128_t *identity
         return false;
     if (s->state != SLOT_VALID || s->op != op)
         return true;
-    return identity != NULL && !sl_u128_eq(s->identity, *identity);
+    if (identity == NULL)
+        return s->view < r->log_view && op > r->view_headers_op;
+    return !sl_u128_eq(s->identity, *identity);
 }
 
 static inline void set_bit(sl_u128_t *b, uint32_t i)
@@ -86,6 +93,10 @@ static uint32_t build_suffix(sl_vsr_replica_t *r, sl_u128_t *nack, sl_u128_t *pr
                                    !sl_u128_eq(e->identity, sl_load_u128(vh)))) {
             memcpy(h, vh, SL_HEADER_SIZE); /* log_view's header, held past the window */
         } else {
+            /* decide_op's fresh rule relies on this: the headers log_view
+             * started with are reported above the commit point. */
+            sl_assert(op <= r->commit_max || op > r->view_headers_op ||
+                      r->view_headers_op - op >= r->view_headers_count);
             sl_vsr_suffix_blank(h, op);
         }
         sl_u128_t reported = sl_load_u128(h);
@@ -238,7 +249,11 @@ typedef struct choice {
     uint64_t op;
     uint64_t commit;
     uint64_t lo;
+    uint32_t log_view;
     const uint8_t *hdr[SL_VSR_SUFFIX_MAX];
+    /* No DoViewChange of log_view has a header for the op: it is above the
+     * op log_view started at, so log_view's primary built it in log_view. */
+    bool fresh[SL_VSR_SUFFIX_MAX];
     sl_u128_t cid[SL_VSR_SUFFIX_MAX];
     bool cid_known[SL_VSR_SUFFIX_MAX];
 } choice_t;
@@ -257,6 +272,11 @@ static void choose_canonical(sl_vsr_replica_t *r, choice_t *c, uint32_t *log_vie
         if (!d->have)
             continue;
         commit = d->commit > commit ? d->commit : commit;
+        /* A log of any view reached d->op only once its primary had
+         * committed d->op - pipeline_max: that much is committed, and an
+         * older log that long names ops a short suffix cannot show. */
+        if (d->op > r->cfg.pipeline_max && commit < d->op - r->cfg.pipeline_max)
+            commit = d->op - r->cfg.pipeline_max;
         if (r->cfg.bugs & SL_VSR_BUG_CANONICAL_BY_OP) {
             if (d->op > op) {
                 op = d->op;
@@ -266,16 +286,15 @@ static void choose_canonical(sl_vsr_replica_t *r, choice_t *c, uint32_t *log_vie
             op = d->op;
         }
     }
-    /* Every primary keeps op - commit <= pipeline_max, so everything up to
-     * op - pipeline_max of the canonical log is committed. */
-    if (op > r->cfg.pipeline_max && commit < op - r->cfg.pipeline_max)
-        commit = op - r->cfg.pipeline_max;
+    /* Every primary keeps op - commit <= pipeline_max (above, for each log):
+     * a committed op is in the canonical log. */
     sl_assert(commit <= op || (r->cfg.bugs & SL_VSR_BUG_CANONICAL_BY_OP));
     if (commit > op)
         commit = op;
     c->op = op;
     c->commit = commit;
     c->lo = op > r->cfg.pipeline_max ? op - r->cfg.pipeline_max : 1;
+    c->log_view = lv;
     *log_view = lv;
 }
 
@@ -285,6 +304,7 @@ static void canonical_headers(sl_vsr_replica_t *r, choice_t *c, uint32_t lv)
         uint32_t k = (uint32_t)(op - c->lo);
         c->hdr[k] = NULL;
         c->cid_known[k] = false;
+        c->fresh[k] = true;
         for (uint32_t i = 0; i < r->cfg.replica_count; i++) {
             const vsr_dvc_t *d = &r->dvcs[i];
             if (!d->have || d->log_view != lv)
@@ -292,6 +312,7 @@ static void canonical_headers(sl_vsr_replica_t *r, choice_t *c, uint32_t lv)
             dvc_entry_t e = dvc_at(d, op);
             if (!e.inside || e.blank)
                 continue;
+            c->fresh[k] = false;
             if (c->hdr[k] == NULL)
                 c->hdr[k] = e.header;
             else if (!(r->cfg.bugs & SL_VSR_BUG_CANONICAL_BY_OP))
@@ -332,7 +353,18 @@ typedef enum { DECIDE_KEEP, DECIDE_CUT, DECIDE_WAIT } decide_t;
 
 /* One uncommitted op of the canonical log: kept when some DoViewChange can
  * serve its body, cut when a quorum proves it never prepared it, else
- * undecided. */
+ * undecided.
+ *
+ * A DoViewChange of an older log view proves it never acknowledged op's
+ * canonical prepare in a view that could commit it when it names another
+ * prepare there (had that prepare committed by its log view, its log would
+ * hold it), and when op is fresh: every DoViewChange of log_view reports
+ * the headers log_view started with above its commit point (they are in its
+ * state record), so an op none of them has a header for was built in
+ * log_view, which the older log view's sender never took part in. Without
+ * the second rule an op whose identity nobody knows (its only copies on
+ * replicas that lost them) would wait forever on a replica of an older view
+ * that holds a different prepare there. */
 static decide_t decide_op(sl_vsr_replica_t *r, choice_t *c, uint64_t op)
 {
     uint32_t k = (uint32_t)(op - c->lo);
@@ -346,20 +378,52 @@ static decide_t decide_op(sl_vsr_replica_t *r, choice_t *c, uint64_t op)
             continue;
         }
         dvc_entry_t e = dvc_at(d, op);
-        if (!e.inside)
-            continue;
-        if (c->cid_known[k] && !e.blank && e.present && sl_u128_eq(e.identity, c->cid[k])) {
+        bool match = c->cid_known[k] && e.inside && !e.blank && sl_u128_eq(e.identity, c->cid[k]);
+        if (match && e.present) {
             if (c->hdr[k] == NULL)
                 c->hdr[k] = e.header;
             return DECIDE_KEEP;
         }
+        if (c->fresh[k] && d->log_view < c->log_view && !match) {
+            nacks++;
+            continue;
+        }
+        if (!e.inside)
+            continue;
         /* It proves it does not hold op's canonical prepare: a nack of the
          * header it reports, or a log that names another prepare there. */
-        if (e.nack || (c->cid_known[k] && !e.blank && !sl_u128_eq(e.identity, c->cid[k])))
+        if (e.nack || (c->cid_known[k] && !e.blank && !match))
             nacks++;
     }
     uint32_t need = (r->cfg.bugs & SL_VSR_BUG_NACK_WITHOUT_QUORUM) ? 1 : r->quorum;
     return nacks >= need ? DECIDE_CUT : DECIDE_WAIT;
+}
+
+/* The trace line of an undecided op: what each DoViewChange says of it
+ * (log view, then p present, n nack, h a header, b blank, - outside). */
+static void trace_undecided(sl_vsr_replica_t *r, const choice_t *c, uint64_t op, uint32_t lv)
+{
+    if (r->bus.trace == NULL)
+        return;
+    char says[SL_VSR_REPLICAS_MAX * 16];
+    size_t n = 0;
+    for (uint32_t i = 0; i < r->cfg.replica_count && n + 16 < sizeof(says); i++) {
+        const vsr_dvc_t *d = &r->dvcs[i];
+        dvc_entry_t e = d->have ? dvc_at(d, op) : (dvc_entry_t){0};
+        const char *what = !d->have     ? "none"
+                           : op > d->op ? "above"
+                           : !e.inside  ? "-"
+                           : e.present  ? "p"
+                           : e.nack     ? "n"
+                           : e.blank    ? "b"
+                                        : "h";
+        n += (size_t)snprintf(says + n, sizeof(says) - n, " %u:%s@%u", i, what,
+                              d->have ? d->log_view : 0);
+    }
+    uint32_t k = (uint32_t)(op - c->lo);
+    vsr_trace(r, "view change: op %llu undecided (log_view %u op %llu commit %llu%s):%s",
+              (unsigned long long)op, lv, (unsigned long long)c->op,
+              (unsigned long long)c->commit, c->cid_known[k] ? ", identity known" : "", says);
 }
 
 static void install_as_primary(sl_vsr_replica_t *r, const choice_t *c);
@@ -382,9 +446,7 @@ static void try_decide(sl_vsr_replica_t *r)
     for (uint64_t op = c.commit + 1; op <= c.op; op++) {
         decide_t d = decide_op(r, &c, op);
         if (d == DECIDE_WAIT) {
-            vsr_trace(r, "view change: op %llu undecided (log_view %u op %llu commit %llu)",
-                      (unsigned long long)op, lv, (unsigned long long)c.op,
-                      (unsigned long long)c.commit);
+            trace_undecided(r, &c, op, lv);
             return;
         }
         if (d == DECIDE_CUT) {
@@ -585,13 +647,15 @@ void vsr_on_start_view(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
     if (!same_view) {
         r->log_view = view;
         keep_view_headers(r, lo, r->op, hdr, lo, sv->op);
+        /* Durable with the view headers: a blank among them is committed
+         * (decide_op's fresh rule counts on it after a restart too). */
+        if (sv->commit > r->commit_max)
+            r->commit_max = sv->commit;
         if (!vsr_persist(r)) {
             r->status = SL_VSR_STATUS_RECOVERING;
             return;
         }
         become_normal(r);
-        if (sv->commit > r->commit_max)
-            r->commit_max = sv->commit;
         vsr_trace(r, "start view from %u: op %llu commit %llu/%llu", f->h.replica,
                   (unsigned long long)r->op, (unsigned long long)r->commit_min,
                   (unsigned long long)r->commit_max);

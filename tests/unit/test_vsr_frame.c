@@ -401,6 +401,22 @@ static void test_repair_and_state_rules(void **state)
     p = build(&f, m.data, m.len, &len);
     assert_int_equal(decode(p, len, &d), SL_VSR_OK);
     free(p);
+    /* The offer names the identity of the prepare at its commit_op
+     * (bytes 176..192); a refusal carries none. */
+    f.u.state_target.commit_checksum = (sl_u128_t){0x1234, 0x5678};
+    p = build(&f, m.data, m.len, &len);
+    assert_int_equal(decode(p, len, &d), SL_VSR_OK);
+    assert_int_equal(sl_load_u64(p + 176), 0x1234);
+    assert_true(sl_u128_eq(d.u.state_target.commit_checksum, f.u.state_target.commit_checksum));
+    free(p);
+    f.u.state_target.available = 0;
+    f.u.state_target.unavailable_transient = 1;
+    p = build(&f, NULL, 0, &len);
+    assert_int_equal(decode(p, len, &d), SL_VSR_BAD_FIELD);
+    free(p);
+    f.u.state_target.available = 1;
+    f.u.state_target.unavailable_transient = 0;
+    f.u.state_target.commit_checksum = (sl_u128_t){0, 0};
     p = build(&f, m.data, m.len - 1, &len);
     assert_int_equal(decode(p, len, &d), SL_VSR_BAD_FIELD);
     free(p);
