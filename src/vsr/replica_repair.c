@@ -271,8 +271,8 @@ void vsr_on_request_state(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
     if (!available && r->checkpoint_op > 0 && r->commit_min >= r->checkpoint_op) {
         vsr_trace(r, "checkpoint %llu damaged: writing one at %llu",
                   (unsigned long long)r->checkpoint_op, (unsigned long long)r->commit_min);
-        available = vsr_checkpoint(r) && artifacts_ok(r) &&
-                    !sl_u128_is_zero(r->checkpoint_identity);
+        available =
+            vsr_checkpoint(r) && artifacts_ok(r) && !sl_u128_is_zero(r->checkpoint_identity);
     }
     sl_vsr_frame_t t;
     vsr_frame_init(r, &t, SL_VSR_STATE_TRANSFER_TARGET);

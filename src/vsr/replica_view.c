@@ -422,8 +422,8 @@ static void trace_undecided(sl_vsr_replica_t *r, const choice_t *c, uint64_t op,
     }
     uint32_t k = (uint32_t)(op - c->lo);
     vsr_trace(r, "view change: op %llu undecided (log_view %u op %llu commit %llu%s):%s",
-              (unsigned long long)op, lv, (unsigned long long)c->op,
-              (unsigned long long)c->commit, c->cid_known[k] ? ", identity known" : "", says);
+              (unsigned long long)op, lv, (unsigned long long)c->op, (unsigned long long)c->commit,
+              c->cid_known[k] ? ", identity known" : "", says);
 }
 
 static void install_as_primary(sl_vsr_replica_t *r, const choice_t *c);

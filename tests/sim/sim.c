@@ -606,11 +606,10 @@ static uint64_t run_range(sim_options_t opt, seed_set_t *set, unsigned jobs, boo
 
 static int usage(void)
 {
-    fprintf(stderr,
-            "usage: sl_sim --seed N | --seeds A-B | --seeds COUNT | --seed-list N,A-B,...\n"
-            "       [--replicas 3|5] [--bug commit-quorum|nack-quorum|canonical-by-op]\n"
-            "       [--jobs J] [--ticks FAULT_TICKS] [--expect-failure]\n"
-            "       [--dump-at TICK] [--verbose]\n");
+    fprintf(stderr, "usage: sl_sim --seed N | --seeds A-B | --seeds COUNT | --seed-list N,A-B,...\n"
+                    "       [--replicas 3|5] [--bug commit-quorum|nack-quorum|canonical-by-op]\n"
+                    "       [--jobs J] [--ticks FAULT_TICKS] [--expect-failure]\n"
+                    "       [--dump-at TICK] [--verbose]\n");
     return 2;
 }
 
