@@ -20,7 +20,7 @@ BUILD_TYPE ?=
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all deps run test asan fuzz bench clean format install
+.PHONY: all deps run test asan fuzz bench clean format install sim
 
 # $(call configure,DIR,CMAKE ARGS): (re)configures DIR quietly; only CMake's
 # warnings and errors show. Re-running it costs under a second and applies a
@@ -66,6 +66,18 @@ fuzz: deps
 	$(call configure,$(FUZZ_BUILD),-DCMAKE_C_COMPILER=clang -DSLUICE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo)
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	./tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# The consensus simulator (tests/sim): `make sim SEED=N` replays one seed
+# verbosely enough to read a failure; `make sim SEEDS=N` runs seeds 1..N, two
+# at a time (SIM_JOBS), for 3 and 5 replicas as each seed picks;
+# SIM_ARGS='--replicas 5 --bug nack-quorum ...' passes more options.
+SEEDS    ?= 1000
+SIM_JOBS ?= 2
+SIM_ARGS ?=
+sim: deps
+	$(call configure,$(BUILD),$(CONFIGURE_ARGS))
+	@cmake --build $(BUILD) -j $(JOBS) --target sl_sim
+	./$(BUILD)/tests/sim/sl_sim $(if $(SEED),--seed $(SEED),--seeds $(SEEDS) --jobs $(SIM_JOBS)) $(SIM_ARGS)
 
 # The long robustness runs (not in CI): 100 kill -9 cycles, 10^5 hostile frames, connection
 # floods with memory bounds; figures printed at the end (tests/soak/run.sh, docs/reliability.md).

@@ -13,6 +13,8 @@
 #include "meta/state.h"
 #include "rest/rest.h"
 #include "wire/batch.h"
+#include "vsr/client_table.h"
+#include "vsr/frame.h"
 #include "wire/codec.h"
 #include "wire/header.h"
 #include "wire/perms.h"
@@ -577,6 +579,76 @@ static void seeds_encryption(void)
         sl_batch_finish(&bb, &rec))
         die("cannot build", "a plain record");
     emit("fuzz_encryption", "plain_record", sl_span(&zero, 1), &b);
+/* --- fuzz_vsr_frame: replica-plane frames, a manifest, a client table ------ */
+
+/* Appends a frame (header + body) built by the project's encoder. */
+static void put_frame(sl_buf_t *b, const sl_vsr_frame_t *f, sl_span_t body)
+{
+    uint8_t *h = sl_buf_extend(b, SL_HEADER_SIZE);
+    if (h == NULL)
+        die("vsr", "seed");
+    sl_vsr_header_encode(h, f, body);
+    sl_put_span(b, body);
+}
+
+static void seeds_vsr(void)
+{
+    static const uint8_t as_is[1] = {0}, resealed[1] = {1}, manifest[1] = {2}, table[1] = {3};
+    sl_vsr_frame_t f;
+    memset(&f, 0, sizeof(f));
+    f.h.command = SL_VSR_PREPARE;
+    f.h.view = 3;
+    f.u.prepare = (sl_vsr_prepare_t){.client = {7, 0},
+                                     .op = 2,
+                                     .commit = 1,
+                                     .timestamp = 1000,
+                                     .request = 1,
+                                     .operation = SL_OP_CREATE_STREAM,
+                                     .group = SL_VSR_GROUP_METADATA};
+    sl_buf_t prep, b;
+    sl_buf_init(&prep, 0);
+    sl_buf_init(&b, 0);
+    put_frame(&prep, &f, sl_span("\x06orders", 7));
+    sl_put_span(&b, sl_buf_span(&prep));
+    emit("fuzz_vsr_frame", "prepare", sl_span(as_is, 1), &b);
+    /* A DoViewChange and a StartView carrying that prepare's header. */
+    sl_span_t entry = sl_span(prep.data, SL_HEADER_SIZE);
+    memset(&f, 0, sizeof(f));
+    f.h.command = SL_VSR_DO_VIEW_CHANGE;
+    f.h.view = 4;
+    f.u.do_view_change = (sl_vsr_do_view_change_t){.op = 2,
+                                                   .commit = 1,
+                                                   .group = SL_VSR_GROUP_METADATA,
+                                                   .log_view = 3,
+                                                   .present_bitset = {1, 0}};
+    put_frame(&b, &f, entry);
+    emit("fuzz_vsr_frame", "do_view_change", sl_span(resealed, 1), &b);
+    memset(&f, 0, sizeof(f));
+    f.h.command = SL_VSR_START_VIEW;
+    f.h.view = 4;
+    f.u.start_view = (sl_vsr_start_view_t){.op = 2, .commit = 1, .group = SL_VSR_GROUP_METADATA};
+    put_frame(&b, &f, entry);
+    emit("fuzz_vsr_frame", "start_view", sl_span(resealed, 1), &b);
+    memset(&f, 0, sizeof(f));
+    f.h.command = SL_VSR_COMMIT;
+    f.u.commit =
+        (sl_vsr_commit_t){.timestamp_monotonic = 5, .commit = 2, .group = SL_VSR_GROUP_METADATA};
+    put_frame(&b, &f, sl_span(NULL, 0));
+    emit("fuzz_vsr_frame", "commit", sl_span(as_is, 1), &b);
+    sl_vsr_artifact_t a[2] = {{0, 64, 100, 1}, {1, 64, 20, 2}};
+    sl_vsr_manifest_encode(&b, a, 2);
+    emit("fuzz_vsr_frame", "manifest", sl_span(manifest, 1), &b);
+    sl_vsr_clients_t t;
+    if (sl_vsr_clients_init(&t, 4, 64) != 0)
+        die("vsr", "client table");
+    sl_vsr_client_t *c = sl_vsr_clients_register(&t, (sl_u128_t){9, 9}, 3, 1);
+    sl_vsr_clients_commit(&t, c, 2, (sl_u128_t){0, 0}, 5, 77, SL_OP_CREATE_STREAM,
+                          sl_span("\0\0\0\0", 4));
+    sl_vsr_clients_encode(&t, &b);
+    b.len -= 8; /* the target appends the trailer itself */
+    emit("fuzz_vsr_frame", "client_table", sl_span(table, 1), &b);
+    sl_vsr_clients_free(&t);
+    sl_buf_free(&prep);
     sl_buf_free(&b);
 }
 
@@ -602,5 +674,6 @@ int main(int argc, char **argv)
     seeds_meta_journal();
     seeds_ws();
     seeds_encryption();
+    seeds_vsr();
     return 0;
 }
