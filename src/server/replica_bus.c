@@ -693,9 +693,11 @@ void sl_rbus_poll(sl_rbus_t *bus, int timeout_ms)
         if (!re)
             continue;
         if (!l) {
-            accept_some(bus, now);
+            accept_some(bus, now); /* first in fds: no slot it reuses is looked at later */
             continue;
         }
+        if (l->state == LINK_FREE)
+            continue; /* closed earlier in this turn (a link replaced by a newer one) */
         if (l->state == LINK_CONNECTING) {
             connect_done(bus, l);
             continue;

@@ -366,6 +366,45 @@ static void test_hostile_input(void **state)
     sl_rbus_destroy(bus);
 }
 
+/* A peer that reconnects while its old link still looks up (it restarted):
+ * the new link replaces the old one, which is closed. */
+static void test_link_replaced(void **state)
+{
+    (void)state;
+    received_t r = {0};
+    sl_rbus_t *bus = lone_bus(&r, false);
+    uint8_t frame[SL_HEADER_SIZE], got[1024];
+    size_t got_len;
+    int old_fd = raw_connect(sl_rbus_port(bus));
+    hello(frame, "test-cluster", 0);
+    assert_int_equal(send(old_fd, frame, sizeof(frame), 0), (ssize_t)sizeof(frame));
+    for (int t = 0; t < TURNS_MAX && !sl_rbus_link_up(bus, 0); t++)
+        sl_rbus_poll(bus, 1);
+    assert_true(sl_rbus_link_up(bus, 0));
+    int new_fd = raw_connect(sl_rbus_port(bus));
+    assert_int_equal(send(new_fd, frame, sizeof(frame), 0), (ssize_t)sizeof(frame));
+    /* The old link also has a frame waiting when the new one comes up. */
+    commit_frame(frame, 0, 3, "test-cluster");
+    assert_int_equal(send(old_fd, frame, sizeof(frame), 0), (ssize_t)sizeof(frame));
+    assert_true(closed_by_bus(bus, old_fd, got, sizeof(got), &got_len));
+    assert_true(sl_rbus_link_up(bus, 0));
+    commit_frame(frame, 0, 4, "test-cluster");
+    assert_int_equal(send(new_fd, frame, sizeof(frame), 0), (ssize_t)sizeof(frame));
+    for (int t = 0; t < TURNS_MAX && r.last_commit != 4; t++)
+        sl_rbus_poll(bus, 1);
+    assert_int_equal(r.last_commit, 4);
+    sl_rbus_stats_t s;
+    sl_rbus_stats(bus, &s);
+    assert_int_equal(s.links_established, 2);
+    assert_int_equal(s.links_lost, 1);
+    assert_int_equal(s.links_up, 1);
+    assert_int_equal(r.ups, 2);
+    assert_int_equal(r.downs, 1);
+    close(old_fd);
+    close(new_fd);
+    sl_rbus_destroy(bus);
+}
+
 /* With auth on, a dialer that cannot produce the MAC gets no link. */
 static void test_auth_bad_finish(void **state)
 {
@@ -466,8 +505,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_links_and_frames), cmocka_unit_test(test_auth_links),
         cmocka_unit_test(test_secret_rotation),  cmocka_unit_test(test_wrong_secret_refused),
-        cmocka_unit_test(test_hostile_input),    cmocka_unit_test(test_auth_bad_finish),
-        cmocka_unit_test(test_queue_bound),      cmocka_unit_test(test_redial),
+        cmocka_unit_test(test_hostile_input),    cmocka_unit_test(test_link_replaced),
+        cmocka_unit_test(test_auth_bad_finish),  cmocka_unit_test(test_queue_bound),
+        cmocka_unit_test(test_redial),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
