@@ -749,7 +749,8 @@ static void node_row_at(size_t r, uint32_t i, node_row_t *out)
     const sl_setting_t *base = &node_settings[r];
     static const char prefix[] = "cluster.nodes.";
     const char *mark = strstr(base->env, "<i>");
-    sl_assert(i < SL_CLUSTER_NODES_MAX && mark && strncmp(base->name, prefix, 14) == 0);
+    sl_assert(i < SL_CLUSTER_NODES_MAX && mark &&
+              strncmp(base->name, prefix, sizeof(prefix) - 1) == 0);
     out->row = *base;
     out->row.offset += offsetof(sl_config_t, cluster.nodes) + i * sizeof(sl_config_cluster_node_t);
     snprintf(out->name, sizeof(out->name), "cluster.nodes[%u].%s", i,
