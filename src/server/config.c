@@ -16,6 +16,8 @@
 #include "server/hash_pool.h"
 #include "server/toml.h"
 
+extern char **environ;
+
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "0.1.0"
 #endif
@@ -814,6 +816,20 @@ static int apply_node_entry(sl_config_t *cfg, const sl_toml_entry_t *e, size_t r
  * an entry the file does not have, as the reference's do. */
 static int apply_node_env(sl_config_t *cfg, char *err, size_t err_len)
 {
+    /* An entry past the cap would be ignored silently: say so instead. */
+    static const char prefix[] = "IGGY_CLUSTER_NODES_";
+    for (char **e = environ; *e; e++) {
+        if (strncmp(*e, prefix, sizeof(prefix) - 1) != 0)
+            continue;
+        const char *p = *e + sizeof(prefix) - 1;
+        uint32_t i = 0, digits = 0;
+        while (digits < 6 && p[digits] >= '0' && p[digits] <= '9')
+            i = i * 10 + (uint32_t)(p[digits++] - '0');
+        if (digits && i >= SL_CLUSTER_NODES_MAX)
+            return fail(err, err_len,
+                        "%.*s: more than %u [[cluster.nodes]] entries (indexes 0 .. %u)",
+                        (int)strcspn(*e, "="), *e, SL_CLUSTER_NODES_MAX, SL_CLUSTER_NODES_MAX - 1);
+    }
     for (uint32_t i = 0; i < SL_CLUSTER_NODES_MAX; i++) {
         for (size_t r = 0; r < SL_ARRAY_LEN(node_settings); r++) {
             node_row_t nrow;

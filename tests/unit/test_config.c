@@ -1186,6 +1186,11 @@ static void test_cluster_roster(void **state)
     cfg.replica_id = 2;
     assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), 0);
     assert_ptr_equal(sl_config_cluster_self(&cfg), &cfg.cluster.nodes[2]);
+    setenv("IGGY_CLUSTER_NODES_16_NAME", "n16", 1);
+    assert_int_equal(sl_config_apply_env(&cfg, err, sizeof(err)), -SL_ERR_INVALID_CONFIGURATION);
+    assert_string_equal(err, "IGGY_CLUSTER_NODES_16_NAME: more than 16 [[cluster.nodes]] entries "
+                             "(indexes 0 .. 15)");
+    unsetenv("IGGY_CLUSTER_NODES_16_NAME");
     setenv("IGGY_CLUSTER_NODES_3_PORTS_TCP", "x", 1);
     assert_int_equal(sl_config_apply_env(&cfg, err, sizeof(err)), -SL_ERR_INVALID_CONFIGURATION);
     assert_string_equal(err, "IGGY_CLUSTER_NODES_3_PORTS_TCP=\"x\" (cluster.nodes[3].ports.tcp): "
