@@ -20,7 +20,7 @@ BUILD_TYPE ?=
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all deps run test asan fuzz bench clean format install sim
+.PHONY: all deps run test asan fuzz bench clean format install sim cluster
 
 # $(call configure,DIR,CMAKE ARGS): (re)configures DIR quietly; only CMake's
 # warnings and errors show. Re-running it costs under a second and applies a
@@ -52,6 +52,12 @@ run: deps
 	$(call configure,$(BUILD),$(CONFIGURE_ARGS))
 	@cmake --build $(BUILD) -j $(JOBS) --target sluiced sluice-cli
 	./$(BUILD)/sluiced --with-default-root-credentials
+
+# Three sluiced in cluster mode on loopback (docs/cluster.md); Ctrl-C stops them.
+cluster: deps
+	$(call configure,$(BUILD),$(CONFIGURE_ARGS))
+	@cmake --build $(BUILD) -j $(JOBS) --target sluiced
+	scripts/cluster.sh $(BUILD)/sluiced $(BUILD)/cluster
 
 test: all
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)

@@ -17,6 +17,8 @@
 #include "server/hash_pool.h"
 #include "server/toml.h"
 
+extern char **environ;
+
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "0.1.0"
 #endif
@@ -290,6 +292,27 @@ static const sl_setting_t settings[] = {
      "", 1, SL_CONFIG_KEY_CAPACITY - 1, "IGGY_SYSTEM_ENCRYPTION_PREVIOUS_KEY",
      SL_SETTING_OPTIONAL | SL_SETTING_SECRET,
      "During a key rotation: the old key, still accepted for reads; new writes use key."},
+    {"cluster.enabled", SL_SETTING_BOOL, FIELD(cluster.enabled), "false", 0, 1,
+     "IGGY_CLUSTER_ENABLED", 0,
+     "Run as one node of a cluster (docs/cluster.md); --replica-id N picks this node's "
+     "[[cluster.nodes]] entry."},
+    {"cluster.name", SL_SETTING_STRING, FIELD(cluster.name), "iggy-cluster", 1,
+     SL_CLUSTER_NAME_CAPACITY - 1, "IGGY_CLUSTER_NAME", 0,
+     "Cluster name, the same on every node; its hash stamps every replica frame."},
+    {"cluster.auth.enabled", SL_SETTING_BOOL, FIELD(cluster.auth.enabled), "false", 0, 1,
+     "IGGY_CLUSTER_AUTH_ENABLED", 0,
+     "Require the keyed replica handshake (a BLAKE3 MAC over the shared secret) on every "
+     "replica link."},
+    {"cluster.auth.shared_secret", SL_SETTING_STRING, FIELD(cluster.auth.shared_secret), "",
+     SL_CLUSTER_SECRET_MIN, SL_CLUSTER_SECRET_CAPACITY - 1, "IGGY_CLUSTER_AUTH_SHARED_SECRET",
+     SL_SETTING_OPTIONAL | SL_SETTING_SECRET,
+     "Secret of the replica handshake: at least 32 random bytes, the same on every node."},
+    {"cluster.auth.previous_shared_secret", SL_SETTING_STRING,
+     FIELD(cluster.auth.previous_shared_secret), "", SL_CLUSTER_SECRET_MIN,
+     SL_CLUSTER_SECRET_CAPACITY - 1, "IGGY_CLUSTER_AUTH_PREVIOUS_SHARED_SECRET",
+     SL_SETTING_OPTIONAL | SL_SETTING_SECRET,
+     "The retiring secret during a rotation: peers' MACs under it are accepted, ours never use "
+     "it."},
     {"root.username", SL_SETTING_STRING, FIELD(root.username), "", SL_USERNAME_LEN_MIN,
      SL_USERNAME_LEN_MAX, "IGGY_ROOT_USERNAME", SL_SETTING_ENV_ONLY | SL_SETTING_OPTIONAL,
      "Root username at first start; set together with IGGY_ROOT_PASSWORD."},
@@ -300,12 +323,53 @@ static const sl_setting_t settings[] = {
 };
 /* clang-format on */
 
+#define NODE_FIELD(member)                                                                         \
+    offsetof(sl_config_cluster_node_t, member), sizeof(((sl_config_cluster_node_t *)0)->member)
+
+/* One [[cluster.nodes]] entry (sl_config_node_settings). Ports are numbers
+ * whose 0 means "not given"; validation refuses 0 where a port is needed. */
+/* clang-format off */
+static const sl_setting_t node_settings[] = {
+    {"cluster.nodes.name", SL_SETTING_STRING, NODE_FIELD(name), "", 1,
+     SL_CLUSTER_NAME_CAPACITY - 1, "IGGY_CLUSTER_NODES_<i>_NAME",
+     SL_SETTING_OPTIONAL | SL_SETTING_REQUIRED, "Node name, unique in the roster."},
+    {"cluster.nodes.ip", SL_SETTING_STRING, NODE_FIELD(ip), "", 2, INET6_ADDRSTRLEN - 1,
+     "IGGY_CLUSTER_NODES_<i>_IP", SL_SETTING_OPTIONAL | SL_SETTING_REQUIRED,
+     "Literal IPv4 or IPv6 address the other replicas dial (names are not resolved)."},
+    {"cluster.nodes.replica_id", SL_SETTING_U32, NODE_FIELD(replica_id), "0", 0,
+     SL_CLUSTER_NODES_MAX - 1, "IGGY_CLUSTER_NODES_<i>_REPLICA_ID", SL_SETTING_REQUIRED,
+     "Replica id, 0-based: unique and below the number of nodes."},
+    {"cluster.nodes.ports.tcp", SL_SETTING_U32, NODE_FIELD(ports.tcp), "0", 0, 65535,
+     "IGGY_CLUSTER_NODES_<i>_PORTS_TCP", SL_SETTING_REQUIRED,
+     "The node's client port; its listener binds tcp.address's host with this port."},
+    {"cluster.nodes.ports.quic", SL_SETTING_U32, NODE_FIELD(ports.quic), "0", 0, 65535,
+     "IGGY_CLUSTER_NODES_<i>_PORTS_QUIC", 0,
+     "Reported QUIC port (Sluice does not serve QUIC); needed when quic.enabled."},
+    {"cluster.nodes.ports.http", SL_SETTING_U32, NODE_FIELD(ports.http), "0", 0, 65535,
+     "IGGY_CLUSTER_NODES_<i>_PORTS_HTTP", 0,
+     "Reported HTTP port (Sluice does not serve HTTP); needed when http.enabled."},
+    {"cluster.nodes.ports.websocket", SL_SETTING_U32, NODE_FIELD(ports.websocket), "0", 0, 65535,
+     "IGGY_CLUSTER_NODES_<i>_PORTS_WEBSOCKET", 0,
+     "Reported WebSocket port (Sluice does not serve WebSocket); needed when websocket.enabled."},
+    {"cluster.nodes.ports.tcp_replica", SL_SETTING_U32, NODE_FIELD(ports.tcp_replica), "0", 0,
+     65535, "IGGY_CLUSTER_NODES_<i>_PORTS_TCP_REPLICA", SL_SETTING_REQUIRED,
+     "Replica-plane port: the node listens on it and the other replicas dial it."},
+};
+/* clang-format on */
+_Static_assert(SL_ARRAY_LEN(node_settings) <= 32, "sl_config_cluster_node_t.given has 32 bits");
+
 static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
 
 const sl_setting_t *sl_config_settings(size_t *count)
 {
     *count = SL_ARRAY_LEN(settings);
     return settings;
+}
+
+const sl_setting_t *sl_config_node_settings(size_t *count)
+{
+    *count = SL_ARRAY_LEN(node_settings);
+    return node_settings;
 }
 
 const sl_setting_t *sl_config_setting_find(const char *name)
@@ -883,6 +947,118 @@ int sl_config_set(sl_config_t *cfg, const sl_setting_t *row, const char *text, c
     return 0;
 }
 
+/* --- [[cluster.nodes]] entries ------------------------------------------------ */
+
+/* Row r of node_settings moved onto entry i of cfg->cluster.nodes, so the
+ * setters, checks and printers that work on offsets into sl_config_t serve
+ * it unchanged. The name ("cluster.nodes[1].ip") and environment variable
+ * (IGGY_CLUSTER_NODES_1_IP) are spelled out for messages. */
+typedef struct node_row {
+    sl_setting_t row;
+    char name[64];
+    char env[64];
+} node_row_t;
+
+static void node_row_at(size_t r, uint32_t i, node_row_t *out)
+{
+    const sl_setting_t *base = &node_settings[r];
+    static const char prefix[] = "cluster.nodes.";
+    const char *mark = strstr(base->env, "<i>");
+    sl_assert(i < SL_CLUSTER_NODES_MAX && mark &&
+              strncmp(base->name, prefix, sizeof(prefix) - 1) == 0);
+    out->row = *base;
+    out->row.offset += offsetof(sl_config_t, cluster.nodes) + i * sizeof(sl_config_cluster_node_t);
+    snprintf(out->name, sizeof(out->name), "cluster.nodes[%u].%s", i,
+             base->name + sizeof(prefix) - 1);
+    snprintf(out->env, sizeof(out->env), "%.*s%u%s", (int)(mark - base->env), base->env, i,
+             mark + 3);
+    out->row.name = out->name;
+    out->row.env = out->env;
+}
+
+/* Row r of entry i came from the file or the environment: the roster is at
+ * least i + 1 entries long. */
+static void node_given(sl_config_t *cfg, size_t r, uint32_t i)
+{
+    cfg->cluster.nodes[i].given |= 1u << r;
+    if (cfg->cluster.nodes_count < i + 1)
+        cfg->cluster.nodes_count = i + 1;
+}
+
+/* Reads the TOML reader's "cluster.nodes.<i>.<key>" into a row of
+ * node_settings and the index (at most six digits are read). */
+static bool node_entry(const char *name, size_t *row, uint32_t *index)
+{
+    static const char prefix[] = "cluster.nodes.";
+    size_t plen = sizeof(prefix) - 1, digits = 0;
+    if (strncmp(name, prefix, plen) != 0)
+        return false;
+    const char *p = name + plen;
+    uint32_t i = 0;
+    while (digits < 6 && p[digits] >= '0' && p[digits] <= '9')
+        i = i * 10 + (uint32_t)(p[digits++] - '0');
+    if (digits == 0 || p[digits] != '.')
+        return false;
+    for (size_t r = 0; r < SL_ARRAY_LEN(node_settings); r++) {
+        if (strcmp(node_settings[r].name + plen, p + digits + 1) == 0) {
+            *row = r;
+            *index = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+static int apply_node_entry(sl_config_t *cfg, const sl_toml_entry_t *e, size_t r, uint32_t i,
+                            const char *file_name, char *err, size_t err_len)
+{
+    if (i >= SL_CLUSTER_NODES_MAX)
+        return fail(err, err_len, "%s:%u:%u: more than %u [[cluster.nodes]] entries", file_name,
+                    e->line, e->column, SL_CLUSTER_NODES_MAX);
+    node_row_t nrow;
+    node_row_at(r, i, &nrow);
+    char why[256];
+    if (set_guarded(cfg, &nrow.row, NULL, 0, &e->value, why, sizeof(why)))
+        return fail(err, err_len, "%s:%u:%u: %s: %s", file_name, e->value.line, e->value.column,
+                    nrow.name, why);
+    node_given(cfg, r, i);
+    return 0;
+}
+
+/* IGGY_CLUSTER_NODES_<i>_<KEY> for every possible entry: a variable can add
+ * an entry the file does not have, as the reference's do. */
+static int apply_node_env(sl_config_t *cfg, char *err, size_t err_len)
+{
+    /* An entry past the cap would be ignored silently: say so instead. */
+    static const char prefix[] = "IGGY_CLUSTER_NODES_";
+    for (char **e = environ; *e; e++) {
+        if (strncmp(*e, prefix, sizeof(prefix) - 1) != 0)
+            continue;
+        const char *p = *e + sizeof(prefix) - 1;
+        uint32_t i = 0, digits = 0;
+        while (digits < 6 && p[digits] >= '0' && p[digits] <= '9')
+            i = i * 10 + (uint32_t)(p[digits++] - '0');
+        if (digits && i >= SL_CLUSTER_NODES_MAX)
+            return fail(err, err_len,
+                        "%.*s: more than %u [[cluster.nodes]] entries (indexes 0 .. %u)",
+                        (int)strcspn(*e, "="), *e, SL_CLUSTER_NODES_MAX, SL_CLUSTER_NODES_MAX - 1);
+    }
+    for (uint32_t i = 0; i < SL_CLUSTER_NODES_MAX; i++) {
+        for (size_t r = 0; r < SL_ARRAY_LEN(node_settings); r++) {
+            node_row_t nrow;
+            node_row_at(r, i, &nrow);
+            const char *text = getenv(nrow.env);
+            if (!text)
+                continue;
+            char why[256];
+            if (set_guarded(cfg, &nrow.row, text, strlen(text), NULL, why, sizeof(why)))
+                return fail(err, err_len, "%s=\"%.64s\" (%s): %s", nrow.env, text, nrow.name, why);
+            node_given(cfg, r, i);
+        }
+    }
+    return 0;
+}
+
 void sl_config_defaults(sl_config_t *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
@@ -893,6 +1069,16 @@ void sl_config_defaults(sl_config_t *cfg)
         int rc = set_text(cfg, row, row->default_text, strlen(row->default_text), why, sizeof(why));
         sl_assert(rc == 0);
     }
+    for (uint32_t i = 0; i < SL_CLUSTER_NODES_MAX; i++) {
+        for (size_t r = 0; r < SL_ARRAY_LEN(node_settings); r++) {
+            char why[256];
+            node_row_t nrow;
+            node_row_at(r, i, &nrow);
+            const char *text = nrow.row.default_text;
+            int rc = set_text(cfg, &nrow.row, text, strlen(text), why, sizeof(why));
+            sl_assert(rc == 0);
+        }
+    }
 }
 
 /* --- file and environment ------------------------------------------------- */
@@ -901,6 +1087,10 @@ static int apply_entry(sl_config_t *cfg, const sl_toml_entry_t *e, const char *f
                        size_t err_len)
 {
     const sl_setting_t *row = sl_config_setting_find(e->name);
+    size_t node_r;
+    uint32_t node_i;
+    if (!row && node_entry(e->name, &node_r, &node_i))
+        return apply_node_entry(cfg, e, node_r, node_i, file_name, err, err_len);
     if (!row)
         return fail(err, err_len, "%s:%u:%u: unknown setting '%s'", file_name, e->line, e->column,
                     e->name);
@@ -972,7 +1162,7 @@ int sl_config_apply_env(sl_config_t *cfg, char *err, size_t err_len)
             return fail(err, err_len, "%s (%s): %s", row->env, row->name, why);
         return fail(err, err_len, "%s=\"%.64s\" (%s): %s", row->env, text, row->name, why);
     }
-    return 0;
+    return apply_node_env(cfg, err, err_len);
 }
 
 /* --- validation --------------------------------------------------------------- */
@@ -1182,6 +1372,137 @@ static int validate_root(const sl_config_t *cfg, char *err, size_t err_len)
     return 0;
 }
 
+/* --- cluster validation -------------------------------------------------------- */
+
+/* The ports of an entry with their names, for the uniqueness rule. */
+static uint32_t node_ports(const sl_config_cluster_node_t *n, uint32_t out[5], const char *names[5])
+{
+    static const char *const all[5] = {"tcp", "quic", "http", "websocket", "tcp_replica"};
+    const uint32_t values[5] = {n->ports.tcp, n->ports.quic, n->ports.http, n->ports.websocket,
+                                n->ports.tcp_replica};
+    for (uint32_t k = 0; k < 5; k++) {
+        out[k] = values[k];
+        names[k] = all[k];
+    }
+    return 5;
+}
+
+static int validate_node(const sl_config_t *cfg, uint32_t i, char *err, size_t err_len)
+{
+    const sl_config_cluster_node_t *n = &cfg->cluster.nodes[i];
+    for (size_t r = 0; r < SL_ARRAY_LEN(node_settings); r++) {
+        node_row_t nrow;
+        node_row_at(r, i, &nrow);
+        char why[256];
+        if (check_row(cfg, &nrow.row, why, sizeof(why)))
+            return fail(err, err_len, "%s: %s", nrow.name, why);
+        if ((node_settings[r].flags & SL_SETTING_REQUIRED) && !(n->given & (1u << r)))
+            return fail(err, err_len, "%s is missing: every [[cluster.nodes]] entry needs it (%s)",
+                        nrow.name, nrow.env);
+    }
+    unsigned char ip[sizeof(struct in6_addr)];
+    if (inet_pton(AF_INET, n->ip, ip) != 1 && inet_pton(AF_INET6, n->ip, ip) != 1)
+        return fail(err, err_len,
+                    "cluster.nodes[%u].ip: \"%s\" is not an IPv4 or IPv6 address (names are not "
+                    "resolved)",
+                    i, n->ip);
+    if (n->replica_id >= cfg->cluster.nodes_count)
+        return fail(err, err_len,
+                    "cluster.nodes[%u].replica_id: %u is not below the number of nodes (%u): ids "
+                    "run from 0 without gaps",
+                    i, n->replica_id, cfg->cluster.nodes_count);
+    if (n->ports.tcp == 0 || n->ports.tcp_replica == 0)
+        return fail(err, err_len, "cluster.nodes[%u].ports.%s: port 0 is refused in the roster", i,
+                    n->ports.tcp == 0 ? "tcp" : "tcp_replica");
+    /* QUIC is reported only, so the roster is where its port comes from. The HTTP and
+     * WebSocket doors are served: they bind their own addresses (http.address,
+     * websocket.address) in cluster mode too, and the roster's ports for them are read
+     * but not used yet (docs/cluster.md). */
+    if (cfg->quic.enabled && n->ports.quic == 0)
+        return fail(err, err_len,
+                    "cluster.nodes[%u].ports.quic is needed: quic.enabled is true, and in cluster "
+                    "mode the roster gives every listener's port",
+                    i);
+    return 0;
+}
+
+/* Names and replica ids are unique; no two listeners share an ip:port. */
+static int validate_node_pair(const sl_config_t *cfg, uint32_t i, uint32_t j, char *err,
+                              size_t err_len)
+{
+    const sl_config_cluster_node_t *a = &cfg->cluster.nodes[i], *b = &cfg->cluster.nodes[j];
+    if (i != j && strcmp(a->name, b->name) == 0)
+        return fail(err, err_len,
+                    "cluster.nodes[%u] and cluster.nodes[%u] have the same name \"%s\"", i, j,
+                    a->name);
+    if (i != j && a->replica_id == b->replica_id)
+        return fail(err, err_len,
+                    "cluster.nodes[%u] and cluster.nodes[%u] have the same replica_id %u", i, j,
+                    a->replica_id);
+    if (strcmp(a->ip, b->ip) != 0)
+        return 0;
+    uint32_t pa[5], pb[5];
+    const char *na[5], *nb[5];
+    uint32_t ca = node_ports(a, pa, na), cb = node_ports(b, pb, nb);
+    for (uint32_t x = 0; x < ca; x++)
+        for (uint32_t y = (i == j ? x + 1 : 0); y < cb; y++)
+            if (pa[x] != 0 && pa[x] == pb[y])
+                return fail(err, err_len,
+                            "cluster.nodes[%u].ports.%s and cluster.nodes[%u].ports.%s both claim "
+                            "%s:%u",
+                            i, na[x], j, nb[y], a->ip, pa[x]);
+    return 0;
+}
+
+static int validate_cluster(const sl_config_t *cfg, char *err, size_t err_len)
+{
+    if (!cfg->cluster.enabled) {
+        if (cfg->replica_id_given)
+            return fail(err, err_len,
+                        "--replica-id %u is for cluster mode, but cluster.enabled is false "
+                        "(IGGY_CLUSTER_ENABLED)",
+                        cfg->replica_id);
+        return 0;
+    }
+    uint32_t count = cfg->cluster.nodes_count;
+    if (count == 0)
+        return fail(err, err_len,
+                    "cluster.enabled is true but no [[cluster.nodes]] entry is given: list every "
+                    "node of the cluster, this one included");
+    if (cfg->cluster.auth.enabled && cfg->cluster.auth.shared_secret[0] == '\0')
+        return fail(err, err_len,
+                    "cluster.auth.enabled is true but cluster.auth.shared_secret is empty (set "
+                    "IGGY_CLUSTER_AUTH_SHARED_SECRET to at least %u random bytes)",
+                    SL_CLUSTER_SECRET_MIN);
+    int rc = 0;
+    for (uint32_t i = 0; i < count && rc == 0; i++)
+        rc = validate_node(cfg, i, err, err_len);
+    for (uint32_t i = 0; i < count && rc == 0; i++)
+        for (uint32_t j = i; j < count && rc == 0; j++)
+            rc = validate_node_pair(cfg, i, j, err, err_len);
+    if (rc)
+        return rc;
+    if (!cfg->replica_id_given)
+        return fail(err, err_len,
+                    "cluster.enabled is true: start sluiced with --replica-id N to say which "
+                    "[[cluster.nodes]] entry this process is");
+    if (!sl_config_cluster_self(cfg))
+        return fail(err, err_len,
+                    "--replica-id %u is not in the roster: its replica ids run 0 .. %u",
+                    cfg->replica_id, count - 1);
+    return 0;
+}
+
+const sl_config_cluster_node_t *sl_config_cluster_self(const sl_config_t *cfg)
+{
+    if (!cfg->cluster.enabled || !cfg->replica_id_given)
+        return NULL;
+    for (uint32_t i = 0; i < cfg->cluster.nodes_count && i < SL_CLUSTER_NODES_MAX; i++)
+        if (cfg->cluster.nodes[i].replica_id == cfg->replica_id)
+            return &cfg->cluster.nodes[i];
+    return NULL;
+}
+
 int sl_config_validate(const sl_config_t *cfg, char *err, size_t err_len)
 {
     for (size_t i = 0; i < SL_ARRAY_LEN(settings); i++) {
@@ -1204,7 +1525,9 @@ int sl_config_validate(const sl_config_t *cfg, char *err, size_t err_len)
                     "metadata.checkpoint_interval (%u) exceeds metadata.journal_slots (%u): the "
                     "journal must hold every operation since the last snapshot",
                     cfg->metadata.checkpoint_interval, cfg->metadata.journal_slots);
-    int rc = validate_http(cfg, err, err_len);
+    int rc = validate_cluster(cfg, err, err_len);
+    if (rc == 0)
+        rc = validate_http(cfg, err, err_len);
     if (rc == 0)
         rc = validate_telemetry(cfg, err, err_len);
     if (rc == 0)
@@ -1283,6 +1606,42 @@ static size_t table_len_of(const sl_setting_t *row)
     return dot ? (size_t)(dot - row->name) : 0;
 }
 
+/* One [[cluster.nodes]] entry; `comment` prints it as a commented example. */
+static void print_node(FILE *f, const sl_config_t *cfg, uint32_t i, bool comment)
+{
+    const char *c = comment ? "# " : "";
+    fprintf(f, "\n%s[[cluster.nodes]]\n", c);
+    for (size_t r = 0; r < SL_ARRAY_LEN(node_settings); r++) {
+        node_row_t nrow;
+        node_row_at(r, i, &nrow);
+        const char *key = node_settings[r].name + strlen("cluster.nodes.");
+        if (strncmp(key, "ports.", 6) == 0) {
+            if (r == 0 || strncmp(node_settings[r - 1].name, "cluster.nodes.ports.", 20) != 0)
+                fprintf(f, "%s[cluster.nodes.ports]\n", c);
+            key += 6;
+        }
+        char value[2 * SL_CLUSTER_NAME_CAPACITY * 6];
+        sl_config_format(cfg, &nrow.row, false, value, sizeof(value));
+        fprintf(f, "# %s Env: %s\n", node_settings[r].description,
+                comment ? node_settings[r].env : nrow.env);
+        fprintf(f, "%s%s = %s\n", c, key, value);
+    }
+}
+
+/* The roster after the [cluster] rows: each entry, or a commented example
+ * of one when there is none (the default). */
+static void print_nodes(FILE *f, const sl_config_t *cfg)
+{
+    if (cfg->cluster.nodes_count == 0) {
+        fprintf(f, "\n# [[cluster.nodes]]: one table per node of the cluster, this one included "
+                   "(none by\n# default). <i> in a variable's name is the entry's index from 0.\n");
+        print_node(f, cfg, 0, true);
+        return;
+    }
+    for (uint32_t i = 0; i < cfg->cluster.nodes_count && i < SL_CLUSTER_NODES_MAX; i++)
+        print_node(f, cfg, i, false);
+}
+
 void sl_config_print(FILE *f, const sl_config_t *cfg)
 {
     fprintf(f, "# sluiced configuration (TOML). Every key is optional: a missing key keeps its\n"
@@ -1316,16 +1675,22 @@ void sl_config_print(FILE *f, const sl_config_t *cfg)
         else
             fprintf(f, "%s = %s\n", row->name + (tlen ? tlen + 1 : 0), value);
         prev = row;
+        bool cluster = strncmp(row->name, "cluster.", 8) == 0;
+        if (cluster &&
+            (i + 1 == SL_ARRAY_LEN(settings) || strncmp(settings[i + 1].name, "cluster.", 8)))
+            print_nodes(f, cfg);
     }
 }
 
 /* --- the command line ---------------------------------------------------------------- */
 
 static const char usage_text[] =
-    "usage: sluiced [--config PATH] [--with-default-root-credentials] [--print-config]\n"
-    "               [--help] [--version]\n"
+    "usage: sluiced [--config PATH] [--replica-id N] [--with-default-root-credentials]\n"
+    "               [--print-config] [--help] [--version]\n"
     "\n"
     "  --config PATH                    read settings from a TOML file\n"
+    "  --replica-id N                   in cluster mode, this process is the\n"
+    "                                   [[cluster.nodes]] entry with replica_id N\n"
     "  --with-default-root-credentials  root user iggy/iggy unless IGGY_ROOT_USERNAME or\n"
     "                                   IGGY_ROOT_PASSWORD say otherwise (development only)\n"
     "  --print-config                   print the effective settings as TOML and exit\n"
@@ -1337,6 +1702,7 @@ static const char usage_text[] =
 
 typedef struct cli {
     const char *config_path;
+    const char *replica_id; /* the text after --replica-id, NULL without */
     bool default_root;
     bool print_config;
     bool help;
@@ -1354,6 +1720,12 @@ static int parse_args(int argc, char **argv, cli_t *cli, char *err, size_t err_l
             cli->config_path = argv[++i];
         } else if (strncmp(a, "--config=", 9) == 0 && a[9] != '\0') {
             cli->config_path = a + 9;
+        } else if (strcmp(a, "--replica-id") == 0) {
+            if (i + 1 >= argc || argv[i + 1][0] == '\0')
+                return fail(err, err_len, "--replica-id needs a number N\n\n%s", usage_text);
+            cli->replica_id = argv[++i];
+        } else if (strncmp(a, "--replica-id=", 13) == 0 && a[13] != '\0') {
+            cli->replica_id = a + 13;
         } else if (strcmp(a, "--with-default-root-credentials") == 0) {
             cli->default_root = true;
         } else if (strcmp(a, "--print-config") == 0) {
@@ -1389,6 +1761,35 @@ static void warn_reported_only(const sl_config_t *cfg)
                     cfg->http.address.text);
 }
 
+static int parse_replica_id(sl_config_t *cfg, const char *text, char *err, size_t err_len)
+{
+    int64_t id = -1;
+    const char *why = NULL;
+    if (sl_toml_parse_integer(text, strlen(text), &id, &why) || id < 0 ||
+        id >= (int64_t)SL_CLUSTER_NODES_MAX)
+        return fail(err, err_len, "--replica-id '%.32s': expected a replica id 0 .. %u", text,
+                    SL_CLUSTER_NODES_MAX - 1);
+    cfg->replica_id_given = true;
+    cfg->replica_id = (uint32_t)id;
+    return 0;
+}
+
+/* In cluster mode the client listener's port is the roster's ports.tcp;
+ * tcp.address still gives the host it binds. */
+static int use_roster_port(sl_config_t *cfg, char *err, size_t err_len)
+{
+    const sl_config_cluster_node_t *self = sl_config_cluster_self(cfg);
+    if (!self)
+        return 0;
+    char text[SL_CONFIG_ADDRESS_TEXT_CAPACITY];
+    const sl_config_address_t *a = &cfg->tcp.address;
+    snprintf(text, sizeof(text), a->ipv6 ? "[%s]:%u" : "%s:%u", a->host, self->ports.tcp);
+    const char *why = NULL;
+    if (sl_parse_address(text, strlen(text), &cfg->tcp.address, &why))
+        return fail(err, err_len, "tcp.address with the roster's port %s: %s", text, why);
+    return 0;
+}
+
 int sl_config_load(sl_config_t *cfg, int argc, char **argv, FILE *out, char *err, size_t err_len,
                    bool *exit_now)
 {
@@ -1413,7 +1814,11 @@ int sl_config_load(sl_config_t *cfg, int argc, char **argv, FILE *out, char *err
         return rc;
     if (cli.default_root)
         apply_default_root(cfg);
+    if (cli.replica_id && (rc = parse_replica_id(cfg, cli.replica_id, err, err_len)))
+        return rc;
     if ((rc = sl_config_validate(cfg, err, err_len)))
+        return rc;
+    if ((rc = use_roster_port(cfg, err, err_len)))
         return rc;
     if (cli.print_config) {
         sl_config_print(out, cfg);

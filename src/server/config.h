@@ -55,6 +55,31 @@ typedef struct sl_config_tls {
     char key_file[SL_CONFIG_PATH_CAPACITY];
 } sl_config_tls_t;
 
+/* The cluster roster (docs/cluster.md). The reference allows 255 replicas;
+ * Sluice's replica plane keeps one link per pair in a fixed array, and a
+ * consensus group larger than this gains nothing on the machines it runs on. */
+#define SL_CLUSTER_NODES_MAX     16u
+#define SL_CLUSTER_NAME_CAPACITY 256u
+/* Shared secrets: at least 32 bytes, as the reference demands of CSPRNG
+ * output; at most 255 so a copy of the config stays small. */
+#define SL_CLUSTER_SECRET_MIN      32u
+#define SL_CLUSTER_SECRET_CAPACITY 256u
+
+/* One [[cluster.nodes]] entry. Ports are 0 when not given. */
+typedef struct sl_config_cluster_node {
+    char name[SL_CLUSTER_NAME_CAPACITY];
+    char ip[INET6_ADDRSTRLEN]; /* a literal address the other replicas dial */
+    uint32_t replica_id;
+    struct {
+        uint32_t tcp; /* this node's client port (tcp.address keeps the host) */
+        uint32_t quic;
+        uint32_t http;
+        uint32_t websocket;
+        uint32_t tcp_replica; /* the replica plane */
+    } ports;
+    uint32_t given; /* bit i: row i of sl_config_node_settings came from the file or env */
+} sl_config_cluster_node_t;
+
 /* Every effective setting. Plain data, no pointers: copy it freely. Durations
  * are microseconds, sizes bytes. */
 typedef struct sl_config {
@@ -180,6 +205,17 @@ typedef struct sl_config {
             char previous_key[SL_CONFIG_KEY_CAPACITY];
         } encryption;
     } system;
+    struct {
+        bool enabled;
+        char name[SL_CLUSTER_NAME_CAPACITY];
+        struct {
+            bool enabled;
+            char shared_secret[SL_CLUSTER_SECRET_CAPACITY];
+            char previous_shared_secret[SL_CLUSTER_SECRET_CAPACITY]; /* rotation; "" = none */
+        } auth;
+        uint32_t nodes_count; /* [[cluster.nodes]] entries given */
+        sl_config_cluster_node_t nodes[SL_CLUSTER_NODES_MAX];
+    } cluster;
     /* Root credentials, only from the environment or the flag. Both empty =
      * not given: at first start the root user is "iggy" with a random
      * password. Both set = used when the root user is first created. */
@@ -189,6 +225,9 @@ typedef struct sl_config {
     } root;
     /* The --config path given, "" without one. Not a setting. */
     char config_path[SL_CONFIG_PATH_CAPACITY];
+    /* --replica-id N: which roster entry this process is. Not a setting. */
+    bool replica_id_given;
+    uint32_t replica_id;
 } sl_config_t;
 
 typedef enum sl_setting_type {
@@ -207,6 +246,7 @@ enum sl_setting_flag {
     SL_SETTING_SECRET = 1u << 0,   /* printed as "<hidden>" */
     SL_SETTING_ENV_ONLY = 1u << 1, /* refused in the file: environment (or a flag) only */
     SL_SETTING_OPTIONAL = 1u << 2, /* a string that may be empty (= not given), bounds aside */
+    SL_SETTING_REQUIRED = 1u << 3, /* a [[cluster.nodes]] row every entry must give */
 };
 
 /* One row of the settings table. */
@@ -228,12 +268,22 @@ const sl_setting_t *sl_config_settings(size_t *count);
 /* The row with that dotted name, or NULL. */
 const sl_setting_t *sl_config_setting_find(const char *name);
 
+/* The rows of one [[cluster.nodes]] entry: names below "cluster.nodes"
+ * ("cluster.nodes.ports.tcp"), offsets into sl_config_cluster_node_t, and
+ * environment variables with "<i>" standing for the entry's index
+ * (IGGY_CLUSTER_NODES_<i>_PORTS_TCP). Static. */
+const sl_setting_t *sl_config_node_settings(size_t *count);
+/* This process's roster entry (--replica-id), or NULL when clustering is
+ * off. Valid after sl_config_validate succeeded. */
+const sl_config_cluster_node_t *sl_config_cluster_self(const sl_config_t *cfg);
+
 /* Fills cfg with every default of the table. */
 void sl_config_defaults(sl_config_t *cfg);
 
 /* The whole start-up path: defaults, then the flags of argv (--config PATH,
  * --with-default-root-credentials, --print-config, --help, --version), the
- * file, the environment, and validation. --help, --version and --print-config
+ * file, the environment, and validation. In cluster mode the client
+ * listener's port becomes the roster entry's ports.tcp. --help, --version and --print-config
  * write to out (stdout when NULL) and set *exit_now: the caller exits 0.
  * Returns 0 or -SL_ERR_INVALID_CONFIGURATION with a one-paragraph message in
  * err naming the file and line, the environment variable or the flag (usage

@@ -1,6 +1,7 @@
 /* The strict TOML subset reader (server/toml.h). One pass over the text with
- * a cursor; each line is a blank, a comment, a [table] header or a key/value
- * pair. Errors stop the parse at the first problem. */
+ * a cursor; each line is a blank, a comment, a [table] or [[array]] header
+ * or a key/value pair (whose value may be a one-line inline table). Errors stop the parse at the
+ * first problem. */
 #include "server/toml.h"
 
 #include <sluice/error.h>
@@ -18,6 +19,11 @@ typedef struct parser {
     uint32_t line;
     const char *table; /* current table's full name, "" at the root */
     size_t table_len;
+    /* The last [[array]] header's name and its element count, so that a
+     * [array.sub] header after it names the newest element. */
+    char array[SL_TOML_NAME_MAX + 1];
+    uint32_t array_count;
+    bool array_open; /* no other table was opened since its last element */
     sl_toml_doc_t *doc;
     sl_toml_error_t *err;
 } parser_t;
@@ -184,13 +190,11 @@ static int define_table(parser_t *ps, const char *at, const char *name, size_t l
     return 0;
 }
 
-static int parse_table_header(parser_t *ps)
+/* The name inside [...] or [[...]], dotted segments joined, at ps->p. */
+static int parse_header_name(parser_t *ps, char name[SL_TOML_NAME_MAX + 1], size_t *len)
 {
-    const char *at = ps->p++;
-    if (!at_end(ps) && *ps->p == '[')
-        return fail_at(ps, at, "arrays of tables ([[...]]) are not supported");
-    char name[SL_TOML_NAME_MAX + 1];
-    size_t len = 0;
+    *len = 0;
+    name[0] = '\0';
     for (uint32_t depth = 1;; depth++) {
         skip_ws(ps);
         const char *seg;
@@ -200,7 +204,7 @@ static int parse_table_header(parser_t *ps)
             return rc;
         if (depth > SL_TOML_DEPTH_MAX)
             return fail_at(ps, seg, "tables nest deeper than %u levels", SL_TOML_DEPTH_MAX);
-        if (!name_append(name, &len, seg, seg_len))
+        if (!name_append(name, len, seg, seg_len))
             return fail_at(ps, seg, "table name longer than %u bytes", SL_TOML_NAME_MAX);
         skip_ws(ps);
         if (!at_end(ps) && *ps->p == '.') {
@@ -208,11 +212,74 @@ static int parse_table_header(parser_t *ps)
             continue;
         }
         if (!at_end(ps) && *ps->p == ']')
-            break;
+            return 0;
         return fail_at(ps, ps->p, "expected '.' or ']' in a table header");
     }
+}
+
+/* [[name]] opens element n of an array of tables, named "name.n" (the
+ * configuration reads "cluster.nodes.0.ip"). Only the newest array can
+ * grow: elements of one array are written together. */
+static int parse_array_header(parser_t *ps, const char *at)
+{
     ps->p++;
-    int rc = define_table(ps, at, name, len);
+    char name[SL_TOML_NAME_MAX + 1];
+    size_t len;
+    int rc = parse_header_name(ps, name, &len);
+    if (rc)
+        return rc;
+    ps->p++;
+    if (at_end(ps) || *ps->p != ']')
+        return fail_at(ps, ps->p, "expected ']]' to close an array-of-tables header");
+    ps->p++;
+    bool same = strcmp(ps->array, name) == 0;
+    bool taken = false; /* a table of that name exists outside this array */
+    for (uint32_t i = 0; !same && i < ps->doc->table_count; i++)
+        taken = taken || name_within(ps->doc->tables[i], name);
+    if (taken || (same && !ps->array_open))
+        return fail_at(ps, at, "array of tables [[%s]] must be written in one place", name);
+    if (strcmp(ps->array, name) != 0) {
+        memcpy(ps->array, name, len + 1);
+        ps->array_count = 0;
+    }
+    ps->array_open = true;
+    char element[SL_TOML_NAME_MAX + 1];
+    int n = snprintf(element, sizeof(element), "%s.%u", name, ps->array_count);
+    if (n < 0 || (size_t)n > SL_TOML_NAME_MAX)
+        return fail_at(ps, at, "table name longer than %u bytes", SL_TOML_NAME_MAX);
+    rc = define_table(ps, at, element, (size_t)n);
+    if (rc)
+        return rc;
+    ps->array_count++;
+    return finish_line(ps, "a table header");
+}
+
+static int parse_table_header(parser_t *ps)
+{
+    const char *at = ps->p++;
+    if (!at_end(ps) && *ps->p == '[')
+        return parse_array_header(ps, at);
+    char name[SL_TOML_NAME_MAX + 1];
+    size_t len;
+    int rc = parse_header_name(ps, name, &len);
+    if (rc)
+        return rc;
+    ps->p++;
+    /* [array.sub] after [[array]] is a table of the newest element. */
+    size_t alen = strlen(ps->array);
+    bool in_element =
+        ps->array_open && len > alen && strncmp(name, ps->array, alen) == 0 && name[alen] == '.';
+    ps->array_open = in_element;
+    if (in_element) {
+        char element[SL_TOML_NAME_MAX + 1];
+        int n = snprintf(element, sizeof(element), "%s.%u%s", ps->array, ps->array_count - 1,
+                         name + alen);
+        if (n < 0 || (size_t)n > SL_TOML_NAME_MAX)
+            return fail_at(ps, at, "table name longer than %u bytes", SL_TOML_NAME_MAX);
+        memcpy(name, element, (size_t)n + 1);
+        len = (size_t)n;
+    }
+    rc = define_table(ps, at, name, len);
     return rc ? rc : finish_line(ps, "a table header");
 }
 
@@ -450,7 +517,7 @@ static int parse_bare_value(parser_t *ps, sl_toml_value_t *v)
 {
     const char *tok = ps->p;
     /* strchr also matches the terminator, so a NUL byte ends the token. */
-    while (!at_end(ps) && !strchr(" \t#\r\n", *ps->p))
+    while (!at_end(ps) && !strchr(" \t#\r\n,}", *ps->p))
         ps->p++;
     size_t len = (size_t)(ps->p - tok);
     if (len == 4 && memcmp(tok, "true", 4) == 0) {
@@ -489,7 +556,7 @@ static int parse_value(parser_t *ps, sl_toml_value_t *v)
     case '[':
         return fail_at(ps, ps->p, "arrays are not supported");
     case '{':
-        return fail_at(ps, ps->p, "inline tables are not supported");
+        return fail_at(ps, ps->p, "nested inline tables are not supported");
     default:
         return parse_bare_value(ps, v);
     }
@@ -531,6 +598,50 @@ static int define_key(parser_t *ps, const char *at, const char *name, size_t len
     return 0;
 }
 
+/* { a = 1, b = "x" } on one line: each pair becomes the entry "name.a".
+ * Values are scalars; every pair consumes bytes, so the loop is bounded by
+ * the line. */
+static int parse_inline_table(parser_t *ps, const char *name, size_t name_len)
+{
+    ps->p++;
+    skip_ws(ps);
+    if (!at_end(ps) && *ps->p == '}') {
+        ps->p++;
+        return 0;
+    }
+    for (;;) {
+        skip_ws(ps);
+        const char *key;
+        size_t key_len;
+        int rc = parse_bare(ps, &key, &key_len, "key");
+        if (rc)
+            return rc;
+        char full[SL_TOML_NAME_MAX + 1];
+        size_t len = name_len;
+        memcpy(full, name, name_len + 1);
+        if (!name_append(full, &len, key, key_len))
+            return fail_at(ps, key, "key name longer than %u bytes", SL_TOML_NAME_MAX);
+        skip_ws(ps);
+        if (at_end(ps) || *ps->p != '=')
+            return fail_at(ps, ps->p, "expected '=' after key");
+        ps->p++;
+        skip_ws(ps);
+        sl_toml_value_t v;
+        if ((rc = parse_value(ps, &v)) || (rc = define_key(ps, key, full, len, &v)))
+            return rc;
+        skip_ws(ps);
+        if (!at_end(ps) && *ps->p == ',') {
+            ps->p++;
+            continue;
+        }
+        if (!at_end(ps) && *ps->p == '}') {
+            ps->p++;
+            return 0;
+        }
+        return fail_at(ps, ps->p, "expected ',' or '}' in an inline table");
+    }
+}
+
 static int parse_key_value(parser_t *ps)
 {
     const char *key;
@@ -551,6 +662,10 @@ static int parse_key_value(parser_t *ps)
         return fail_at(ps, ps->p, "expected '=' after key");
     ps->p++;
     skip_ws(ps);
+    if (!at_end(ps) && *ps->p == '{') {
+        rc = parse_inline_table(ps, name, len);
+        return rc ? rc : finish_line(ps, "an inline table");
+    }
     sl_toml_value_t v;
     rc = parse_value(ps, &v);
     if (rc)

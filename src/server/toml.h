@@ -1,8 +1,14 @@
 /* A small, strict TOML reader for the subset sluiced's configuration uses:
- * comments, [table] and [dotted.table] headers, bare keys, basic and literal
- * strings, decimal integers and booleans. Everything else is a clear error.
+ * comments, [table] and [dotted.table] headers, [[arrays.of.tables]], bare
+ * keys, basic and literal strings, decimal integers, booleans and one-line
+ * inline tables of those ({ tcp = 8090, http = 3000 }). Everything else is a
+ * clear error.
  *
- * The parser builds a flat list of entries named "table.key". It keeps no
+ * The parser builds a flat list of entries named "table.key". Element n of
+ * an array of tables is the table "name.n" ([[cluster.nodes]] twice gives
+ * "cluster.nodes.0" and "cluster.nodes.1", and a [cluster.nodes.sub] header
+ * after them belongs to "cluster.nodes.1.sub"); an inline table's pairs are
+ * entries below its key ("cluster.nodes.0.ports.tcp"). It keeps no
  * global state, never recurses, and never asserts on input: every problem in
  * the text is reported as an error with a 1-based line and byte column. */
 #ifndef SL_SERVER_TOML_H

@@ -336,6 +336,15 @@ static void seeds_toml(void)
     fclose(f);
     emit("fuzz_toml", "sample_config", no_prefix, &b);
     sl_buf_free(&b);
+    /* A roster: [[arrays]], a table of an element, inline tables. */
+    static const char roster[] =
+        "[cluster]\nenabled = true\n[[cluster.nodes]]\nname = \"a\"\n"
+        "ports = { tcp = 8090, tcp_replica = 9090 }\n[[cluster.nodes]]\nname = 'b'\n"
+        "[cluster.nodes.ports]\ntcp = 8091\n[other]\nx = {}\n";
+    sl_buf_init(&b, 0);
+    sl_put_bytes(&b, roster, sizeof(roster) - 1);
+    emit("fuzz_toml", "roster", no_prefix, &b);
+    sl_buf_free(&b);
 }
 
 /* --- fuzz_rest: paths, JSON bodies and tokens of the HTTP API ---------------- */

@@ -142,16 +142,19 @@ static pid_t spawn(th_server_t *srv, const th_options_t *opt)
             putenv((char *)opt->env[i]);
         if (opt && opt->umask_zero)
             umask(0);
-        if (opt && opt->no_root_credentials) {
-            execl(sluiced_path(), "sluiced", "--config", srv->config_path, (char *)NULL);
-        } else if (opt && opt->root_username) {
+        /* sluiced --config PATH [--with-default-root-credentials] [args...] */
+        const char *argv[32] = {"sluiced", "--config", srv->config_path};
+        size_t argc = 3;
+        if (opt && opt->root_username) {
             setenv("IGGY_ROOT_USERNAME", opt->root_username, 1);
             setenv("IGGY_ROOT_PASSWORD", opt->root_password, 1);
-            execl(sluiced_path(), "sluiced", "--config", srv->config_path, (char *)NULL);
-        } else {
-            execl(sluiced_path(), "sluiced", "--config", srv->config_path,
-                  "--with-default-root-credentials", (char *)NULL);
+        } else if (!opt || !opt->no_root_credentials) {
+            argv[argc++] = "--with-default-root-credentials";
         }
+        for (size_t i = 0; opt && opt->args && opt->args[i] && argc < 31; i++)
+            argv[argc++] = opt->args[i];
+        argv[argc] = NULL;
+        execv(sluiced_path(), (char *const *)argv);
         _exit(127);
     }
     return pid;

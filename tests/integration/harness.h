@@ -42,6 +42,7 @@ typedef struct th_options {
     bool no_root_credentials; /* neither variables nor the flag: a generated password */
     const char *const *env;   /* NULL-terminated "NAME=value" list set in the child */
     bool umask_zero;          /* start sluiced with umask 000 */
+    const char *const *args;  /* NULL-terminated extra arguments ("--replica-id", "1") */
 } th_options_t;
 
 /* Starts sluiced and waits until it listens. Fails the test on error.

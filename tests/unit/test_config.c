@@ -24,6 +24,16 @@ static int clear_env(void **state)
     const sl_setting_t *rows = sl_config_settings(&n);
     for (size_t i = 0; i < n; i++)
         unsetenv(rows[i].env);
+    rows = sl_config_node_settings(&n);
+    for (uint32_t node = 0; node < SL_CLUSTER_NODES_MAX; node++) {
+        for (size_t i = 0; i < n; i++) {
+            char env[96];
+            const char *mark = strstr(rows[i].env, "<i>");
+            snprintf(env, sizeof(env), "%.*s%u%s", (int)(mark - rows[i].env), rows[i].env, node,
+                     mark + 3);
+            unsetenv(env);
+        }
+    }
     return 0;
 }
 
@@ -1244,6 +1254,11 @@ static void set_every_row(sl_config_t *cfg)
     set_or_fail(cfg, "system.encryption.key", "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=");
     set_or_fail(cfg, "system.encryption.previous_key",
                 "oKGio6SlpqeoqaqrrK2ur7CxsrO0tba3uLm6u7y9vr8=");
+    set_or_fail(cfg, "cluster.enabled", "true");
+    set_or_fail(cfg, "cluster.name", "prod \"eu\"");
+    set_or_fail(cfg, "cluster.auth.enabled", "true");
+    set_or_fail(cfg, "cluster.auth.shared_secret", "0123456789abcdef0123456789abcdef");
+    set_or_fail(cfg, "cluster.auth.previous_shared_secret", "fedcba9876543210fedcba9876543210");
     set_or_fail(cfg, "root.username", "admin");
     set_or_fail(cfg, "root.password", "pa\"ss");
 }
@@ -1328,12 +1343,19 @@ static void test_print_round_trip(void **state)
     assert_contains(text, "interval = \"2 h 3 m 4 s 5 ms 6 us\"\n");
     assert_contains(text, "max_message_size = \"1048577 B\"\n");
 
+    /* A set secret prints hidden, as a comment. */
+    assert_contains(text, "# shared_secret = \"<hidden>\"\n");
+    assert_null(strstr(text, "0123456789abcdef"));
+
     /* Printing then parsing gives the same settings. */
     sl_config_t back;
     sl_config_defaults(&back);
     apply_ok(&back, text);
     assert_same_settings(&cfg, &back, false);
     char err[256];
+    /* The roster is the one thing the file lacks for cluster mode. */
+    set_or_fail(&back, "cluster.auth.enabled", "false");
+    set_or_fail(&back, "cluster.enabled", "false");
     /* The printed file leaves the hidden keys out; an operator passes them
      * separately (the environment), without which enabled = true refuses. */
     assert_int_not_equal(sl_config_validate(&back, err, sizeof(err)), 0);
@@ -1390,6 +1412,194 @@ static void test_print_config_flag(void **state)
     clear_env(NULL);
 }
 
+/* --- the cluster roster ------------------------------------------------------------------- */
+
+static const char roster[] =
+    "[cluster]\nenabled = true\nname = \"c1\"\n"
+    "[[cluster.nodes]]\nname = \"n0\"\nip = \"127.0.0.1\"\nreplica_id = 0\n"
+    "ports = { tcp = 8090, tcp_replica = 9090 }\n"
+    "[[cluster.nodes]]\nname = \"n1\"\nip = \"127.0.0.1\"\nreplica_id = 1\n"
+    "[cluster.nodes.ports]\ntcp = 8091\ntcp_replica = 9091\n"
+    "[[cluster.nodes]]\nname = \"n2\"\nip = \"::1\"\nreplica_id = 2\n"
+    "ports = { tcp = 8090, tcp_replica = 9090, http = 3000 }\n";
+
+static void test_node_table_shape(void **state)
+{
+    (void)state;
+    size_t n;
+    const sl_setting_t *rows = sl_config_node_settings(&n);
+    assert_true(n >= 8);
+    for (size_t i = 0; i < n; i++) {
+        const sl_setting_t *r = &rows[i];
+        char env[128] = "IGGY_CLUSTER_NODES_<i>_";
+        const char *key = r->name + strlen("cluster.nodes.");
+        assert_true(strncmp(r->name, "cluster.nodes.", 14) == 0);
+        size_t at = strlen(env);
+        for (size_t k = 0; key[k]; k++)
+            env[at++] = key[k] == '.' ? '_' : (char)toupper((unsigned char)key[k]);
+        env[at] = '\0';
+        assert_string_equal(r->env, env);
+        assert_true(r->offset + r->size <= sizeof(sl_config_cluster_node_t));
+        assert_true(strlen(r->description) > 10 &&
+                    r->description[strlen(r->description) - 1] == '.');
+        assert_null(sl_config_setting_find(r->name));
+    }
+}
+
+static void test_cluster_roster(void **state)
+{
+    (void)state;
+    sl_config_t cfg;
+    sl_config_defaults(&cfg);
+    assert_false(cfg.cluster.enabled);
+    assert_string_equal(cfg.cluster.name, "iggy-cluster");
+    assert_int_equal(cfg.cluster.nodes_count, 0);
+    assert_null(sl_config_cluster_self(&cfg));
+    apply_ok(&cfg, roster);
+    assert_int_equal(cfg.cluster.nodes_count, 3);
+    assert_string_equal(cfg.cluster.nodes[1].name, "n1");
+    assert_int_equal(cfg.cluster.nodes[1].ports.tcp, 8091);
+    assert_int_equal(cfg.cluster.nodes[1].ports.tcp_replica, 9091);
+    assert_int_equal(cfg.cluster.nodes[2].ports.http, 3000);
+    assert_string_equal(cfg.cluster.nodes[2].ip, "::1");
+    /* The environment overrides an entry and can add one. */
+    setenv("IGGY_CLUSTER_NODES_1_PORTS_TCP", "7001", 1);
+    setenv("IGGY_CLUSTER_NODES_3_NAME", "n3", 1);
+    setenv("IGGY_CLUSTER_NODES_3_IP", "127.0.0.2", 1);
+    setenv("IGGY_CLUSTER_NODES_3_REPLICA_ID", "3", 1);
+    setenv("IGGY_CLUSTER_NODES_3_PORTS_TCP", "8093", 1);
+    setenv("IGGY_CLUSTER_NODES_3_PORTS_TCP_REPLICA", "9093", 1);
+    char err[512];
+    assert_int_equal(sl_config_apply_env(&cfg, err, sizeof(err)), 0);
+    assert_int_equal(cfg.cluster.nodes_count, 4);
+    assert_int_equal(cfg.cluster.nodes[1].ports.tcp, 7001);
+    assert_string_equal(cfg.cluster.nodes[3].ip, "127.0.0.2");
+    /* Validation wants to know which node this is. */
+    assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), -SL_ERR_INVALID_CONFIGURATION);
+    assert_contains(err, "--replica-id N");
+    cfg.replica_id_given = true;
+    cfg.replica_id = 2;
+    assert_int_equal(sl_config_validate(&cfg, err, sizeof(err)), 0);
+    assert_ptr_equal(sl_config_cluster_self(&cfg), &cfg.cluster.nodes[2]);
+    setenv("IGGY_CLUSTER_NODES_16_NAME", "n16", 1);
+    assert_int_equal(sl_config_apply_env(&cfg, err, sizeof(err)), -SL_ERR_INVALID_CONFIGURATION);
+    assert_string_equal(err, "IGGY_CLUSTER_NODES_16_NAME: more than 16 [[cluster.nodes]] entries "
+                             "(indexes 0 .. 15)");
+    unsetenv("IGGY_CLUSTER_NODES_16_NAME");
+    setenv("IGGY_CLUSTER_NODES_3_PORTS_TCP", "x", 1);
+    assert_int_equal(sl_config_apply_env(&cfg, err, sizeof(err)), -SL_ERR_INVALID_CONFIGURATION);
+    assert_string_equal(err, "IGGY_CLUSTER_NODES_3_PORTS_TCP=\"x\" (cluster.nodes[3].ports.tcp): "
+                             "invalid character in an integer");
+}
+
+/* Each rule of validate_cluster, with its message. */
+static void expect_invalid(const char *extra, const char *replica_id, const char *want)
+{
+    char path[] = "/tmp/sluice-config-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    char text[4096];
+    snprintf(text, sizeof(text), "%s%s", roster, extra);
+    write_file(path, text);
+    const char *args[] = {"--config", path, replica_id ? "--replica-id" : NULL, replica_id, NULL};
+    sl_config_t cfg;
+    loaded_t r = load(&cfg, args);
+    unlink(path);
+    free(r.out);
+    if (r.rc != -SL_ERR_INVALID_CONFIGURATION)
+        fail_msg("accepted <<%s>> (replica id %s), expected %s", extra, replica_id, want);
+    assert_contains(r.err, want);
+}
+
+static void test_cluster_validation(void **state)
+{
+    (void)state;
+    expect_invalid("", NULL, "start sluiced with --replica-id N");
+    expect_invalid("", "3", "--replica-id 3 is not in the roster: its replica ids run 0 .. 2");
+    expect_invalid("", "x", "--replica-id 'x': expected a replica id 0 .. 15");
+    expect_invalid("[[cluster.nodes]]\nname = \"n0\"\nip = \"127.0.0.9\"\nreplica_id = 3\n"
+                   "ports = { tcp = 1, tcp_replica = 2 }\n",
+                   "0", "cluster.nodes[0] and cluster.nodes[3] have the same name \"n0\"");
+    expect_invalid("[[cluster.nodes]]\nname = \"n3\"\nip = \"127.0.0.9\"\nreplica_id = 1\n"
+                   "ports = { tcp = 1, tcp_replica = 2 }\n",
+                   "0", "cluster.nodes[1] and cluster.nodes[3] have the same replica_id 1");
+    expect_invalid("[[cluster.nodes]]\nname = \"n3\"\nip = \"127.0.0.9\"\nreplica_id = 4\n"
+                   "ports = { tcp = 1, tcp_replica = 2 }\n",
+                   "0", "cluster.nodes[3].replica_id: 4 is not below the number of nodes (4)");
+    expect_invalid("[[cluster.nodes]]\nname = \"n3\"\nip = \"localhost\"\nreplica_id = 3\n"
+                   "ports = { tcp = 1, tcp_replica = 2 }\n",
+                   "0", "cluster.nodes[3].ip: \"localhost\" is not an IPv4 or IPv6 address");
+    expect_invalid("[[cluster.nodes]]\nname = \"n3\"\nip = \"127.0.0.1\"\nreplica_id = 3\n"
+                   "ports = { tcp = 9091, tcp_replica = 2 }\n",
+                   "0",
+                   "cluster.nodes[1].ports.tcp_replica and cluster.nodes[3].ports.tcp both "
+                   "claim 127.0.0.1:9091");
+    expect_invalid("[[cluster.nodes]]\nname = \"n3\"\nip = \"127.0.0.3\"\nreplica_id = 3\n"
+                   "ports = { tcp = 5, tcp_replica = 5 }\n",
+                   "0",
+                   "cluster.nodes[3].ports.tcp and cluster.nodes[3].ports.tcp_replica both "
+                   "claim 127.0.0.3:5");
+    expect_invalid("[[cluster.nodes]]\nname = \"n3\"\nip = \"127.0.0.3\"\nreplica_id = 3\n"
+                   "ports = { tcp = 5 }\n",
+                   "0",
+                   "cluster.nodes[3].ports.tcp_replica is missing: every [[cluster.nodes]] "
+                   "entry needs it (IGGY_CLUSTER_NODES_3_PORTS_TCP_REPLICA)");
+    expect_invalid("[[cluster.nodes]]\nname = \"n3\"\nip = \"127.0.0.3\"\nreplica_id = 3\n"
+                   "ports = { tcp = 0, tcp_replica = 5 }\n",
+                   "0", "cluster.nodes[3].ports.tcp: port 0 is refused in the roster");
+    expect_invalid("[cluster.auth]\nenabled = true\n", "0",
+                   "cluster.auth.enabled is true but cluster.auth.shared_secret is empty");
+    expect_invalid("[cluster.auth]\nshared_secret = \"short\"\n", "0",
+                   "cluster.auth.shared_secret: must be 32..255 bytes long (got 5)");
+    expect_invalid("[cluster.auth]\nprevious_shared_secret = \"0123456789\"\n", "0",
+                   "cluster.auth.previous_shared_secret: must be 32..255 bytes long (got 10)");
+    expect_invalid("[quic]\nenabled = true\n", "0",
+                   "cluster.nodes[0].ports.quic is needed: quic.enabled is true");
+    expect_invalid("[cluster.nodes.ports]\ntcp = 1\n", "0",
+                   "duplicate key 'cluster.nodes.2.ports.tcp'");
+    /* Without cluster mode the flag is a mistake, and the roster is inert. */
+    setenv("IGGY_CLUSTER_ENABLED", "false", 1);
+    expect_invalid("", "0", "--replica-id 0 is for cluster mode, but cluster.enabled is false");
+}
+
+/* --replica-id picks the entry, and the client listener takes its port. */
+static void test_cluster_load(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/sluice-config-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    write_file(path, roster);
+    const char *args[] = {"--config", path, "--replica-id=1", NULL};
+    sl_config_t cfg;
+    loaded_t r = load(&cfg, args);
+    if (r.rc)
+        fail_msg("%s", r.err);
+    free(r.out);
+    assert_true(cfg.replica_id_given);
+    assert_int_equal(cfg.replica_id, 1);
+    assert_string_equal(cfg.tcp.address.text, "127.0.0.1:8091");
+    assert_int_equal(cfg.tcp.address.port, 8091);
+    /* Printed and read back, the roster is the same. */
+    char *text = print_to_string(&cfg);
+    assert_contains(text, "[[cluster.nodes]]\n# Node name, unique in the roster. Env: "
+                          "IGGY_CLUSTER_NODES_2_NAME\nname = \"n2\"\n");
+    sl_config_t back;
+    sl_config_defaults(&back);
+    apply_ok(&back, text);
+    assert_int_equal(back.cluster.nodes_count, 3);
+    for (uint32_t i = 0; i < 3; i++) {
+        assert_string_equal(back.cluster.nodes[i].name, cfg.cluster.nodes[i].name);
+        assert_string_equal(back.cluster.nodes[i].ip, cfg.cluster.nodes[i].ip);
+        assert_memory_equal(&back.cluster.nodes[i].ports, &cfg.cluster.nodes[i].ports,
+                            sizeof(cfg.cluster.nodes[i].ports));
+    }
+    free(text);
+    unlink(path);
+}
+
 /* --- the sample file and the docs follow the table ----------------------------------------- */
 
 static void test_sample_config_is_current(void **state)
@@ -1426,8 +1636,19 @@ static void test_docs_name_every_setting(void **state)
         if (!strstr(docs, want))
             fail_msg("docs/configuration.md does not mention %s", want);
     }
-    const char *flags[] = {"--config", "--with-default-root-credentials", "--print-config",
-                           "--help", "--version"};
+    rows = sl_config_node_settings(&n);
+    for (size_t i = 0; i < n; i++) {
+        char want[160];
+        snprintf(want, sizeof(want), "`%s`", rows[i].name + strlen("cluster.nodes."));
+        if (!strstr(docs, want))
+            fail_msg("docs/configuration.md does not mention %s", want);
+        snprintf(want, sizeof(want), "`%s`", rows[i].env);
+        if (!strstr(docs, want))
+            fail_msg("docs/configuration.md does not mention %s", want);
+    }
+    const char *flags[] = {"--config",       "--with-default-root-credentials",
+                           "--print-config", "--help",
+                           "--version",      "--replica-id"};
     for (size_t i = 0; i < SL_ARRAY_LEN(flags); i++)
         assert_contains(docs, flags[i]);
     free(docs);
@@ -1457,6 +1678,10 @@ int main(void)
         cmocka_unit_test_setup(test_ratios, clear_env),
         cmocka_unit_test_setup(test_print_round_trip, clear_env),
         cmocka_unit_test_setup(test_encryption_keys, clear_env),
+        cmocka_unit_test_setup(test_node_table_shape, clear_env),
+        cmocka_unit_test_setup(test_cluster_roster, clear_env),
+        cmocka_unit_test_setup(test_cluster_validation, clear_env),
+        cmocka_unit_test_setup(test_cluster_load, clear_env),
         cmocka_unit_test_setup(test_print_config_flag, clear_env),
         cmocka_unit_test_setup(test_sample_config_is_current, clear_env),
         cmocka_unit_test_setup(test_docs_name_every_setting, clear_env),

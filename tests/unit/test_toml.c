@@ -230,7 +230,7 @@ static void test_syntax_errors(void **state)
     expect_error("x = yes\n", 1, 5, "expected a value");
     expect_error("x = True\n", 1, 5, "expected a value");
     expect_error("x = [1, 2]\n", 1, 5, "arrays are not supported");
-    expect_error("x = { a = 1 }\n", 1, 5, "inline tables are not supported");
+    expect_error("x = { a = { b = 1 } }\n", 1, 11, "nested inline tables are not supported");
     expect_error("x = 1.5\n", 1, 5, "floating-point values are not supported");
     expect_error("x = 1e3\n", 1, 5, "floating-point values are not supported");
     expect_error("x = -inf\n", 1, 5, "floating-point values are not supported");
@@ -305,6 +305,38 @@ static void test_string_errors(void **state)
     check_error("\0", 1, 1, 1, "unexpected byte 0x00");
 }
 
+/* [[array]] elements are tables "array.n"; [array.sub] after one belongs to
+ * the newest element; inline tables are entries below their key. */
+static void test_arrays_and_inline_tables(void **state)
+{
+    (void)state;
+    sl_toml_doc_t doc;
+    parse_ok("[cluster]\nenabled = true\n"
+             "[[cluster.nodes]]\nname = \"a\"\nports = { tcp = 8090, tcp_replica = 9090 }\n"
+             "[[cluster.nodes]]\nname = \"b\"\n[cluster.nodes.ports]\ntcp = 8091\n"
+             "[other]\nx = {}\ny = {k='v',j=1}\n",
+             &doc);
+    assert_string(&doc, "cluster.nodes.0.name", "a", 1);
+    assert_integer(&doc, "cluster.nodes.0.ports.tcp", 8090);
+    assert_integer(&doc, "cluster.nodes.0.ports.tcp_replica", 9090);
+    assert_string(&doc, "cluster.nodes.1.name", "b", 1);
+    assert_integer(&doc, "cluster.nodes.1.ports.tcp", 8091);
+    assert_string(&doc, "other.y.k", "v", 1);
+    assert_integer(&doc, "other.y.j", 1);
+    assert_null(sl_toml_find(&doc, "other.x"));
+    const sl_toml_entry_t *e = sl_toml_find(&doc, "cluster.nodes.0.ports.tcp_replica");
+    assert_int_equal(e->line, 5);
+    assert_int_equal(e->column, 23);
+    sl_toml_doc_free(&doc);
+    expect_error("x = { a = 1 b = 2 }\n", 1, 13, "expected ',' or '}' in an inline table");
+    expect_error("x = { a = 1, a = 2 }\n", 1, 14, "duplicate key 'x.a'");
+    expect_error("x = { a = 1\n", 1, 12, "expected ',' or '}' in an inline table");
+    expect_error("x = { a = 1 },\n", 1, 14, "expected the end of the line after an inline table");
+    expect_error("x = 1,\n", 1, 6, "expected the end of the line after a value");
+    /* Elements of one array are written in one place. */
+    expect_error("[[a]]\nx = 1\n[b]\n[[a]]\n", 4, 1, "must be written in one place");
+}
+
 static void test_header_errors(void **state)
 {
     (void)state;
@@ -315,7 +347,8 @@ static void test_header_errors(void **state)
     expect_error("[a..b]\n", 1, 4, "expected a table name");
     expect_error("[a b]\n", 1, 4, "expected '.' or ']'");
     expect_error("[\"a\"]\n", 1, 2, "quoted table names are not supported");
-    expect_error("[[a]]\n", 1, 1, "arrays of tables");
+    expect_error("[[a]\n", 1, 5, "expected ']]' to close an array-of-tables header");
+    expect_error("[[a]] x = 1\n", 1, 7, "expected the end of the line after a table header");
     expect_error("[a] x = 1\n", 1, 5, "expected the end of the line after a table header");
     expect_error("[a]]\n", 1, 4, "expected the end of the line after a table header");
 }
@@ -484,6 +517,7 @@ int main(void)
         cmocka_unit_test(test_unquoted_text),
         cmocka_unit_test(test_string_errors),
         cmocka_unit_test(test_header_errors),
+        cmocka_unit_test(test_arrays_and_inline_tables),
         cmocka_unit_test(test_duplicates_and_conflicts),
         cmocka_unit_test(test_deep_tables),
         cmocka_unit_test(test_entry_and_table_caps),
