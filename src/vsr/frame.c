@@ -262,8 +262,8 @@ sl_vsr_verdict_t sl_vsr_suffix_entry(sl_span_t body, uint32_t i, uint64_t op,
 static sl_vsr_verdict_t suffix_check(sl_span_t body, uint64_t op, uint64_t group)
 {
     uint32_t count = (uint32_t)(body.len / SL_HEADER_SIZE);
-    sl_vsr_suffix_entry_t above;
-    above.blank = true;
+    sl_vsr_suffix_entry_t above = {.blank = true}; /* all of it set: gcc -O3 cannot tell
+                                                     * that i > 0 means it was assigned */
     for (uint32_t i = 0; i < count; i++) {
         sl_vsr_suffix_entry_t e;
         sl_vsr_verdict_t v = sl_vsr_suffix_entry(body, i, op, &e);

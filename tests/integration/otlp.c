@@ -478,7 +478,7 @@ static void copy_text(char *out, size_t cap, pb_t s)
 /* AnyValue { string 1, bool 2, int 3, double 4, bytes 7 } into a. */
 static bool decode_any(pb_t m, th_otlp_attr_t *a)
 {
-    pb_field_t f;
+    pb_field_t f = {0};
     bool ok;
     while (pb_next(&m, &f, &ok)) {
         if (f.number == 1 && f.wire_type == 2)
@@ -496,7 +496,7 @@ static bool decode_any(pb_t m, th_otlp_attr_t *a)
 static bool decode_attr(pb_t m, th_otlp_attr_t *a)
 {
     memset(a, 0, sizeof(*a));
-    pb_field_t f;
+    pb_field_t f = {0};
     bool ok;
     while (pb_next(&m, &f, &ok)) {
         if (f.number == 1 && f.wire_type == 2)
@@ -510,7 +510,7 @@ static bool decode_attr(pb_t m, th_otlp_attr_t *a)
 /* Resource { attributes 1 }: the value of service.name. */
 static bool decode_resource(pb_t m, char *service, size_t cap)
 {
-    pb_field_t f;
+    pb_field_t f = {0};
     bool ok;
     while (pb_next(&m, &f, &ok)) {
         th_otlp_attr_t a;
@@ -535,7 +535,7 @@ static bool copy_id(uint8_t *out, size_t n, pb_t s)
 /* Status { message 2, code 3 }. */
 static bool decode_status(pb_t m, th_otlp_span_t *s)
 {
-    pb_field_t f;
+    pb_field_t f = {0};
     bool ok;
     while (pb_next(&m, &f, &ok)) {
         if (f.number == 2 && f.wire_type == 2)
@@ -550,7 +550,7 @@ static bool decode_status(pb_t m, th_otlp_span_t *s)
  * status 15 }. */
 static bool decode_span(pb_t m, th_otlp_span_t *s)
 {
-    pb_field_t f;
+    pb_field_t f = {0};
     bool ok = true;
     while (ok && pb_next(&m, &f, &ok)) {
         if (f.number == 1 && f.wire_type == 2)
@@ -584,7 +584,7 @@ typedef bool (*record_fn)(pb_t m, const char *service, void *ctx);
 static bool walk(const uint8_t *p, size_t len, uint32_t items_field, record_fn record, void *ctx)
 {
     pb_t req = {p, p + len};
-    pb_field_t f;
+    pb_field_t f = {0};
     bool ok;
     while (pb_next(&req, &f, &ok)) {
         if (f.number != 1 || f.wire_type != 2)
@@ -643,7 +643,7 @@ int th_otlp_decode_spans(const uint8_t *p, size_t len, th_otlp_span_t *out, int 
  * observed_time 11 }. */
 static bool decode_log(pb_t m, th_otlp_log_t *l)
 {
-    pb_field_t f;
+    pb_field_t f = {0};
     bool ok = true;
     while (ok && pb_next(&m, &f, &ok)) {
         if (f.number == 1 && f.wire_type == 1)
