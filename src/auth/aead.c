@@ -2,7 +2,9 @@
 #include "auth/aead.h"
 
 #include <limits.h>
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
+#include <openssl/params.h>
 #include <openssl/rand.h>
 #include <sluice/error.h>
 #include <stdlib.h>
@@ -10,9 +12,12 @@
 
 #include "base/base64.h"
 
-/* Nonces are drawn from the DRBG this many at a time: one RAND_bytes call
- * per 256 messages instead of one per message. */
-#define NONCE_POOL 256u
+/* Nonces (auth/aead.h): a per-context random 96-bit start whose low 64
+ * bits OpenSSL's GCM counts up by one per seal (its "IV generation" for a
+ * fixed field plus an invocation counter, SP 800-38D 8.2.1). Asking for the
+ * next nonce also resets the GCM state, so a seal needs no re-init; and
+ * OpenSSL refuses to encrypt again under a nonce whose message it finished. */
+#define NONCE_FIXED 4u
 
 typedef struct key_ctx {
     EVP_CIPHER_CTX *seal; /* NULL for the previous key: it never seals */
@@ -23,8 +28,8 @@ struct sl_aead {
     key_ctx_t current;
     key_ctx_t previous;
     bool has_previous;
-    uint32_t nonce_left;
-    uint8_t nonces[NONCE_POOL * SL_AEAD_NONCE_SIZE];
+    bool primed;                           /* next_nonce is set in the seal context */
+    uint8_t next_nonce[SL_AEAD_NONCE_SIZE]; /* the nonce the next seal uses */
 };
 
 bool sl_aead_key_decode(const char *text, uint8_t key[SL_AEAD_KEY_SIZE])
@@ -63,6 +68,32 @@ static void key_ctx_free(key_ctx_t *k)
     EVP_CIPHER_CTX_free(k->open);
 }
 
+/* Primes the seal context's nonce counter: 4 random fixed bytes, and
+ * OpenSSL draws the 8 bytes of the invocation field from its DRBG. */
+static bool nonce_start(EVP_CIPHER_CTX *c)
+{
+    uint8_t fixed[NONCE_FIXED];
+    bool ok = RAND_bytes(fixed, sizeof(fixed)) == 1 &&
+              EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IV_FIXED, NONCE_FIXED, fixed) == 1;
+    explicit_bzero(fixed, sizeof(fixed));
+    return ok;
+}
+
+/* Takes the next nonce into a->next_nonce and, in the same call, the tag of
+ * the message just finished (tag NULL: none, at start or after a failure). */
+static bool take_nonce(sl_aead_t *a, uint8_t *tag)
+{
+    OSSL_PARAM p[3], *q = p;
+    if (tag)
+        *q++ = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag,
+                                                 SL_AEAD_TAG_SIZE);
+    *q++ = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN,
+                                             a->next_nonce, SL_AEAD_NONCE_SIZE);
+    *q = OSSL_PARAM_construct_end();
+    a->primed = EVP_CIPHER_CTX_get_params(a->current.seal, p) == 1;
+    return a->primed;
+}
+
 int sl_aead_create(const uint8_t key[SL_AEAD_KEY_SIZE], const uint8_t *previous, sl_aead_t **out)
 {
     *out = NULL;
@@ -77,7 +108,7 @@ int sl_aead_create(const uint8_t key[SL_AEAD_KEY_SIZE], const uint8_t *previous,
         a->previous.open = cipher_new(previous, 0);
         ok = ok && a->previous.open;
     }
-    if (!ok) {
+    if (!ok || !nonce_start(a->current.seal) || !take_nonce(a, NULL)) {
         sl_aead_destroy(a);
         return -SL_ERR_INVALID_ENCRYPTION_KEY;
     }
@@ -93,21 +124,6 @@ void sl_aead_destroy(sl_aead_t *a)
     key_ctx_free(&a->previous);
     explicit_bzero(a, sizeof(*a));
     free(a);
-}
-
-static bool next_nonce(sl_aead_t *a, uint8_t nonce[SL_AEAD_NONCE_SIZE])
-{
-    if (a->nonce_left == 0) {
-        if (RAND_bytes(a->nonces, sizeof(a->nonces)) != 1)
-            return false;
-        a->nonce_left = NONCE_POOL;
-    }
-    a->nonce_left--;
-    uint8_t *n = a->nonces + (size_t)a->nonce_left * SL_AEAD_NONCE_SIZE;
-    memcpy(nonce, n, SL_AEAD_NONCE_SIZE);
-    /* A nonce handed out is gone from the pool: it can never be used twice. */
-    memset(n, 0, SL_AEAD_NONCE_SIZE);
-    return true;
 }
 
 /* EVP counts in int; longer spans go through in int-sized steps. */
@@ -134,12 +150,15 @@ static bool add_aad(EVP_CIPHER_CTX *c, sl_span_t aad)
 int sl_aead_seal(sl_aead_t *a, sl_span_t aad, const uint8_t *in, size_t len, uint8_t *out)
 {
     EVP_CIPHER_CTX *c = a->current.seal;
-    uint8_t *nonce = out, *body = out + SL_AEAD_NONCE_SIZE, *tag = body + len;
+    uint8_t *body = out + SL_AEAD_NONCE_SIZE, *tag = body + len;
     int n = 0;
-    if (!next_nonce(a, nonce) || EVP_CipherInit_ex(c, NULL, NULL, NULL, nonce, 1) != 1 ||
-        !add_aad(c, aad) || !cipher_update(c, body, in, len) ||
-        EVP_CipherFinal_ex(c, body + len, &n) != 1 ||
-        EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, SL_AEAD_TAG_SIZE, tag) != 1)
+    /* Not primed: the last seal failed part way; a new nonce resets it. */
+    if (!a->primed && !take_nonce(a, NULL))
+        return -SL_ERR_CANNOT_ENCRYPT_DATA;
+    memcpy(out, a->next_nonce, SL_AEAD_NONCE_SIZE);
+    a->primed = false; /* this nonce is spent whatever happens next */
+    if (!add_aad(c, aad) || !cipher_update(c, body, in, len) ||
+        EVP_CipherFinal_ex(c, body + len, &n) != 1 || !take_nonce(a, tag))
         return -SL_ERR_CANNOT_ENCRYPT_DATA;
     return 0;
 }

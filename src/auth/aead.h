@@ -1,7 +1,11 @@
 /* At-rest encryption's cipher: AES-256-GCM through OpenSSL's EVP (AES-NI
  * where the CPU has it). A sealed blob is nonce(12) ‖ ciphertext ‖ tag(16),
  * so it is exactly SL_AEAD_OVERHEAD bytes longer than the plaintext. Every
- * seal takes a fresh random nonce (OpenSSL's DRBG, drawn in blocks).
+ * seal takes a fresh nonce: each context starts from 96 random bits (4
+ * fixed bytes and an 8-byte invocation field, OpenSSL's DRBG) and counts
+ * the invocation field up by one per seal, so a context never repeats one
+ * and two contexts (threads, restarts) collide only if their random starts
+ * do (docs/security.md).
  *
  * A context holds the current key and, during a rotation, the previous one:
  * seals always use the current key; opens try the current key, then the

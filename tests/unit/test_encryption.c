@@ -114,6 +114,51 @@ static void test_wrong_and_previous_key(void **state)
     sl_aead_destroy(rotated);
 }
 
+/* The nonce scheme (auth/aead.h): one context counts its nonce up by one
+ * per seal, never repeating; a second context for the same key (another
+ * thread, or sluiced after a restart) starts from its own random point.
+ * Every blob still opens. */
+enum { NONCE_RUN = 300 };
+
+static uint64_t nonce_counter(const uint8_t *blob)
+{
+    uint64_t v = 0;
+    for (int i = 4; i < 12; i++)
+        v = v << 8 | blob[i];
+    return v;
+}
+
+static void seal_run(sl_aead_t *a, uint8_t blobs[][SL_AEAD_OVERHEAD + 3])
+{
+    static const uint8_t plain[3] = {'a', 'b', 'c'};
+    for (int i = 0; i < NONCE_RUN; i++)
+        assert_int_equal(sl_aead_seal(a, sl_span_str("aad"), plain, 3, blobs[i]), 0);
+}
+
+static void test_nonces_never_repeat(void **state)
+{
+    (void)state;
+    static uint8_t one[NONCE_RUN][SL_AEAD_OVERHEAD + 3], two[NONCE_RUN][SL_AEAD_OVERHEAD + 3];
+    sl_aead_t *a = aead(key_a, NULL), *b = aead(key_a, NULL);
+    seal_run(a, one);
+    seal_run(b, two); /* the "restarted" process: a fresh context, same key */
+    for (int i = 1; i < NONCE_RUN; i++) {
+        /* The 4 fixed bytes stay; the invocation field steps by one. */
+        assert_memory_equal(one[i], one[0], 4);
+        assert_true(nonce_counter(one[i]) == nonce_counter(one[i - 1]) + 1 ||
+                    (nonce_counter(one[i - 1]) == UINT64_MAX && nonce_counter(one[i]) == 0));
+    }
+    for (int i = 0; i < NONCE_RUN; i++)
+        for (int j = 0; j < NONCE_RUN; j++)
+            assert_memory_not_equal(one[i], two[j], SL_AEAD_NONCE_SIZE);
+    for (int i = 0; i < NONCE_RUN; i++) {
+        assert_int_equal(sl_aead_open(a, sl_span_str("aad"), two[i], sizeof(two[i]), NULL), 0);
+        assert_memory_equal(two[i] + SL_AEAD_NONCE_SIZE, "abc", 3);
+    }
+    sl_aead_destroy(a);
+    sl_aead_destroy(b);
+}
+
 static void test_key_decode(void **state)
 {
     (void)state;
@@ -309,7 +354,7 @@ int main(void)
         cmocka_unit_test(test_known_answer),     cmocka_unit_test(test_seal_open_tamper),
         cmocka_unit_test(test_wrong_and_previous_key), cmocka_unit_test(test_key_decode),
         cmocka_unit_test(test_record_round_trip), cmocka_unit_test(test_record_hostile),
-        cmocka_unit_test(test_metadata_entries),
+        cmocka_unit_test(test_metadata_entries), cmocka_unit_test(test_nonces_never_repeat),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
