@@ -588,6 +588,9 @@ static void seeds_encryption(void)
         sl_batch_finish(&bb, &rec))
         die("cannot build", "a plain record");
     emit("fuzz_encryption", "plain_record", sl_span(&zero, 1), &b);
+    sl_buf_free(&b);
+}
+
 /* --- fuzz_vsr_frame: replica-plane frames, a manifest, a client table ------ */
 
 /* Appends a frame (header + body) built by the project's encoder. */
