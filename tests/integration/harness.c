@@ -428,7 +428,8 @@ int th_connect(uint16_t port)
 {
     if (th_mode() != TH_TCP)
         return carrier_start(port);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    /* Close-on-exec: a sluiced the harness forks later must not hold a copy. */
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         die("socket");
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};

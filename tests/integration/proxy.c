@@ -1,6 +1,7 @@
 /* The test harness's TCP proxy (proxy.h): one poll thread, at most
  * PAIRS_MAX forwarded connections, commands through atomics that the
  * thread acknowledges. */
+#define _GNU_SOURCE /* accept4 */
 #include "proxy.h"
 
 #include <arpa/inet.h>
@@ -52,7 +53,7 @@ static void pair_close(pair_t *p)
 
 static int connect_target(uint16_t port)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
@@ -66,7 +67,7 @@ static int connect_target(uint16_t port)
 
 static void accept_one(th_proxy_t *p, bool cut)
 {
-    int fd = accept(p->listen_fd, NULL, NULL);
+    int fd = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0)
         return;
     pair_t *free_pair = NULL;
@@ -154,7 +155,9 @@ th_proxy_t *th_proxy_start(uint16_t target_port)
     for (int i = 0; i < PAIRS_MAX; i++)
         p->pairs[i].fd[0] = p->pairs[i].fd[1] = -1;
     p->target_port = target_port;
-    p->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    /* Close-on-exec, every socket: a sluiced the harness forks later would
+     * otherwise hold copies of them, and a cut would not close a link. */
+    p->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof(a);
