@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "base/assert.h"
+#include "base/clock.h"
 #include "store/partition.h"
 #include "wire/batch.h"
 
@@ -51,13 +52,6 @@ static _Noreturn void die(const char *what, int rc)
 {
     fprintf(stderr, "sl_bench_append: %s: %s\n", what, rc < 0 ? sl_strerror(rc) : strerror(errno));
     exit(1);
-}
-
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* The partition's release hook: the buffer goes back to the pool. */
@@ -195,12 +189,12 @@ static void measure(bench_t *b, uint32_t rounds, double seconds)
         for (int s = 0; s < SLICES; s++) {
             for (int k = 0; k < 2; k++) {
                 int which = (s + k) % 2; /* the order alternates */
-                uint64_t t0 = thread_cpu_ns();
+                uint64_t t0 = sl_clock_thread_cpu_ns();
                 if (which == 0)
                     run_store(b, per_slice);
                 else
                     run_floor(b, per_slice);
-                cpu[which] += thread_cpu_ns() - t0;
+                cpu[which] += sl_clock_thread_cpu_ns() - t0;
             }
         }
         store[r] = cpu[0] / (per_slice * SLICES);

@@ -150,13 +150,6 @@ static void *serve(void *arg)
     return NULL;
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 typedef struct bench {
     sl_client_t *lib;
     int raw;
@@ -270,13 +263,13 @@ int main(int argc, char **argv)
     for (int r = 0; r < ROUNDS; r++)
         for (int f = 0; f < FIGS; f++) {
             int fig = (f + r) % FIGS;
-            uint64_t trips = 0, c0 = thread_cpu_ns(), t0 = sl_clock_monotonic_ns(), now = t0;
+            uint64_t trips = 0, c0 = sl_clock_thread_cpu_ns(), t0 = sl_clock_monotonic_ns(), now = t0;
             while (now - t0 < (uint64_t)(seconds * 1e9)) {
                 trip(&b, fig);
                 trips++;
                 now = sl_clock_monotonic_ns();
             }
-            cpu_us[fig][r] = (double)(thread_cpu_ns() - c0) / 1e3 / (double)trips;
+            cpu_us[fig][r] = (double)(sl_clock_thread_cpu_ns() - c0) / 1e3 / (double)trips;
             rate[fig][r] = (double)trips / ((double)(now - t0) / 1e9);
         }
     printf("client CPU per ~1 MB trip, fake server thread over TCP loopback, %d rounds x %.2f s\n",

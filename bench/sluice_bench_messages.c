@@ -82,14 +82,6 @@ typedef struct msg_ctx {
     sb_lat_t lat[FIGS];
 } msg_ctx_t;
 
-/* CPU time of the calling thread (the bench's only one), in ns. */
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* --- frames ------------------------------------------------------------------------- */
 
 /* The request header of the raw connection's session for one operation. */
@@ -316,10 +308,10 @@ static void group_round(msg_ctx_t *m, int first, int r)
         for (int k = 0; k < FIGS_PER_GROUP; k++) {
             int i = (s + k) % FIGS_PER_GROUP, fig = first + i;
             pid_t pid = i == 0 ? m->sink_pid : m->server_pid;
-            uint64_t before = sb_process_cpu_ns(pid), own = thread_cpu_ns();
+            uint64_t before = sb_process_cpu_ns(pid), own = sl_clock_thread_cpu_ns();
             sb_rate_t x = run_figure(m, fig, slice, &bytes[i], &m->lat[fig]);
             cpu[i] += sb_process_cpu_ns(pid) - before;
-            client[i] += thread_cpu_ns() - own;
+            client[i] += sl_clock_thread_cpu_ns() - own;
             total[i].trips += x.trips;
             total[i].elapsed_ns += x.elapsed_ns;
         }

@@ -45,14 +45,6 @@ typedef struct tls_side {
     uint64_t bytes[PHASES], server_cpu[PHASES], client_cpu[PHASES];
 } tls_side_t;
 
-/* CPU time of the calling thread (the bench's only one), in ns. */
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The WebSocket port of a server the bench started (its log line, written
  * before "listening on", which sb_sluiced_start waited for). */
 static uint16_t ws_port_of(const sb_sluiced_t *s)
@@ -114,7 +106,7 @@ static void tls_side_close(tls_side_t *s)
 /* One slice of sends: MB/s. */
 static double produce_slice(tls_side_t *s, const sl_send_message_t *m, double seconds)
 {
-    uint64_t server0 = sb_process_cpu_ns(s->server.pid), client0 = thread_cpu_ns();
+    uint64_t server0 = sb_process_cpu_ns(s->server.pid), client0 = sl_clock_thread_cpu_ns();
     uint64_t start = sl_clock_monotonic_us(), end = start + (uint64_t)(seconds * 1e6);
     uint64_t trips = 0, now = start;
     while (trips < TLS_TRIPS_MAX && (now = sl_clock_monotonic_us()) < end) {
@@ -128,14 +120,14 @@ static double produce_slice(tls_side_t *s, const sl_send_message_t *m, double se
     now = sl_clock_monotonic_us();
     s->bytes[PHASE_PRODUCE] += trips * TLS_MESSAGES * TLS_MESSAGE_BYTES;
     s->server_cpu[PHASE_PRODUCE] += sb_process_cpu_ns(s->server.pid) - server0;
-    s->client_cpu[PHASE_PRODUCE] += thread_cpu_ns() - client0;
+    s->client_cpu[PHASE_PRODUCE] += sl_clock_thread_cpu_ns() - client0;
     return (double)(trips * TLS_MESSAGES * TLS_MESSAGE_BYTES) / (double)(now - start);
 }
 
 /* One slice of polls from the cursor (wrapping to 0 at the end): MB/s. */
 static double consume_slice(tls_side_t *s, double seconds)
 {
-    uint64_t server0 = sb_process_cpu_ns(s->server.pid), client0 = thread_cpu_ns();
+    uint64_t server0 = sb_process_cpu_ns(s->server.pid), client0 = sl_clock_thread_cpu_ns();
     uint64_t start = sl_clock_monotonic_us(), end = start + (uint64_t)(seconds * 1e6);
     uint64_t bytes = 0, trips = 0;
     while (trips < TLS_TRIPS_MAX && sl_clock_monotonic_us() < end) {
@@ -155,7 +147,7 @@ static double consume_slice(tls_side_t *s, double seconds)
     uint64_t us = sl_clock_monotonic_us() - start;
     s->bytes[PHASE_CONSUME] += bytes;
     s->server_cpu[PHASE_CONSUME] += sb_process_cpu_ns(s->server.pid) - server0;
-    s->client_cpu[PHASE_CONSUME] += thread_cpu_ns() - client0;
+    s->client_cpu[PHASE_CONSUME] += sl_clock_thread_cpu_ns() - client0;
     return (double)bytes / (double)us;
 }
 

@@ -24,3 +24,8 @@ uint64_t sl_clock_monotonic_ns(void)
 {
     return read_ns(CLOCK_MONOTONIC);
 }
+
+uint64_t sl_clock_thread_cpu_ns(void)
+{
+    return read_ns(CLOCK_THREAD_CPUTIME_ID);
+}

@@ -11,5 +11,7 @@ uint64_t sl_clock_realtime_us(void);
 uint64_t sl_clock_monotonic_us(void);
 /* Nanoseconds from an arbitrary start (CLOCK_MONOTONIC), for benchmarks. */
 uint64_t sl_clock_monotonic_ns(void);
+/* CPU time the calling thread has used, in ns (benchmarks). */
+uint64_t sl_clock_thread_cpu_ns(void);
 
 #endif
