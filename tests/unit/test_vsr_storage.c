@@ -78,6 +78,21 @@ static void note_done(void *ctx, uint32_t slot, bool ok)
     l->n++;
 }
 
+/* A completion that submits the next write, as a replica may from write_done. */
+typedef struct chain {
+    sl_vsr_storage_t s;
+    uint32_t calls;
+} chain_t;
+
+static void chain_done(void *ctx, uint32_t slot, bool ok)
+{
+    chain_t *c = ctx;
+    assert_true(ok);
+    c->calls++;
+    uint8_t b[16] = {0};
+    c->s.write_prepare(c->s.ctx, slot + 1, b, sizeof(b));
+}
+
 static void fill(uint8_t *p, size_t n, uint8_t seed)
 {
     for (size_t i = 0; i < n; i++)
@@ -193,6 +208,15 @@ static void test_round_trip(void **state)
     got = s.read_prepare(s.ctx, 5);
     assert_bytes_equal(got.ptr, got.len, c, sizeof(c));
     assert_int_equal(sl_vsr_storage_poll(st, &log, note_done), 1);
+    /* A write submitted from inside a completion waits for the next poll. */
+    chain_t chain = {.s = s};
+    s.write_prepare(s.ctx, 10, c, sizeof(c));
+    assert_int_equal(sl_vsr_storage_poll(st, &chain, chain_done), 1);
+    assert_int_equal(chain.calls, 1);
+    assert_int_equal(sl_vsr_storage_pending(st), 1);
+    assert_int_equal(sl_vsr_storage_poll(st, &log, note_done), 1);
+    assert_int_equal(sl_vsr_storage_pending(st), 0);
+    assert_int_equal(s.read_prepare(s.ctx, 11).len, 16);
     sl_vsr_storage_close(st);
 }
 
@@ -382,6 +406,7 @@ static void test_other_geometry_refused(void **state)
     other = o;
     other.cluster = sl_vsr_cluster_id(sl_span_str("another"));
     expect_refused(&other, -SL_ERR_STATE_FILE_CORRUPTED, "state.a");
+    assert_false(file_exists("journal.ring")); /* a refused directory is left as it was */
     /* A journal whose header is not one. */
     st = open_ok(&o);
     sl_vsr_storage_close(st);
