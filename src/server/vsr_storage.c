@@ -200,6 +200,14 @@ static int journal_open(sl_vsr_storage_dir_t *st, bool *created, char *err, size
     if (!join(st, path, JOURNAL_FILE))
         return fail(err, err_len, -SL_ERR_INVALID_CONFIGURATION, "%s: path too long", st->dir);
     int fd = sl_io_open(path, O_RDWR | O_CLOEXEC, 0);
+    if (fd == -ENOENT && st->state_newest >= 0)
+        /* A record names a log this directory no longer has: an empty journal would read as
+         * ops never written, and the replica could nack ops it acknowledged. Only a whole lost
+         * directory (no record either) rejoins safely, as a lost disk. */
+        return fail(err, err_len, -SL_ERR_STATE_FILE_CORRUPTED,
+                    "%s is missing next to a state record in %s/%s (remove the whole "
+                    "directory to rejoin the cluster as a lost disk)",
+                    path, st->dir, state_files[st->state_newest]);
     if (fd == -ENOENT) {
         *created = true;
         return journal_create(st, err, err_len);

@@ -407,7 +407,11 @@ static void test_other_geometry_refused(void **state)
     other.cluster = sl_vsr_cluster_id(sl_span_str("another"));
     expect_refused(&other, -SL_ERR_STATE_FILE_CORRUPTED, "state.a");
     assert_false(file_exists("journal.ring")); /* a refused directory is left as it was */
+    /* Nor is a state record without its journal: its log would read as never written. */
+    expect_refused(&o, -SL_ERR_STATE_FILE_CORRUPTED, "journal.ring is missing");
+    assert_false(file_exists("journal.ring"));
     /* A journal whose header is not one. */
+    tu_tmpdir_remove(dir);
     st = open_ok(&o);
     sl_vsr_storage_close(st);
     poke("journal.ring", 3, "x", 1);
