@@ -813,6 +813,8 @@ static void step(void)
     }
     now++;
     for (int i = 0; i < node_count; i++) {
+        if (nodes[i].r == NULL)
+            continue; /* down */
         sl_vsr_replica_tick(nodes[i].r, now * 1000);
         drain(&nodes[i]);
     }
@@ -822,6 +824,8 @@ static int primary(void)
 {
     for (int i = 0; i < node_count; i++) {
         sl_vsr_info_t info;
+        if (nodes[i].r == NULL)
+            continue;
         sl_vsr_replica_info(nodes[i].r, &info);
         if (info.primary && info.status == SL_VSR_STATUS_NORMAL)
             return i;
@@ -1005,6 +1009,64 @@ static void test_three_replicas_recover_from_disk(void **state)
     cluster_stop();
 }
 
+/* Disk faults under real replicas: a backup whose journal fdatasyncs fail (its writes
+ * complete with ok = false, the slots are repaired once the disk is back), then a backup that
+ * crashes in the middle of a slot write (a torn slot on its disk when it reopens). The
+ * cluster commits throughout, and every replica ends with the same state. */
+static void test_three_replicas_over_faulty_disks(void **state)
+{
+    (void)state;
+    cluster_start(3);
+    client = (sl_u128_t){42, 7};
+    uint64_t sum = commit_requests(5); /* ops 1..6 */
+    int p = await_primary();
+    int b = (p + 1) % 3, c = (p + 2) % 3;
+    char path_b[PATH_MAX], path_c[PATH_MAX];
+    snprintf(path_b, sizeof(path_b), "%s/journal.ring", nodes[b].dir);
+    snprintf(path_c, sizeof(path_c), "%s/journal.ring", nodes[c].dir);
+
+    sl_io_fault_t sync_eio = {
+        .calls = SL_IO_BIT(SL_IO_FDATASYNC), .path_contains = path_b, .error = EIO, .count = 3};
+    sl_io_fault_arm(&sync_eio);
+    for (uint8_t k = 6; k <= 10; k++) {
+        request(SL_OP_CREATE_STREAM, k, k);
+        sum += k;
+        assert_int_equal(reply_sum(), sum);
+    }
+    sl_io_fault_arm(NULL);
+    assert_int_equal(sync_eio.fired, 3);
+    sl_vsr_storage_info_t sinfo;
+    sl_vsr_storage_info(nodes[b].st, &sinfo);
+    assert_true(sinfo.write_failures >= 3);
+    for (int i = 0; i < 100; i++)
+        step();
+    assert_all_at(11, sum);
+
+    /* c's next slot write stops after 100 bytes and c dies before it is polled. */
+    sl_io_fault_t tear = {
+        .calls = SL_IO_MASK_WRITES, .path_contains = path_c, .error = EIO, .short_len = 100};
+    sl_io_fault_arm(&tear);
+    request(SL_OP_CREATE_STREAM, 11, 11); /* commits on p and b */
+    sum += 11;
+    sl_io_fault_arm(NULL);
+    assert_true(tear.fired >= 1);
+    node_close(c);
+    for (int i = 0; i < 5; i++)
+        step();
+    node_open(c, false);
+    sl_vsr_entry_info_t e;
+    sl_vsr_replica_entry(nodes[c].r, 12, &e);
+    assert_int_equal(e.slot, 2); /* the torn slot is faulty, not empty */
+    request(SL_OP_CREATE_STREAM, 12, 12);
+    sum += 12;
+    for (int i = 0; i < 300; i++)
+        step();
+    assert_all_at(13, sum);
+    sl_vsr_replica_entry(nodes[c].r, 12, &e);
+    assert_true(e.present);
+    cluster_stop();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1017,6 +1079,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_garbage_never_crashes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_replica_recovers_from_disk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_three_replicas_recover_from_disk, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_three_replicas_over_faulty_disks, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
