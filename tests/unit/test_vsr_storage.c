@@ -208,7 +208,18 @@ static void test_round_trip(void **state)
     got = s.read_prepare(s.ctx, 5);
     assert_bytes_equal(got.ptr, got.len, c, sizeof(c));
     assert_int_equal(sl_vsr_storage_poll(st, &log, note_done), 1);
-    /* A write submitted from inside a completion waits for the next poll. */
+    sl_vsr_storage_close(st);
+}
+
+/* A write submitted from inside a completion waits for the next poll. */
+static void test_write_from_completion(void **state)
+{
+    (void)state;
+    sl_vsr_storage_options_t o = options();
+    sl_vsr_storage_dir_t *st = open_ok(&o);
+    sl_vsr_storage_t s = sl_vsr_storage_interface(st);
+    uint8_t c[1] = {3};
+    done_log_t log = {0};
     chain_t chain = {.s = s};
     s.write_prepare(s.ctx, 10, c, sizeof(c));
     assert_int_equal(sl_vsr_storage_poll(st, &chain, chain_done), 1);
@@ -498,7 +509,16 @@ static void test_io_errors(void **state)
     assert_true(s.write_artifacts(s.ctx, 16, sl_span_str("s"), sl_span_str("t")) < 0);
     sl_io_fault_arm(NULL);
     sl_vsr_storage_close(st);
+}
 
+static void test_read_and_create_errors(void **state)
+{
+    (void)state;
+    sl_vsr_storage_options_t o = options();
+    sl_vsr_storage_dir_t *st = open_ok(&o);
+    sl_vsr_storage_t s = sl_vsr_storage_interface(st);
+    assert_int_equal(s.write_state(s.ctx, sl_span_str("good")), 0);
+    sl_vsr_storage_close(st);
     /* A slot that cannot be read is faulty, never empty. */
     st = open_ok(&o);
     s = sl_vsr_storage_interface(st);
@@ -1071,11 +1091,13 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_from_completion, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_slot_leaves_the_others, setup, teardown),
         cmocka_unit_test_setup_teardown(test_state_ping_pong, setup, teardown),
         cmocka_unit_test_setup_teardown(test_artifact_sets_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_geometry_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_io_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_and_create_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage_never_crashes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_replica_recovers_from_disk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_three_replicas_recover_from_disk, setup, teardown),
