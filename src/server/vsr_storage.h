@@ -88,7 +88,9 @@ typedef struct sl_vsr_storage_info {
 SL_WUR int sl_vsr_storage_open(const char *dir, const sl_vsr_storage_options_t *options,
                                sl_vsr_storage_dir_t **out, char *err, size_t err_len);
 /* Closes the files. Completions not yet polled are dropped, as a crash would: their writes
- * were handed to the kernel and may or may not be durable. */
+ * were handed to the kernel and may or may not be durable. A replica reopened over a storage
+ * that stays open must wait until sl_vsr_storage_pending is 0 (a slot takes one write in
+ * flight at a time, and the new replica knows nothing of the old one's). */
 void sl_vsr_storage_close(sl_vsr_storage_dir_t *st);
 
 /* The interface to hand to sl_vsr_replica_format and sl_vsr_replica_open. */
