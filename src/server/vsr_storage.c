@@ -177,6 +177,13 @@ static int journal_create(sl_vsr_storage_dir_t *st, char *err, size_t err_len)
     int rc = sl_io_pwrite_all(fd, page, sizeof(page), 0);
     if (rc == 0)
         rc = sl_io_ftruncate(fd, (off_t)journal_size(&st->opt));
+    if (rc == 0 && st->opt.preallocate) {
+        rc = sl_io_fallocate(fd, 0, 0, (off_t)journal_size(&st->opt));
+        if (rc == -EOPNOTSUPP) {
+            sl_log_info("%s: the filesystem cannot preallocate: the ring stays sparse", tmp);
+            rc = 0;
+        }
+    }
     if (rc == 0)
         rc = sl_io_fsync(fd);
     if (rc == 0)

@@ -5,7 +5,8 @@
  * The directory holds (docs/architecture.md, "The consensus core's files"):
  *   journal.ring      a 4 KiB header, then slot_count slots of slot_size bytes; op X of the
  *                     group lives in slot X % slot_count. A slot write is one pwrite inside its
- *                     own slot, so a torn write can only tear that slot.
+ *                     own slot, so a torn write can only tear that slot. Sparse unless the
+ *                     options ask for its blocks up front.
  *   state.a, state.b  the replica's state record in two ping-pong copies, each with a sequence
  *                     number and a checksum: the newest copy that verifies wins, and a write
  *                     torn by a crash leaves the other.
@@ -59,6 +60,10 @@ typedef struct sl_vsr_storage_options {
     uint32_t slot_size;    /* a multiple of 4096 holding SL_VSR_STORAGE_SLOT_HEADER plus the
                               largest prepare the group journals (sl_vsr_storage_slot_size) */
     uint64_t artifact_max; /* the largest artifact read back (cfg.state_max) */
+    /* Allocate the whole ring's blocks when the journal is created, so no slot write can
+     * meet a full disk (where the filesystem cannot, the ring stays sparse). Off: the file
+     * is sparse and a slot's blocks are allocated on its first write. */
+    bool preallocate;
 } sl_vsr_storage_options_t;
 
 /* The slot size for a group whose prepares are at most prepare_max bytes (a prepare frame plus
