@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "base/io.h"
 #include "base/log.h"
@@ -521,22 +522,24 @@ static int artifact_write(sl_vsr_storage_dir_t *st, int kind, uint64_t op, uint6
     char path[PATH_MAX], tmp[PATH_MAX];
     if (!artifact_path(st, path, kind, op, false) || !artifact_path(st, tmp, kind, op, true))
         return -ENAMETOOLONG;
-    sl_buf_reset(&st->image);
-    uint8_t *p = sl_buf_extend(&st->image, ARTIFACT_HEAD);
-    if (p == NULL)
-        return -ENOMEM;
-    memcpy(p, ARTIFACT_MAGIC, 8);
-    sl_store_u32(p + 8, FORMAT_VERSION);
-    sl_store_u32(p + 12, (uint32_t)kind);
-    sl_store_u128(p + 16, st->opt.cluster);
-    sl_store_u64(p + 32, st->opt.group);
-    sl_store_u64(p + 40, op);
-    sl_store_u64(p + 48, seq);
-    sl_store_u64(p + 56, bytes.len);
-    sl_store_u64(p + 64, sl_xxh3_64(p, 64));
-    sl_put_span(&st->image, bytes);
-    int rc =
-        sl_buf_ok(&st->image) ? sl_io_write_file_synced(tmp, sl_buf_span(&st->image)) : -ENOMEM;
+    uint8_t head[ARTIFACT_HEAD];
+    memcpy(head, ARTIFACT_MAGIC, 8);
+    sl_store_u32(head + 8, FORMAT_VERSION);
+    sl_store_u32(head + 12, (uint32_t)kind);
+    sl_store_u128(head + 16, st->opt.cluster);
+    sl_store_u64(head + 32, st->opt.group);
+    sl_store_u64(head + 40, op);
+    sl_store_u64(head + 48, seq);
+    sl_store_u64(head + 56, bytes.len);
+    sl_store_u64(head + 64, sl_xxh3_64(head, 64));
+    /* Header and bytes from where they are: a snapshot may be large, so it is not copied. */
+    struct iovec iov[2] = {{head, sizeof(head)}, {(void *)bytes.ptr, bytes.len}};
+    int fd = sl_io_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, sl_io_file_mode());
+    int rc = fd < 0 ? fd : sl_io_pwritev_all(fd, iov, bytes.len > 0 ? 2 : 1, 0);
+    if (rc == 0)
+        rc = sl_io_fsync(fd);
+    if (fd >= 0)
+        sl_io_close(fd);
     if (rc == 0)
         rc = sl_io_rename(tmp, path);
     if (rc < 0) {
