@@ -1079,8 +1079,8 @@ static void test_three_replicas_over_faulty_disks(void **state)
     int p = await_primary();
     int b = (p + 1) % 3, c = (p + 2) % 3;
     char path_b[PATH_MAX], path_c[PATH_MAX];
-    snprintf(path_b, sizeof(path_b), "%s/journal.ring", nodes[b].dir);
-    snprintf(path_c, sizeof(path_c), "%s/journal.ring", nodes[c].dir);
+    assert_true(tu_path(path_b, nodes[b].dir, "journal.ring"));
+    assert_true(tu_path(path_c, nodes[c].dir, "journal.ring"));
 
     sl_io_fault_t sync_eio = {
         .calls = SL_IO_BIT(SL_IO_FDATASYNC), .path_contains = path_b, .error = EIO, .count = 3};
