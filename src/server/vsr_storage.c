@@ -633,7 +633,8 @@ static int write_artifacts(void *ctx, uint64_t op, sl_span_t snapshot, sl_span_t
     sl_vsr_storage_dir_t *st = ctx;
     /* The cached copies may be of this op's older files. */
     st->cache[0].valid = st->cache[1].valid = false;
-    uint64_t seq = st->artifact_seq + 1;
+    /* Taken even when the write fails: a file it left carries the number. */
+    uint64_t seq = ++st->artifact_seq;
     sl_span_t bytes[2] = {snapshot, table};
     int rc = 0;
     for (int k = 0; k < 2 && rc == 0; k++)
@@ -643,9 +644,15 @@ static int write_artifacts(void *ctx, uint64_t op, sl_span_t snapshot, sl_span_t
     if (rc < 0) {
         sl_log_error("%s: checkpoint %" PRIu64 " not written: %s", st->dir, op, strerror(-rc));
         st->info.state_failures++;
+        /* Half a set of a new op would count, at the next open, as a newer set than the
+         * ones kept; a kept op's files are the same checkpoint's either way. */
+        for (int k = 0; k < 2 && !artifact_kept(st, op); k++) {
+            char path[PATH_MAX];
+            if (artifact_path(st, path, k, op, false))
+                sl_io_unlink(path);
+        }
         return -SL_ERR_CANNOT_WRITE_TO_FILE;
     }
-    st->artifact_seq = seq;
     artifact_set_note(st, op, seq);
     /* Only now: until the new set is durable, the older ones are what a record names. */
     artifact_scan(st, true);
