@@ -1,13 +1,20 @@
-/* Unit tests of libsluice's leader settlement decision (src/client/settle.c,
- * sl_client_settle_decide): GetClusterMetadata replies built with the wire
- * encoder, from one node to several with the leader first, last, absent or
- * unhealthy, the leader being the node already connected to under another
- * spelling of its address, and bodies that do not decode. */
-#include "testutil.h"
+/* Unit tests of libsluice's leader settlement (src/client/settle.c). The
+ * decision, sl_client_settle_decide, over GetClusterMetadata replies built
+ * with the wire encoder: from one node to several with the leader first,
+ * last, absent or unhealthy, the leader being the node already connected to
+ * under another spelling of its address, and bodies that do not decode.
+ * Then the move itself, as a module test: two loopback listeners whose
+ * answers the test writes (the "nodes" are scripts, not servers) - a move
+ * after login, a move that cannot dial or log in, and the re-settlement
+ * before a 58 is replayed. */
+#include "test_client_fixtures.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <string.h>
 
-#include "client/client_internal.h"
+#include "wire/command.h"
 
 #define NODES_MAX 4
 
@@ -295,6 +302,275 @@ static void test_failed_call_and_malformed_bodies_stay(void **state)
     release(&r);
 }
 
+/* --- the move, against scripted nodes ------------------------------------------------ */
+
+/* A loopback listener that accepts one connection and queues its script
+ * (the replies the client will read, in order: the client is lockstep). */
+typedef struct fake_node {
+    int listener;
+    uint16_t port;
+    sl_buf_t script;
+    int conn; /* the accepted connection; -1 before */
+    pthread_t thread;
+} fake_node_t;
+
+static void node_listen(fake_node_t *n)
+{
+    *n = (fake_node_t){.conn = -1};
+    sl_buf_init(&n->script, 0);
+    n->listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(n->listener >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    assert_int_equal(bind(n->listener, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(n->listener, 4), 0);
+    assert_int_equal(getsockname(n->listener, (struct sockaddr *)&a, &len), 0);
+    n->port = ntohs(a.sin_port);
+}
+
+static void node_add(fake_node_t *n, sl_buf_t frame)
+{
+    sl_put_bytes(&n->script, frame.data, frame.len);
+    sl_buf_free(&frame);
+}
+
+static void *node_serve(void *arg)
+{
+    fake_node_t *n = arg;
+    n->conn = accept(n->listener, NULL, NULL);
+    if (n->conn >= 0 && n->script.len > 0)
+        (void)!send(n->conn, n->script.data, n->script.len, MSG_NOSIGNAL);
+    return NULL;
+}
+
+static void node_start(fake_node_t *n)
+{
+    assert_int_equal(pthread_create(&n->thread, NULL, node_serve, n), 0);
+}
+
+/* Waits for the accept; the node's connection as a fixture handle. */
+static tf_conn_t node_joined(fake_node_t *n)
+{
+    assert_int_equal(pthread_join(n->thread, NULL), 0);
+    assert_true(n->conn >= 0);
+    return (tf_conn_t){.server = n->conn};
+}
+
+static void node_free(fake_node_t *n)
+{
+    if (n->conn >= 0)
+        close(n->conn);
+    if (n->listener >= 0)
+        close(n->listener);
+    sl_buf_free(&n->script);
+}
+
+static sl_buf_t login_reply(uint64_t session)
+{
+    sl_buf_t body;
+    sl_buf_init(&body, 0);
+    sl_login_register_reply_t r = {
+        .user_id = 0,
+        .session = session,
+        .server_protocol_version = SL_PROTOCOL_VERSION,
+        .server_version = sl_span_str(session == 5 ? "node-a" : "node-b"),
+    };
+    assert_int_equal(sl_login_register_reply_encode(&body, &r), 0);
+    sl_buf_t b = tf_reply_ok(SL_OP_REGISTER, body.data, body.len); /* result-framed */
+    sl_buf_free(&body);
+    return b;
+}
+
+/* Three nodes: a at port_a, b at port_b, and a third; the leader's port. */
+static sl_buf_t metadata_reply(uint16_t port_a, uint16_t port_b, uint16_t leader_port)
+{
+    sl_cluster_node_t nodes[3] = {
+        node("a", "127.0.0.1", port_a, SL_NODE_FOLLOWER, SL_NODE_HEALTHY),
+        node("b", "127.0.0.1", port_b, SL_NODE_FOLLOWER, SL_NODE_HEALTHY),
+        node("c", "127.0.0.1", 1, SL_NODE_FOLLOWER, SL_NODE_HEALTHY),
+    };
+    for (int i = 0; i < 3; i++)
+        if (nodes[i].tcp_port == leader_port)
+            nodes[i].role = SL_NODE_LEADER;
+    sl_buf_t body;
+    sl_buf_init(&body, 0);
+    sl_get_cluster_metadata_reply_t m = {sl_span_str("local"), 3, nodes};
+    assert_int_equal(sl_get_cluster_metadata_reply_encode(&body, &m), 0);
+    sl_buf_t b = tf_reply(SL_OP_NON_REPLICATED, 0, body.data, body.len);
+    sl_buf_free(&body);
+    return b;
+}
+
+static sl_client_t *connect_to(const fake_node_t *n, const sl_client_options_t *o)
+{
+    sl_client_t *c = NULL;
+    assert_int_equal(sl_client_connect("127.0.0.1", n->port, o, &c), 0);
+    return c;
+}
+
+/* Reads the next request and checks its kind and session. */
+static void expect(tf_conn_t *t, uint8_t operation, uint32_t code, uint64_t session)
+{
+    tf_request_t q = tf_take(t);
+    assert_int_equal(q.header.operation, operation);
+    if (operation == SL_OP_NON_REPLICATED)
+        assert_int_equal(q.header.code, code);
+    assert_int_equal(q.header.session, session);
+    tf_request_free(&q);
+}
+
+static bool closed_by_client(tf_conn_t *t)
+{
+    uint8_t byte;
+    return recv(t->server, &byte, 1, 0) == 0;
+}
+
+static void test_login_moves_to_the_leader(void **state)
+{
+    (void)state;
+    fake_node_t a, b;
+    node_listen(&a);
+    node_listen(&b);
+    node_add(&a, login_reply(5));
+    node_add(&a, metadata_reply(a.port, b.port, b.port));
+    node_add(&b, login_reply(7));
+    node_add(&b, metadata_reply(a.port, b.port, b.port)); /* b names itself: stay */
+    node_start(&a);
+    node_start(&b);
+    sl_client_t *c = connect_to(&a, NULL);
+    sl_identity_t id;
+    assert_int_equal(sl_client_login(c, "iggy", "secret", &id), 0);
+    tf_conn_t ta = node_joined(&a), tb = node_joined(&b);
+    /* a saw the login and the question, then the client left. */
+    expect(&ta, SL_OP_REGISTER, 0, 0);
+    expect(&ta, SL_OP_NON_REPLICATED, SL_CMD_GET_CLUSTER_METADATA, 5);
+    assert_true(closed_by_client(&ta));
+    /* b saw the same credentials, and the question under its own session. */
+    tf_request_t q = tf_take(&tb);
+    assert_int_equal(q.header.operation, SL_OP_REGISTER);
+    sl_login_register_request_t login;
+    assert_int_equal(sl_login_register_request_decode(tf_body(&q), &login), 0);
+    assert_span_str(login.login.username, "iggy");
+    assert_span_str(login.login.password, "secret");
+    tf_request_free(&q);
+    expect(&tb, SL_OP_NON_REPLICATED, SL_CMD_GET_CLUSTER_METADATA, 7);
+    sl_session_info_t info;
+    sl_client_session_info(c, &info);
+    assert_int_equal(info.leader_moves, 1);
+    assert_int_equal(info.cluster_nodes, 3);
+    assert_int_equal(info.session, 7);
+    assert_int_equal(id.session, 7);
+    assert_string_equal(id.server_version, "node-b");
+    assert_int_equal(c->care.port, b.port); /* reconnects dial the leader */
+    /* The next call goes to b. */
+    tf_queue(&tb, tf_reply(SL_OP_NON_REPLICATED, 0, NULL, 0));
+    assert_int_equal(sl_client_ping(c), 0);
+    expect(&tb, SL_OP_NON_REPLICATED, SL_CMD_PING, 7);
+    sl_client_close(c);
+    node_free(&a);
+    node_free(&b);
+}
+
+static void test_failed_move_stays_logged_in(void **state)
+{
+    (void)state;
+    for (int way = 0; way < 2; way++) {
+        fake_node_t a, b;
+        node_listen(&a);
+        node_listen(&b);
+        uint16_t b_port = b.port;
+        node_add(&a, login_reply(5));
+        node_add(&a, metadata_reply(a.port, b_port, b_port));
+        if (way == 0) {
+            close(b.listener); /* the leader cannot be dialled */
+            b.listener = -1;
+        } else {
+            node_add(&b, tf_reply(SL_OP_REGISTER, SL_ERR_INVALID_CREDENTIALS, NULL, 0));
+            node_start(&b);
+        }
+        node_start(&a);
+        sl_client_t *c = connect_to(&a, NULL);
+        sl_identity_t id;
+        assert_int_equal(sl_client_login(c, "iggy", "secret", &id), 0);
+        tf_conn_t ta = node_joined(&a);
+        if (way == 1) {
+            tf_conn_t tb = node_joined(&b);
+            expect(&tb, SL_OP_REGISTER, 0, 0);
+            assert_true(closed_by_client(&tb));
+        }
+        expect(&ta, SL_OP_REGISTER, 0, 0);
+        expect(&ta, SL_OP_NON_REPLICATED, SL_CMD_GET_CLUSTER_METADATA, 5);
+        sl_session_info_t info;
+        sl_client_session_info(c, &info);
+        assert_int_equal(info.leader_moves, 0);
+        assert_int_equal(info.session, 5);
+        assert_int_equal(id.session, 5);
+        assert_string_equal(id.server_version, "node-a");
+        /* Still served by a. */
+        tf_queue(&ta, tf_reply(SL_OP_NON_REPLICATED, 0, NULL, 0));
+        assert_int_equal(sl_client_ping(c), 0);
+        expect(&ta, SL_OP_NON_REPLICATED, SL_CMD_PING, 5);
+        sl_client_close(c);
+        node_free(&a);
+        node_free(&b);
+    }
+}
+
+static void test_58_settles_again_before_the_replay(void **state)
+{
+    (void)state;
+    fake_node_t a, b;
+    node_listen(&a);
+    node_listen(&b);
+    /* a leads at login, then refuses a write as a backup would and names b. */
+    node_add(&a, login_reply(5));
+    node_add(&a, metadata_reply(a.port, b.port, a.port));
+    node_add(&a, tf_reply_result(SL_OP_CREATE_STREAM, SL_ERR_TRANSIENT_NOT_ACCEPTED));
+    node_add(&a, metadata_reply(a.port, b.port, b.port));
+    node_add(&b, login_reply(7));
+    node_add(&b, metadata_reply(a.port, b.port, b.port));
+    size_t len;
+    uint8_t *stream = tu_hex(HEX_GET_STREAMS, &len);
+    stream[12] = 0; /* no topics */
+    node_add(&b, tf_reply_ok(SL_OP_CREATE_STREAM, stream, len));
+    free(stream);
+    node_start(&a);
+    node_start(&b);
+    sl_client_options_t o = {.transient_retries = 2, .transient_delay_ms = 1};
+    sl_client_t *c = connect_to(&a, &o);
+    assert_int_equal(sl_client_login(c, "iggy", "secret", NULL), 0);
+    sl_session_info_t info;
+    sl_client_session_info(c, &info);
+    assert_int_equal(info.leader_moves, 0);
+    assert_int_equal(info.cluster_nodes, 3);
+    const sl_stream_t *created;
+    assert_int_equal(sl_client_create_stream(c, "orders", &created), 0);
+    tf_conn_t ta = node_joined(&a), tb = node_joined(&b);
+    expect(&ta, SL_OP_REGISTER, 0, 0);
+    expect(&ta, SL_OP_NON_REPLICATED, SL_CMD_GET_CLUSTER_METADATA, 5);
+    expect(&ta, SL_OP_CREATE_STREAM, 0, 5);
+    expect(&ta, SL_OP_NON_REPLICATED, SL_CMD_GET_CLUSTER_METADATA, 5);
+    assert_true(closed_by_client(&ta));
+    expect(&tb, SL_OP_REGISTER, 0, 0);
+    expect(&tb, SL_OP_NON_REPLICATED, SL_CMD_GET_CLUSTER_METADATA, 7);
+    /* The write again, numbered under b's session. */
+    tf_request_t q = tf_take(&tb);
+    assert_int_equal(q.header.operation, SL_OP_CREATE_STREAM);
+    assert_int_equal(q.header.session, 7);
+    assert_int_equal(q.header.request, 1);
+    sl_create_stream_request_t req;
+    assert_int_equal(sl_create_stream_request_decode(tf_body(&q), &req), 0);
+    assert_span_str(req.name, "orders");
+    tf_request_free(&q);
+    sl_client_session_info(c, &info);
+    assert_int_equal(info.leader_moves, 1);
+    assert_int_equal(info.replays, 1);
+    sl_client_close(c);
+    node_free(&a);
+    node_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -307,6 +583,9 @@ int main(void)
         cmocka_unit_test(test_websocket_uses_its_port),
         cmocka_unit_test(test_unusable_leader_address_stays),
         cmocka_unit_test(test_failed_call_and_malformed_bodies_stay),
+        cmocka_unit_test(test_login_moves_to_the_leader),
+        cmocka_unit_test(test_failed_move_stays_logged_in),
+        cmocka_unit_test(test_58_settles_again_before_the_replay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
