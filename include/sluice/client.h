@@ -223,7 +223,10 @@ void sl_client_close(sl_client_t *client);
  * with the same credentials under a fresh client id, and only then closes
  * the first connection; if the dial or that login fails it stays on the
  * first connection, logged in. It asks again on the new node, at most 3
- * moves per login. Reconnects dial the node it moved to. A 58
+ * moves per login. Reconnects dial the node it moved to first; when that
+ * fails, the next dials go in turn to the other nodes the last answer that
+ * listed a cluster named (a leader that died), and the re-login there
+ * settles again. A 58
  * TransientNotAccepted to a metadata command, on a connection to a cluster
  * of 2 or more nodes, settles again before the replay (when credentials are
  * remembered: with reconnects on, or with transient_retries and

@@ -144,13 +144,48 @@ static uint32_t jitter(void)
 
 /* --- reconnecting ------------------------------------------------------------------------ */
 
-static int dial(sl_client_t *c, int *fd)
+/* The address the attempt-th dial of a recovery goes to: the current one
+ * first, then in turn the other nodes the last settlement listed (the
+ * current one may be a leader that died); NULL host: the current one. */
+static sl_client_address_t *dial_target(sl_client_t *c, uint32_t attempt)
 {
+    sl_client_care_t *k = &c->care;
+    if (k->known_count == 0 || attempt == 0)
+        return NULL;
+    /* Bounded by known_count: every entry is looked at once at most. */
+    for (uint32_t i = 0; i < k->known_count; i++) {
+        sl_client_address_t *a = &k->known[(attempt - 1 + i) % k->known_count];
+        if (a->port != k->port || !sl_client_same_host(a->host, k->host))
+            return a;
+    }
+    return NULL;
+}
+
+/* Dials the attempt-th address of a recovery; *to gets the address when it
+ * is not the current one. */
+static int dial(sl_client_t *c, uint32_t attempt, int *fd, sl_client_address_t **to)
+{
+    *to = NULL;
     if (c->care.dial != NULL)
         return c->care.dial(c->care.dial_ctx, fd);
     if (c->care.host == NULL)
         return -SL_ERR_NOT_CONNECTED; /* an adopted socket has no address */
+    *to = dial_target(c, attempt);
+    if (*to != NULL)
+        return sl_client_tcp_connect((*to)->host, (*to)->port, c->connect_timeout_ms, fd);
     return sl_client_tcp_connect(c->care.host, c->care.port, c->connect_timeout_ms, fd);
+}
+
+/* After a dial to another node worked: reconnects and TLS names follow it. */
+static int adopt_address(sl_client_t *c, const sl_client_address_t *to)
+{
+    char *host = strdup(to->host);
+    if (host == NULL)
+        return -SL_ERR_ERROR;
+    free(c->care.host);
+    c->care.host = host;
+    c->care.port = to->port;
+    return 0;
 }
 
 /* Closes the connection and dials until one attempt works or the attempts
@@ -165,9 +200,16 @@ static int redial(sl_client_t *c)
             sleep_ms(c, sl_client_backoff_ms(c->care.reconnect_delay_ms,
                                              c->care.reconnect_delay_max_ms, a - 1, jitter()));
         int fd;
-        rc = dial(c, &fd);
-        if (rc == 0)
+        sl_client_address_t *to;
+        rc = dial(c, a, &fd, &to);
+        if (rc == 0 && to != NULL)
+            rc = sl_client_link_open(c, fd, to->host, to->port);
+        else if (rc == 0)
             rc = sl_client_link_open(c, fd, c->care.host ? c->care.host : "", c->care.port);
+        if (rc == 0 && to != NULL && adopt_address(c, to) != 0) {
+            sl_client_disconnect(c);
+            return -SL_ERR_ERROR;
+        }
         if (rc == 0) {
             c->care.reconnects++;
             return 0;

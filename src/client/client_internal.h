@@ -164,6 +164,18 @@ typedef int (*sl_client_dial_t)(void *ctx, int *fd);
 /* Waits ms milliseconds between attempts; tests record instead. */
 typedef void (*sl_client_sleep_t)(void *ctx, uint32_t ms);
 
+/* A host and port to dial; a DNS name is at most 253 bytes. */
+#define SL_CLIENT_HOST_MAX 256u
+/* Nodes remembered from the last settlement, for reconnects: more than a
+ * cluster of 3 or 5 lists; the rest of a larger roster is not needed to
+ * find one node that answers. */
+#define SL_CLIENT_KNOWN_NODES_MAX 8u
+
+typedef struct sl_client_address {
+    char host[SL_CLIENT_HOST_MAX];
+    uint16_t port;
+} sl_client_address_t;
+
 /* Connection care (care.c): settings, what a reconnect needs, counters. */
 typedef struct sl_client_care {
     uint32_t reconnect_attempts;
@@ -187,7 +199,12 @@ typedef struct sl_client_care {
     bool settle;            /* leader settlement on (settle_on_leader) */
     uint64_t leader_moves;  /* moves to another node by settlement */
     uint32_t cluster_nodes; /* nodes listed by the last settlement; 0: none yet */
-    sl_buf_t saved;         /* a request body kept while a re-login reuses tx */
+    /* The nodes of the last settlement that lists 2 or more (their client
+     * addresses): a reconnect that cannot reach the current node tries
+     * them, so a client whose leader died finds the others. */
+    sl_client_address_t known[SL_CLIENT_KNOWN_NODES_MAX];
+    uint32_t known_count;
+    sl_buf_t saved; /* a request body kept while a re-login reuses tx */
     sl_client_dial_t dial;
     void *dial_ctx;
     sl_client_sleep_t sleep;
@@ -288,17 +305,10 @@ int sl_client_login_with(sl_client_t *c, const char *username, const char *passw
 
 /* --- leader settlement (settle.c) ------------------------------------------------- */
 
-/* A host and port to dial; a DNS name is at most 253 bytes. */
-#define SL_CLIENT_HOST_MAX 256u
 /* Moves to another node per settlement: enough for a leader that changed
  * once while the client moved; a bound so two nodes that name each other
  * cannot keep a client hopping. */
 #define SL_CLIENT_SETTLE_HOPS_MAX 3u
-
-typedef struct sl_client_address {
-    char host[SL_CLIENT_HOST_MAX];
-    uint16_t port;
-} sl_client_address_t;
 
 /* What the settlement decision reads: the GetClusterMetadata call's result
  * and payload, and where the client is connected. */
@@ -319,6 +329,12 @@ typedef struct sl_client_settle_in {
  * Decoding uses arena. */
 bool sl_client_settle_decide(const sl_client_settle_in_t *in, sl_arena_t *arena,
                              sl_client_address_t *target, uint32_t *nodes_count);
+/* The usable client addresses of a GetClusterMetadata reply (ports.tcp, or
+ * ports.websocket for that transport; empty, over-long and port 0 entries
+ * skipped), at most max of them into out; 0 when the body does not decode
+ * or lists fewer than 2 nodes. Pure. */
+uint32_t sl_client_settle_roster(sl_span_t payload, sl_client_transport_t transport,
+                                 sl_arena_t *arena, sl_client_address_t *out, uint32_t max);
 /* Whether two host texts name the same address: literals of one family by
  * their bytes (::1 and 0::1 agree), names without regard to case. */
 bool sl_client_same_host(const char *a, const char *b);

@@ -51,6 +51,35 @@ static bool is_current(const sl_client_settle_in_t *in, const sl_client_address_
     return in->peer_host != NULL && sl_client_same_host(in->peer_host, to->host);
 }
 
+/* The address a client of transport dials for node n: false when n has
+ * none it can use. */
+static bool node_address(const sl_cluster_node_t *n, sl_client_transport_t transport,
+                         sl_client_address_t *out)
+{
+    uint16_t port = transport == SL_CLIENT_WEBSOCKET ? n->websocket_port : n->tcp_port;
+    /* An address with a NUL inside would be dialled as a shorter one. */
+    if (port == 0 || n->ip.len == 0 || n->ip.len >= SL_CLIENT_HOST_MAX ||
+        memchr(n->ip.ptr, '\0', n->ip.len) != NULL)
+        return false;
+    out->port = port;
+    memcpy(out->host, n->ip.ptr, n->ip.len);
+    out->host[n->ip.len] = '\0';
+    return true;
+}
+
+uint32_t sl_client_settle_roster(sl_span_t payload, sl_client_transport_t transport,
+                                 sl_arena_t *arena, sl_client_address_t *out, uint32_t max)
+{
+    sl_get_cluster_metadata_reply_t m;
+    if (sl_get_cluster_metadata_reply_decode(payload, arena, &m) != 0 || m.count < 2)
+        return 0;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < m.count && n < max; i++)
+        if (node_address(&m.items[i], transport, &out[n]))
+            n++;
+    return n;
+}
+
 bool sl_client_settle_decide(const sl_client_settle_in_t *in, sl_arena_t *arena,
                              sl_client_address_t *target, uint32_t *nodes_count)
 {
@@ -66,16 +95,8 @@ bool sl_client_settle_decide(const sl_client_settle_in_t *in, sl_arena_t *arena,
     const sl_cluster_node_t *leader = first_healthy_leader(&m);
     if (leader == NULL)
         return false;
-    uint16_t port =
-        in->transport == SL_CLIENT_WEBSOCKET ? leader->websocket_port : leader->tcp_port;
-    /* An address with a NUL inside would be dialled as a shorter one. */
-    if (port == 0 || leader->ip.len == 0 || leader->ip.len >= SL_CLIENT_HOST_MAX ||
-        memchr(leader->ip.ptr, '\0', leader->ip.len) != NULL)
-        return false;
-    sl_client_address_t to = {.port = port};
-    memcpy(to.host, leader->ip.ptr, leader->ip.len);
-    to.host[leader->ip.len] = '\0';
-    if (is_current(in, &to))
+    sl_client_address_t to;
+    if (!node_address(leader, in->transport, &to) || is_current(in, &to))
         return false;
     *target = to;
     return true;
@@ -196,6 +217,12 @@ static int ask(sl_client_t *c, sl_client_address_t *to, bool *move)
         .port = c->care.port,
     };
     *move = sl_client_settle_decide(&in, &c->arena, to, &c->care.cluster_nodes);
+    if (rc == 0 && c->care.cluster_nodes >= 2) {
+        /* Kept only from answers that list a cluster: a node that lists
+         * itself alone (or does not answer) leaves the last roster. */
+        c->care.known_count = sl_client_settle_roster(r.payload, c->link.transport, &c->arena,
+                                                      c->care.known, SL_CLIENT_KNOWN_NODES_MAX);
+    }
     return 0;
 }
 

@@ -306,17 +306,23 @@ static void test_failed_call_and_malformed_bodies_stay(void **state)
 
 /* A loopback listener that accepts one connection and queues its script
  * (the replies the client will read, in order: the client is lockstep). */
+#define NODE_ACCEPTS_MAX 4
+
 typedef struct fake_node {
     int listener;
     uint16_t port;
-    sl_buf_t script;
-    int conn; /* the accepted connection; -1 before */
+    sl_buf_t script; /* queued on every connection accepted */
+    int accepts;     /* connections to accept (1 unless set) */
+    int conns[NODE_ACCEPTS_MAX];
+    int conn; /* the first accepted connection; -1 before */
     pthread_t thread;
 } fake_node_t;
 
 static void node_listen(fake_node_t *n)
 {
-    *n = (fake_node_t){.conn = -1};
+    *n = (fake_node_t){.conn = -1, .accepts = 1};
+    for (int i = 0; i < NODE_ACCEPTS_MAX; i++)
+        n->conns[i] = -1;
     sl_buf_init(&n->script, 0);
     n->listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     assert_true(n->listener >= 0);
@@ -338,9 +344,12 @@ static void node_add(fake_node_t *n, sl_buf_t frame)
 static void *node_serve(void *arg)
 {
     fake_node_t *n = arg;
-    n->conn = accept(n->listener, NULL, NULL);
-    if (n->conn >= 0 && n->script.len > 0)
-        (void)!send(n->conn, n->script.data, n->script.len, MSG_NOSIGNAL);
+    for (int i = 0; i < n->accepts && i < NODE_ACCEPTS_MAX; i++) {
+        n->conns[i] = accept(n->listener, NULL, NULL);
+        if (n->conns[i] >= 0 && n->script.len > 0)
+            (void)!send(n->conns[i], n->script.data, n->script.len, MSG_NOSIGNAL);
+    }
+    n->conn = n->conns[0];
     return NULL;
 }
 
@@ -359,8 +368,9 @@ static tf_conn_t node_joined(fake_node_t *n)
 
 static void node_free(fake_node_t *n)
 {
-    if (n->conn >= 0)
-        close(n->conn);
+    for (int i = 0; i < NODE_ACCEPTS_MAX; i++)
+        if (n->conns[i] >= 0)
+            close(n->conns[i]);
     if (n->listener >= 0)
         close(n->listener);
     sl_buf_free(&n->script);
@@ -571,6 +581,127 @@ static void test_58_settles_again_before_the_replay(void **state)
     node_free(&b);
 }
 
+static void test_moves_are_bounded(void **state)
+{
+    (void)state;
+    /* Two nodes that each name the other: the client moves a, b, a, b and
+     * stops there, logged in on the last. */
+    fake_node_t a, b;
+    node_listen(&a);
+    node_listen(&b);
+    a.accepts = 2;
+    b.accepts = 2;
+    node_add(&a, login_reply(5));
+    node_add(&a, metadata_reply(a.port, b.port, b.port));
+    node_add(&b, login_reply(7));
+    node_add(&b, metadata_reply(a.port, b.port, a.port));
+    node_start(&a);
+    node_start(&b);
+    sl_client_t *c = connect_to(&a, NULL);
+    assert_int_equal(sl_client_login(c, "iggy", "secret", NULL), 0);
+    node_joined(&a);
+    tf_conn_t tb = node_joined(&b);
+    sl_session_info_t info;
+    sl_client_session_info(c, &info);
+    assert_int_equal(info.leader_moves, SL_CLIENT_SETTLE_HOPS_MAX);
+    assert_true(info.logged_in);
+    assert_int_equal(info.session, 7);
+    assert_int_equal(c->care.port, b.port);
+    /* Each of the first three connections was closed by the client. */
+    tf_conn_t first_a = {.server = a.conns[0]}, second_a = {.server = a.conns[1]};
+    for (int i = 0; i < 2; i++) {
+        tf_conn_t *t = i == 0 ? &first_a : &tb;
+        expect(t, SL_OP_REGISTER, 0, 0);
+        expect(t, SL_OP_NON_REPLICATED, SL_CMD_GET_CLUSTER_METADATA, i == 0 ? 5 : 7);
+        assert_true(closed_by_client(t));
+    }
+    expect(&second_a, SL_OP_REGISTER, 0, 0);
+    expect(&second_a, SL_OP_NON_REPLICATED, SL_CMD_GET_CLUSTER_METADATA, 5);
+    assert_true(closed_by_client(&second_a));
+    sl_client_close(c);
+    node_free(&a);
+    node_free(&b);
+}
+
+static void test_roster_of_a_reply(void **state)
+{
+    (void)state;
+    reply_t r = {.count = 4};
+    r.nodes[0] = node("a", "10.0.0.1", 8090, SL_NODE_LEADER, SL_NODE_HEALTHY);
+    r.nodes[1] = node("b", "", 8091, SL_NODE_FOLLOWER, SL_NODE_HEALTHY);      /* no address */
+    r.nodes[2] = node("c", "10.0.0.3", 0, SL_NODE_FOLLOWER, SL_NODE_HEALTHY); /* TCP off */
+    r.nodes[3] = node("d", "host-d", 8093, SL_NODE_FOLLOWER, SL_NODE_UNREACHABLE);
+    encode(&r);
+    sl_client_address_t out[SL_CLIENT_KNOWN_NODES_MAX];
+    sl_span_t body = sl_span(r.body.data, r.body.len);
+    assert_int_equal(sl_client_settle_roster(body, SL_CLIENT_TCP, &r.arena, out, 8), 2);
+    assert_string_equal(out[0].host, "10.0.0.1");
+    assert_int_equal(out[0].port, 8090);
+    assert_string_equal(out[1].host, "host-d");
+    assert_int_equal(out[1].port, 8093);
+    /* The WebSocket ports (tcp + 10 here; c's is 10, so c counts). */
+    assert_int_equal(sl_client_settle_roster(body, SL_CLIENT_WEBSOCKET, &r.arena, out, 8), 3);
+    assert_int_equal(out[1].port, 10);
+    /* The bound, a body cut short, and a single node. */
+    assert_int_equal(sl_client_settle_roster(body, SL_CLIENT_TCP, &r.arena, out, 1), 1);
+    assert_int_equal(sl_client_settle_roster(sl_span(r.body.data, r.body.len - 1), SL_CLIENT_TCP,
+                                             &r.arena, out, 8),
+                     0);
+    release(&r);
+    reply_t one = {.count = 1};
+    one.nodes[0] = node("iggy-node", "127.0.0.1", 8090, SL_NODE_LEADER, SL_NODE_HEALTHY);
+    encode(&one);
+    assert_int_equal(sl_client_settle_roster(sl_span(one.body.data, one.body.len), SL_CLIENT_TCP,
+                                             &one.arena, out, 8),
+                     0);
+    release(&one);
+}
+
+static void test_reconnect_tries_the_other_nodes(void **state)
+{
+    (void)state;
+    /* Settled on a, the leader, which lists b too; a then goes away for
+     * good (its listener closes): the reconnect finds b, logs in there and
+     * settles (b now leads). */
+    fake_node_t a, b;
+    node_listen(&a);
+    node_listen(&b);
+    node_add(&a, login_reply(5));
+    node_add(&a, metadata_reply(a.port, b.port, a.port));
+    node_add(&b, login_reply(7));
+    node_add(&b, metadata_reply(a.port, b.port, b.port));
+    node_add(&b, tf_reply(SL_OP_NON_REPLICATED, 0, NULL, 0)); /* the ping */
+    node_start(&a);
+    sl_client_options_t o = {.reconnect_attempts = 3, .reconnect_delay_ms = 1};
+    sl_client_t *c = connect_to(&a, &o);
+    assert_int_equal(sl_client_login(c, "iggy", "secret", NULL), 0);
+    tf_conn_t ta = node_joined(&a);
+    expect(&ta, SL_OP_REGISTER, 0, 0);
+    expect(&ta, SL_OP_NON_REPLICATED, SL_CMD_GET_CLUSTER_METADATA, 5);
+    sl_session_info_t info;
+    sl_client_session_info(c, &info);
+    assert_int_equal(info.leader_moves, 0);
+    assert_int_equal(c->care.known_count, 3); /* a, b and the third node */
+    close(a.listener);
+    a.listener = -1;
+    close(ta.server);
+    a.conns[0] = -1;
+    node_start(&b);
+    assert_int_equal(sl_client_ping(c), 0);
+    tf_conn_t tb = node_joined(&b);
+    expect(&tb, SL_OP_REGISTER, 0, 0);
+    expect(&tb, SL_OP_NON_REPLICATED, SL_CMD_GET_CLUSTER_METADATA, 7);
+    expect(&tb, SL_OP_NON_REPLICATED, SL_CMD_PING, 7);
+    sl_client_session_info(c, &info);
+    assert_int_equal(info.reconnects, 1);
+    assert_int_equal(info.relogins, 1);
+    assert_int_equal(info.leader_moves, 0); /* reached b by the reconnect itself */
+    assert_int_equal(c->care.port, b.port);
+    sl_client_close(c);
+    node_free(&a);
+    node_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -586,6 +717,9 @@ int main(void)
         cmocka_unit_test(test_login_moves_to_the_leader),
         cmocka_unit_test(test_failed_move_stays_logged_in),
         cmocka_unit_test(test_58_settles_again_before_the_replay),
+        cmocka_unit_test(test_moves_are_bounded),
+        cmocka_unit_test(test_roster_of_a_reply),
+        cmocka_unit_test(test_reconnect_tries_the_other_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
