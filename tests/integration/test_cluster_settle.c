@@ -1,16 +1,24 @@
 /* libsluice's leader settlement against the real sluiced. A single node
  * lists itself alone, so after every login (password, token, the re-login
  * of a reconnect) the client asks GetClusterMetadata and stays: no second
- * connection, the same session. The three-node cases (moving to the
- * primary, re-settling on 58) need a replicating cluster and come with it. */
+ * connection, the same session. Three sluiced in cluster mode: a client of
+ * each node ends where that node's answer says (while nothing replicates,
+ * each node lists itself alone and the client stays; once the metadata
+ * group replicates, it moves to the leader). The failover cases (kill -9
+ * of the primary, re-settling on 58) need a replicating cluster and come
+ * with it. */
 #include <setjmp.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 // clang-format off
 #include <cmocka.h>
 // clang-format on
@@ -158,6 +166,133 @@ static void test_settlement_off_asks_nothing(void **state)
     sl_client_close(c);
 }
 
+/* --- three nodes ---------------------------------------------------------------------- */
+
+#define NODES 3
+/* Polls of 20 ms for a cluster to name a leader: 60 s on a loaded machine. */
+#define LEADER_POLLS_MAX 3000
+
+typedef struct cluster {
+    th_server_t srv[NODES];
+    uint16_t tcp[NODES];
+    char config[4096];
+    char ids[NODES][4];
+    const char *args[NODES][3];
+} cluster_t;
+
+/* A port the kernel hands out now, closed for sluiced to take. */
+static uint16_t free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static void cluster_start(cluster_t *k)
+{
+    size_t at = (size_t)snprintf(k->config, sizeof(k->config),
+                                 "[cluster]\nenabled = true\nname = \"settle\"\n"
+                                 "[cluster.auth]\nenabled = true\n"
+                                 "shared_secret = \"settle-test-secret-settle-test-secret\"\n");
+    for (int i = 0; i < NODES; i++) {
+        k->tcp[i] = free_port();
+        at += (size_t)snprintf(k->config + at, sizeof(k->config) - at,
+                               "[[cluster.nodes]]\nname = \"node-%d\"\nip = \"127.0.0.1\"\n"
+                               "replica_id = %d\nports = { tcp = %u, tcp_replica = %u }\n",
+                               i, i, k->tcp[i], free_port());
+        assert_true(at < sizeof(k->config));
+    }
+    for (int i = 0; i < NODES; i++) {
+        snprintf(k->ids[i], sizeof(k->ids[i]), "%d", i);
+        k->args[i][0] = "--replica-id";
+        k->args[i][1] = k->ids[i];
+        k->args[i][2] = NULL;
+        th_options_t o = {.extra_config = k->config, .args = k->args[i]};
+        if (!th_start(&k->srv[i], &o))
+            exit(77);
+        assert_int_equal(k->srv[i].port, k->tcp[i]);
+    }
+}
+
+static void cluster_stop(cluster_t *k)
+{
+    for (int i = 0; i < NODES; i++) {
+        th_stop(&k->srv[i], SIGTERM);
+        th_cleanup(&k->srv[i]);
+    }
+}
+
+/* What the node on port answers now, asked with settlement off: the nodes
+ * listed, and in *leader the port of the first Leader that is Healthy when
+ * two or more are listed (0: none). */
+static uint32_t answer_of(uint16_t port, uint16_t *leader)
+{
+    sl_client_options_t o = {.settle_on_leader = SL_CLIENT_SETTLE_OFF};
+    o.connect_timeout_ms = 5000;
+    o.request_timeout_ms = 20000;
+    sl_client_t *c = NULL;
+    assert_int_equal(sl_client_connect("127.0.0.1", port, &o, &c), 0);
+    assert_int_equal(sl_client_login(c, "iggy", "iggy", NULL), 0);
+    const sl_cluster_t *m;
+    assert_int_equal(sl_client_get_cluster_metadata(c, &m), 0);
+    uint32_t count = m->nodes_count;
+    *leader = 0;
+    for (uint32_t i = 0; count >= 2 && i < count && *leader == 0; i++)
+        if (m->nodes[i].role == 0 && m->nodes[i].status == 0)
+            *leader = m->nodes[i].tcp_port;
+    sl_client_close(c);
+    return count;
+}
+
+static void test_client_of_each_node_ends_on_the_leader(void **state)
+{
+    (void)state;
+    cluster_t *k = calloc(1, sizeof(*k));
+    assert_non_null(k);
+    cluster_start(k);
+    /* A replicating cluster names its leader after an election; a node
+     * that lists itself alone answers at once. */
+    uint16_t leader = 0;
+    uint32_t count = answer_of(k->tcp[0], &leader);
+    for (int i = 0; i < LEADER_POLLS_MAX && count >= 2 && leader == 0; i++) {
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+        count = answer_of(k->tcp[0], &leader);
+    }
+    for (int i = 0; i < NODES; i++) {
+        count = answer_of(k->tcp[i], &leader);
+        sl_client_options_t o = {0};
+        sl_client_t *c = NULL;
+        o.connect_timeout_ms = 5000;
+        o.request_timeout_ms = 20000;
+        assert_int_equal(sl_client_connect("127.0.0.1", k->tcp[i], &o, &c), 0);
+        assert_int_equal(sl_client_login(c, "iggy", "iggy", NULL), 0);
+        sl_session_info_t info;
+        sl_client_session_info(c, &info);
+        assert_true(info.logged_in);
+        assert_int_equal(info.cluster_nodes, count);
+        if (count < 2) {
+            /* Nothing replicates yet (docs/cluster.md): each node is its
+             * own single server, and the client stays on it. */
+            assert_int_equal(count, 1);
+            assert_int_equal(info.leader_moves, 0);
+        } else {
+            assert_true(leader != 0);
+            assert_int_equal(info.leader_moves, leader != k->tcp[i] ? 1 : 0);
+        }
+        assert_int_equal(sl_client_ping(c), 0);
+        sl_client_close(c);
+    }
+    cluster_stop(k);
+    free(k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -167,5 +302,8 @@ int main(void)
         cmocka_unit_test(test_settlement_off_asks_nothing),
     };
     int rc = cmocka_run_group_tests(tests, start, stop);
-    return rc;
+    const struct CMUnitTest cluster_tests[] = {
+        cmocka_unit_test(test_client_of_each_node_ends_on_the_leader),
+    };
+    return rc + cmocka_run_group_tests(cluster_tests, NULL, NULL);
 }
