@@ -219,8 +219,6 @@ static int conn_alloc_frame(sl_conn_t *c)
     c->frame_have = SL_HEADER_SIZE;
     c->hdr_have = 0;
     c->state = SL_CONN_BODY;
-    c->body_watch = c->loop->cfg.cb.on_body && !c->xport;
-    c->frame_serial++;
     if (size == SL_HEADER_SIZE)
         conn_frame_complete(c);
     return 0;
@@ -345,19 +343,6 @@ static uint32_t conn_xport_bulk(const sl_conn_t *c)
     return need > c->loop->cfg.buf_size ? need : 0;
 }
 
-/* Shows the body received so far to on_body (when it still watches this
- * frame) and returns the piece it wants next; 0: the rest at once. */
-static uint32_t conn_body_progress(sl_conn_t *c)
-{
-    if (!c->body_watch)
-        return 0;
-    const sl_loop_t *loop = c->loop;
-    uint32_t piece =
-        loop->cfg.cb.on_body(loop->cfg.ctx, c, c->frame, c->frame_have, c->frame_size);
-    c->body_watch = piece > 0;
-    return piece;
-}
-
 static void conn_arm_recv(sl_conn_t *c)
 {
     const sl_loop_config_t *cfg = &c->loop->cfg;
@@ -385,12 +370,8 @@ static void conn_arm_recv(sl_conn_t *c)
     } else {
         /* The body goes straight to its place in the frame. MSG_WAITALL
          * lets the kernel retry short receives itself (one completion per
-         * body, or per piece on_body asks for); a short count still comes
-         * back on close or error. */
+         * body); a short count still comes back on close or error. */
         uint32_t len = c->frame_size - c->frame_have;
-        uint32_t piece = conn_body_progress(c);
-        if (piece > 0 && piece < len)
-            len = piece;
         if (cfg->faults.recv_max && cfg->faults.recv_max < len)
             len = cfg->faults.recv_max;
         io_uring_prep_recv(sqe, c->fd, c->frame + c->frame_have, len, MSG_WAITALL);
@@ -547,11 +528,6 @@ void sl_conn_done(sl_conn_t *c)
         return;
     }
     conn_next(c);
-}
-
-uint64_t sl_conn_frame_serial(const sl_conn_t *c)
-{
-    return c->frame_serial;
 }
 
 uint8_t *sl_conn_take_frame(sl_conn_t *c)

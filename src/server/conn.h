@@ -122,8 +122,6 @@ struct sl_conn {
     uint8_t *frame;
     uint32_t frame_size;
     uint32_t frame_have;
-    bool body_watch;       /* on_body wants to see this frame's body as it arrives */
-    uint64_t frame_serial; /* sl_conn_frame_serial */
     /* Bytes past a complete frame that arrived in the same receive buffer:
      * the start of the next frame of a pipelining client. */
     uint8_t *spill;

@@ -156,16 +156,6 @@ typedef struct sl_loop_callbacks {
      * on_close comes after this): work the frames of one turn share, such
      * as one fdatasync for several appends. Optional. */
     void (*on_turn_end)(void *ctx, sl_loop_t *loop);
-    /* Part of a frame's body has arrived (have of size bytes, header
-     * included, have < size), on a connection without a transport: the
-     * handler may read frame[0, have) and nothing else, and must neither
-     * answer nor close (the frame is not delivered yet). Returns how many
-     * more bytes it would like to see before it is called again; 0: none,
-     * the rest of the frame comes in one receive and the frame is delivered
-     * by on_frame as usual. Optional; without it every body is received
-     * whole. */
-    uint32_t (*on_body)(void *ctx, sl_conn_t *conn, const uint8_t *frame, uint32_t have,
-                        uint32_t size);
 } sl_loop_callbacks_t;
 
 /* Test hooks that make the kernel look slow: every send and every body
@@ -316,11 +306,6 @@ void sl_conn_close(sl_conn_t *conn);
  * sl_frame_pool_put on sl_loop_frame_pool (never free()). NULL if taken or
  * none is delivered. The handler must still answer. */
 uint8_t *sl_conn_take_frame(sl_conn_t *conn);
-/* Counts the frames whose buffer the connection has taken so far, the one
- * being received or delivered included: on_body and on_frame of one frame
- * see the same number, the next frame a higher one (a pool buffer may
- * come back at the same address). */
-uint64_t sl_conn_frame_serial(const sl_conn_t *conn);
 
 /* The largest frame (header included) this connection may declare from its
  * next header on, clamped to 256..max_frame. New connections start at

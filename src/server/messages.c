@@ -133,103 +133,6 @@ static uint32_t seal_send(sl_session_t *s, uint32_t count, sl_staged_send_t *sen
     return 0;
 }
 
-/* --- verifying a batch while it arrives ---------------------------------------- */
-
-/* The body is received in pieces of this size while its frames are
- * verified: each receive completion lets the loop hash what landed while
- * the client is still sending the rest (on loopback a 164 KB batch takes
- * several socket writes' worth of time to arrive). Larger pieces mean fewer
- * completions, smaller ones less hashing left after the last byte. */
-#define SEND_CHECK_PIECE (64u * 1024u)
-/* Smaller frames arrive in one or two receives anyway. */
-#define SEND_CHECK_FRAME_MIN (2u * SEND_CHECK_PIECE)
-
-/* Starts checking the frame on_body sees first: a SendMessages of a logged
- * in session, large enough to arrive in several pieces. False: not this one. */
-static bool send_check_start(sl_session_t *s, const uint8_t *frame, uint32_t size)
-{
-    s->send_check.frame = NULL;
-    if (!s->bound || size < SEND_CHECK_FRAME_MIN ||
-        frame[SL_REQ_OFF_OPERATION] != SL_OP_SEND_MESSAGES)
-        return false;
-    s->send_check.frame = frame;
-    s->send_check.record_at = 0;
-    s->send_check.progress = (sl_batch_progress_t){0};
-    return true;
-}
-
-/* The record's header has arrived: where the record starts (the metadata
- * section's length says; the whole section is decoded at delivery), and
- * room for its sums. False when there is nothing to verify ahead. */
-static bool send_check_begin(sl_session_t *s, const uint8_t *frame, uint32_t have,
-                             uint32_t size, bool *wait)
-{
-    *wait = true;
-    if (have < SL_HEADER_SIZE + 4)
-        return false;
-    uint64_t at = (uint64_t)SL_HEADER_SIZE + 4 + sl_load_u32(frame + SL_HEADER_SIZE);
-    *wait = false;
-    if (at + SL_BATCH_HEADER_SIZE > size)
-        return false; /* no room for a record: delivery refuses it */
-    if (have < at + SL_BATCH_HEADER_SIZE) {
-        *wait = true;
-        return false;
-    }
-    sl_span_t record = sl_span(frame + at, size - (size_t)at);
-    if (!sl_batch_progress_begin(&s->send_check.progress, record, &s->send_check.sums))
-        return false;
-    s->send_check.record_at = (size_t)at;
-    return true;
-}
-
-uint32_t sl_messages_on_body(void *ctx, sl_conn_t *conn, const uint8_t *frame, uint32_t have,
-                             uint32_t size)
-{
-    (void)ctx;
-    sl_session_t *s = sl_conn_user(conn);
-    if (!s)
-        return 0;
-    uint64_t serial = sl_conn_frame_serial(conn);
-    if (s->send_check.frame_serial != serial || s->send_check.frame != frame) {
-        s->send_check.frame_serial = serial;
-        if (!send_check_start(s, frame, size))
-            return 0;
-    }
-    if (!s->send_check.progress.begun) {
-        bool wait;
-        if (!send_check_begin(s, frame, have, size, &wait)) {
-            if (!wait)
-                s->send_check.frame = NULL;
-            return wait ? SEND_CHECK_PIECE : 0;
-        }
-    }
-    size_t at = s->send_check.record_at;
-    sl_batch_progress_feed(&s->send_check.progress, frame + at, have - at, &s->send_check.sums);
-    /* Stopped: what was verified still counts, the rest comes whole. */
-    return s->send_check.progress.active ? SEND_CHECK_PIECE : 0;
-}
-
-/* Admission checks 3..13 of the batch, resumed after the frames on_body
- * verified when it watched this very frame; the sums are left in
- * srv->batch_sums either way. */
-static int send_check_finish(sl_session_t *s, const uint8_t *frame, sl_span_t record,
-                             uint32_t count)
-{
-    sl_server_t *srv = s->server;
-    bool mine = s->send_check.frame == frame && s->send_check.progress.begun &&
-                s->send_check.frame_serial == sl_conn_frame_serial(s->conn) &&
-                record.ptr == frame + s->send_check.record_at;
-    s->send_check.frame = NULL;
-    if (!mine)
-        return sl_batch_validate_keep(record, count, &srv->batch_sums);
-    /* The session's sums become the server's scratch and the other way
-     * round: no copy, and each keeps a buffer. */
-    sl_buf_t sums = srv->batch_sums;
-    srv->batch_sums = s->send_check.sums;
-    s->send_check.sums = sums;
-    return sl_batch_validate_resume(record, count, &srv->batch_sums, &s->send_check.progress);
-}
-
 static void send_messages(sl_session_t *s, const sl_request_header_t *req, const uint8_t *frame,
                           sl_span_t body)
 {
@@ -247,7 +150,7 @@ static void send_messages(sl_session_t *s, const sl_request_header_t *req, const
         return sl_reply_status(s, req, SL_ERR_RESOURCE_NOT_FOUND);
     /* The batch checksum's input is kept for the stamp of an immediate
      * append (not for a staged one: the next send reuses the buffer). */
-    int rc = send_check_finish(s, frame, q.batch, q.messages_count);
+    int rc = sl_batch_validate_keep(q.batch, q.messages_count, &srv->batch_sums);
     if (rc != 0)
         return sl_reply_status(s, req, (uint32_t)-rc);
     s->server->metrics.messages_in += q.messages_count;

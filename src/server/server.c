@@ -178,7 +178,6 @@ static void on_open(void *ctx, sl_conn_t *conn)
     s->user_id = SL_CLIENT_NO_USER;
     s->last_seen_us = sl_clock_monotonic_us();
     sl_buf_init(&s->reply_body, srv->frame_max - SL_HEADER_SIZE);
-    sl_buf_init(&s->send_check.sums, 0);
     sl_arena_init(&s->arena, 16 * 1024, srv->frame_max);
     s->index = srv->sessions_count;
     srv->sessions[srv->sessions_count++] = s;
@@ -248,7 +247,6 @@ static void on_close(void *ctx, sl_conn_t *conn)
     srv->sessions[s->index] = last;
     last->index = s->index;
     sl_buf_free(&s->reply_body);
-    sl_buf_free(&s->send_check.sums);
     sl_arena_free(&s->arena);
     sl_log_debug("connection %u closed", s->id);
     free(s);
@@ -590,7 +588,6 @@ static int start_loop(sl_server_t *srv, char *err, size_t err_len)
     lc.cb =
         (sl_loop_callbacks_t){.on_open = on_open,
                               .on_frame = test_faults ? on_frame_test_faults : sl_dispatch_frame,
-                              .on_body = sl_messages_on_body,
                               .on_sent = on_sent,
                               .on_close = on_close,
                               .on_tick = on_tick,

@@ -33,7 +33,6 @@
 #include "server/sysinfo.h"
 #include "server/tls.h"
 #include "server/ws.h"
-#include "wire/batch.h"
 #include "wire/header.h"
 
 /* The server build version (login replies, GetStats); set by CMake. */
@@ -120,16 +119,6 @@ typedef struct sl_session {
     sl_request_header_t parked_req;
     sl_span_t parked_body;
     struct sl_session *parked_next;
-    /* messages.c: a SendMessages whose frames are being verified while its
-     * body arrives (on_body), for the frame numbered frame_serial at frame
-     * (NULL: none); sums holds what sl_batch_progress_begin and feed left. */
-    struct {
-        const uint8_t *frame;
-        uint64_t frame_serial;
-        size_t record_at; /* the record's offset in the frame */
-        sl_batch_progress_t progress;
-        sl_buf_t sums;
-    } send_check;
 } sl_session_t;
 
 /* A SendMessages to an enforce_fsync partition, journaled at the end of the
@@ -272,10 +261,6 @@ void sl_reply_span_end(sl_session_t *s);
  * frame is passed so SendMessages can hand it to the partition. */
 void sl_messages_partition_op(sl_session_t *s, const sl_request_header_t *req, const uint8_t *frame,
                               sl_span_t body);
-/* The loop's on_body: verifies a SendMessages batch's frames while the rest
- * of its body arrives, so that send_messages only walks what is left. */
-uint32_t sl_messages_on_body(void *ctx, sl_conn_t *conn, const uint8_t *frame, uint32_t have,
-                             uint32_t size);
 /* Journals every staged send (one append_many, so one fdatasync, per
  * partition) and answers each; a no-op when nothing is staged. Runs at the
  * end of each loop turn and before any request that could observe or

@@ -148,21 +148,20 @@ uint64_t sl_batch_checksum(sl_span_t record)
 
 /* --- admission (messages.md 3.2) --------------------------------------------------- */
 
-/* Checks 7..9: walks the frames of the blob [256, end) from where *cur
- * stands (the first frame, or where sl_batch_progress left off), verifying
- * each frame checksum and feeding it to the batch hash: into h, or, when
- * kept is set, into kept's slots after its 44 header bytes (the first
- * `slots` frames; a record with more frames than slots is refused at check
- * 7 whatever its batch checksum, so the rest need not be kept). Returns the
- * number of frames walked in all (the walk stops at the first frame that
- * does not fit or whose reserved field is set) or -1 at the first checksum
- * mismatch; cur->pos ends after the last frame walked. */
-static int64_t walk_frames(const uint8_t *rec, size_t end, sl_batch_progress_t *cur,
+/* Checks 7..9: walks the frames of the blob [256, end), verifying each
+ * frame checksum and feeding it to the batch hash: into h, or, when kept is
+ * set, into kept's slots after its 44 header bytes (the first `slots`
+ * frames; a record with more frames than slots is refused at check 7
+ * whatever its batch checksum, so the rest need not be kept). Returns the
+ * number of frames walked (the walk stops at the first frame that does not
+ * fit or whose reserved field is set) or -1 at the first checksum mismatch;
+ * *pos ends after the last frame walked. */
+static int64_t walk_frames(const uint8_t *rec, size_t end, size_t *pos_out, bool *deltas_ok,
                            batch_hasher_t *h, uint8_t *kept, uint64_t slots)
 {
-    size_t pos = cur->pos;
-    uint64_t index = cur->index;
-    bool deltas = cur->deltas_ok;
+    size_t pos = SL_BATCH_HEADER_SIZE;
+    uint64_t index = 0;
+    bool deltas = true;
     while (pos < end) {
         const uint8_t *f = rec + pos;
         size_t n = frame_fits(f, end - pos);
@@ -178,9 +177,8 @@ static int64_t walk_frames(const uint8_t *rec, size_t end, sl_batch_progress_t *
         index++;
         pos += n;
     }
-    cur->pos = pos;
-    cur->index = index;
-    cur->deltas_ok = deltas;
+    *pos_out = pos;
+    *deltas_ok = deltas;
     return (int64_t)index;
 }
 
@@ -231,49 +229,12 @@ int sl_batch_validate(sl_span_t record, uint32_t expected_count)
         return rc;
     batch_hasher_t h;
     hasher_begin(&h, record.ptr);
-    size_t end = (size_t)sl_load_u64(record.ptr + SL_BATCH_OFF_LENGTH);
-    sl_batch_progress_t cur = {.pos = SL_BATCH_HEADER_SIZE, .deltas_ok = true};
-    int64_t walked = walk_frames(record.ptr, end, &cur, &h, NULL, 0);
+    size_t end = (size_t)sl_load_u64(record.ptr + SL_BATCH_OFF_LENGTH), pos = 0;
+    bool deltas_ok = false; /* walk_frames leaves it unset when a checksum differs */
+    int64_t walked = walk_frames(record.ptr, end, &pos, &deltas_ok, &h, NULL, 0);
     /* A mismatch (walked < 0) is reported before the batch hash matters. */
     uint64_t hash = walked < 0 ? 0 : hasher_end(&h);
-    return check_walk(record, expected_count, walked, cur.pos, cur.deltas_ok, hash);
-}
-
-/* The walk of sl_batch_validate_keep from cur, the header fields and the
- * slots of the frames before cur already in sums (count slots in all). */
-static int keep_walk(sl_span_t record, uint32_t expected_count, sl_buf_t *sums, uint32_t count,
-                     sl_batch_progress_t cur)
-{
-    uint64_t length = sl_load_u64(record.ptr + SL_BATCH_OFF_LENGTH);
-    int64_t walked = walk_frames(record.ptr, (size_t)length, &cur, NULL, sums->data, count);
-    /* The kept input is only whole when every slot was filled. */
-    uint64_t hash = walked == (int64_t)count ? sl_xxh3_64(sums->data, sums->len) : 0;
-    int rc = check_walk(record, expected_count, walked, cur.pos, cur.deltas_ok, hash);
-    if (rc != 0)
-        sl_buf_reset(sums);
-    return rc;
-}
-
-/* Whether the record's sums are kept, and room for them in sums (its header
- * fields copied): false for a count the blob cannot hold (every frame is at
- * least 48 bytes, so it is refused whatever is kept), a count not worth the
- * memory, or no memory. The header passed check_header. */
-static bool keep_begin(const uint8_t *rec, sl_buf_t *sums)
-{
-    sl_buf_reset(sums);
-    uint64_t length = sl_load_u64(rec + SL_BATCH_OFF_LENGTH);
-    uint32_t count = sl_load_u32(rec + SL_BATCH_OFF_COUNT);
-    uint64_t room = (length - SL_BATCH_HEADER_SIZE) / SL_FRAME_HEADER_SIZE;
-    uint8_t *kept = count == 0 || count > room || count > SL_BATCH_SUMS_FRAMES_MAX
-                        ? NULL
-                        : sl_buf_extend(sums, SUMS_FIELDS + 8 * (size_t)count);
-    if (!kept) {
-        sl_buf_reset(sums);
-        return false;
-    }
-    memcpy(kept, rec, SL_BATCH_OFF_CHECKSUM);
-    memcpy(kept + SL_BATCH_OFF_CHECKSUM, rec + SL_BATCH_OFF_COUNT, 4);
-    return true;
+    return check_walk(record, expected_count, walked, pos, deltas_ok, hash);
 }
 
 int sl_batch_validate_keep(sl_span_t record, uint32_t expected_count, sl_buf_t *sums)
@@ -282,65 +243,29 @@ int sl_batch_validate_keep(sl_span_t record, uint32_t expected_count, sl_buf_t *
     int rc = check_header(record);
     if (rc != 0)
         return rc;
-    if (!keep_begin(record.ptr, sums))
-        return sl_batch_validate(record, expected_count);
-    sl_batch_progress_t cur = {.pos = SL_BATCH_HEADER_SIZE, .deltas_ok = true};
-    return keep_walk(record, expected_count, sums, sl_load_u32(record.ptr + SL_BATCH_OFF_COUNT),
-                     cur);
-}
-
-/* --- progressive admission -------------------------------------------------------- */
-
-bool sl_batch_progress_begin(sl_batch_progress_t *p, sl_span_t record, sl_buf_t *sums)
-{
-    *p = (sl_batch_progress_t){.pos = SL_BATCH_HEADER_SIZE, .deltas_ok = true};
-    /* Only the header must have arrived: check_header reads nothing else. */
-    if (check_header(record) != 0 || !keep_begin(record.ptr, sums))
-        return false;
-    p->count = sl_load_u32(record.ptr + SL_BATCH_OFF_COUNT);
-    p->begun = p->active = true;
-    return true;
-}
-
-void sl_batch_progress_feed(sl_batch_progress_t *p, const uint8_t *record, size_t have,
-                            sl_buf_t *sums)
-{
-    if (!p->active)
-        return;
-    sl_assert(sums->len == SUMS_FIELDS + 8 * (size_t)p->count);
-    uint64_t length = sl_load_u64(record + SL_BATCH_OFF_LENGTH);
-    size_t end = length < have ? (size_t)length : have;
-    /* Each pass takes a whole frame (at least 48 bytes) or stops. */
-    while (p->pos < end) {
-        const uint8_t *f = record + p->pos;
-        size_t n = frame_fits(f, end - p->pos);
-        if (n == 0)
-            return; /* the rest of it has not arrived (or never will: the final walk says) */
-        /* Anything to refuse is left for the final walk to find again, so
-         * the refusal and its code are those of sl_batch_validate_keep. */
-        if (sl_load_u64(f + SL_FRAME_OFF_RESERVED) != 0 || p->index >= p->count ||
-            sl_xxh3_64(f + SL_FRAME_OFF_ID, n - SL_FRAME_OFF_ID) != sl_load_u64(f)) {
-            p->active = false;
-            return;
-        }
-        p->deltas_ok &= sl_load_u32(f + SL_FRAME_OFF_OFFSET_DELTA) == (uint32_t)p->index;
-        memcpy(sums->data + SUMS_FIELDS + 8 * p->index, f + SL_FRAME_OFF_CHECKSUM, 8);
-        p->index++;
-        p->pos += n;
-    }
-}
-
-int sl_batch_validate_resume(sl_span_t record, uint32_t expected_count, sl_buf_t *sums,
-                             const sl_batch_progress_t *p)
-{
-    /* A progress that stopped early still counts: every frame before pos
-     * was verified, and the walk finds the refusal again from there. */
-    if (!p->begun || p->index == 0 || check_header(record) != 0)
-        return sl_batch_validate_keep(record, expected_count, sums);
+    uint64_t length = sl_load_u64(record.ptr + SL_BATCH_OFF_LENGTH);
     uint32_t count = sl_load_u32(record.ptr + SL_BATCH_OFF_COUNT);
-    sl_assert(count == p->count && sums->len == SUMS_FIELDS + 8 * (size_t)count);
-    sl_assert(p->index <= count && p->pos <= record.len);
-    return keep_walk(record, expected_count, sums, count, *p);
+    /* A count the blob cannot hold (every frame is at least 48 bytes) is
+     * refused whatever is kept; a large one is not worth the memory. */
+    uint64_t room = (length - SL_BATCH_HEADER_SIZE) / SL_FRAME_HEADER_SIZE;
+    uint8_t *kept = count == 0 || count > room || count > SL_BATCH_SUMS_FRAMES_MAX
+                        ? NULL
+                        : sl_buf_extend(sums, SUMS_FIELDS + 8 * (size_t)count);
+    if (!kept) {
+        sl_buf_reset(sums);
+        return sl_batch_validate(record, expected_count);
+    }
+    memcpy(kept, record.ptr, SL_BATCH_OFF_CHECKSUM);
+    memcpy(kept + SL_BATCH_OFF_CHECKSUM, record.ptr + SL_BATCH_OFF_COUNT, 4);
+    size_t pos = 0;
+    bool deltas_ok = false; /* walk_frames leaves it unset when a checksum differs */
+    int64_t walked = walk_frames(record.ptr, (size_t)length, &pos, &deltas_ok, NULL, kept, count);
+    /* The kept input is only whole when every slot was filled. */
+    uint64_t hash = walked == (int64_t)count ? sl_xxh3_64(kept, sums->len) : 0;
+    rc = check_walk(record, expected_count, walked, pos, deltas_ok, hash);
+    if (rc != 0)
+        sl_buf_reset(sums);
+    return rc;
 }
 
 int sl_batch_verify(sl_span_t record)

@@ -113,39 +113,6 @@ int sl_batch_validate(sl_span_t record, uint32_t expected_count) SL_WUR;
  * every step, and for small messages it cost a third of the hashing. */
 int sl_batch_validate_keep(sl_span_t record, uint32_t expected_count, sl_buf_t *sums) SL_WUR;
 
-/* Progressive admission: the frames of a SendMessages record verified while
- * the rest of it is still arriving, so that the hashing follows the bytes
- * into memory instead of making a second pass once the last byte landed.
- * The record's buffer is filled front to back and never rewritten; every
- * call gets the same record start. */
-typedef struct sl_batch_progress {
-    size_t pos;      /* record offset of the next frame to verify */
-    uint64_t index;  /* frames verified before pos */
-    uint32_t count;  /* the header's message_count */
-    bool deltas_ok;  /* every verified frame's offset_delta was its index */
-    bool begun;      /* sl_batch_progress_begin kept room for the sums */
-    bool active;     /* nothing met yet that only the final walk may judge */
-} sl_batch_progress_t;
-
-/* Begins with the record's first 256 bytes present; record.len is the
- * whole record's length (not what has arrived). Leaves in sums (reset
- * first) the header fields sl_batch_validate_keep would keep, with room for
- * every frame's slot. False (p is then not begun, sums empty) when the
- * header already shows that sl_batch_validate_keep would keep nothing. */
-bool sl_batch_progress_begin(sl_batch_progress_t *p, sl_span_t record, sl_buf_t *sums);
-/* Verifies the frames that lie wholly within the first `have` bytes of the
- * record (have grows from call to call) and fills their slots in sums.
- * Stops for good at the first frame that anything could refuse: that one
- * is left for the final walk, so the refusal and its code are unchanged. */
-void sl_batch_progress_feed(sl_batch_progress_t *p, const uint8_t *record, size_t have,
-                            sl_buf_t *sums);
-/* sl_batch_validate_keep of the whole record, the same checks, codes and
- * sums, walking only the frames p has not verified. p and sums come from
- * begin and feed on this record, untouched since; a p not begun (zeroed)
- * runs sl_batch_validate_keep itself. */
-int sl_batch_validate_resume(sl_span_t record, uint32_t expected_count, sl_buf_t *sums,
-                             const sl_batch_progress_t *p) SL_WUR;
-
 /* What a client verifies on a polled record (messages.md 4.2) whose layout
  * sl_batch_check_layout accepted: every frame checksum in order
  * (-SL_ERR_INVALID_MESSAGE_CHECKSUM at the first that differs), then the

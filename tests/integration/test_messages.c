@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 // clang-format off
 #include <cmocka.h>
 // clang-format on
@@ -19,9 +18,6 @@
 #include <sluice/error.h>
 
 #include "harness.h"
-#include "raw.h"
-#include "wire/batch.h"
-#include "wire/cmd_messages.h"
 
 static th_server_t srv;
 
@@ -500,160 +496,6 @@ static void test_poll_reply_slice(void **state)
     sl_client_close(c);
 }
 
-/* --- batches verified while they arrive ------------------------------------------ */
-
-enum { PIECES_COUNT = 3000, PIECES_PAYLOAD = 100 };
-
-/* A SendMessages body to partition 0 of pieces/t: PIECES_COUNT messages of
- * PIECES_PAYLOAD bytes, message i filled with (i + tag). The record starts
- * at *record_at in the body. */
-static void pieces_body(sl_buf_t *b, uint8_t tag, size_t *record_at)
-{
-    sl_buf_init(b, 0);
-    sl_send_messages_request_t q = {
-        .stream_id = sl_ident_name("pieces"),
-        .topic_id = sl_ident_name("t"),
-        .partitioning = {.kind = SL_PARTITIONING_PARTITION_ID, .partition_id = 0},
-        .messages_count = PIECES_COUNT,
-    };
-    assert_int_equal(sl_send_messages_metadata_encode(b, &q), 0);
-    *record_at = b->len;
-    sl_batch_builder_t bb;
-    sl_batch_begin(&bb, b);
-    uint8_t payload[PIECES_PAYLOAD];
-    for (uint32_t i = 0; i < PIECES_COUNT; i++) {
-        memset(payload, (int)(uint8_t)(i + tag), sizeof(payload));
-        assert_int_equal(sl_batch_add(&bb, (sl_u128_t){i + 1, tag}, 1000,
-                                      sl_span(payload, sizeof(payload)), sl_span(NULL, 0)),
-                         0);
-    }
-    sl_span_t record;
-    assert_int_equal(sl_batch_finish(&bb, &record), 0);
-    assert_true(sl_buf_ok(b));
-}
-
-/* Sends the request in 8 KiB writes with a pause between them, so that the
- * server receives the body in many pieces and verifies the frames of each
- * as it lands; returns the reply's status. */
-static uint32_t send_in_pieces(raw_session_t *r, sl_span_t body)
-{
-    r->request++;
-    sl_request_header_t h = {.size = (uint32_t)(SL_HEADER_SIZE + body.len),
-                             .client = r->client,
-                             .request = r->request,
-                             .operation = SL_OP_SEND_MESSAGES,
-                             .session = r->session};
-    uint8_t hdr[SL_HEADER_SIZE];
-    sl_request_header_encode(hdr, &h);
-    assert_true(th_send_all(r->fd, hdr, sizeof(hdr)));
-    for (size_t at = 0; at < body.len; at += 8192) {
-        size_t n = body.len - at < 8192 ? body.len - at : 8192;
-        assert_true(th_send_all(r->fd, body.ptr + at, n));
-        struct timespec pause = {0, 300 * 1000};
-        nanosleep(&pause, NULL);
-    }
-    raw_reply_t rep = raw_receive(r, 10000);
-    assert_false(rep.closed);
-    assert_false(rep.evicted);
-    return rep.status;
-}
-
-/* The frame at index i of a pieces_body record, and its payload. */
-static uint8_t *pieces_frame(sl_buf_t *b, size_t record_at, uint32_t i)
-{
-    return b->data + record_at + SL_BATCH_HEADER_SIZE +
-           (size_t)i * (SL_FRAME_HEADER_SIZE + PIECES_PAYLOAD);
-}
-
-/* A batch of 3000 small messages arriving in many pieces: the server
- * verifies frames as they land (on_body) and finishes at delivery. A good
- * batch is stored byte for byte; a broken frame early (verified while
- * arriving) or late (verified at delivery), a broken batch checksum and a
- * frame out of order each get the code a whole-record check gives, and
- * store nothing. */
-static void test_batch_verified_while_arriving(void **state)
-{
-    (void)state;
-    /* The body is received in pieces on plain TCP only: a transport's
-     * connection (TLS, WebSocket) receives through the transport. */
-    if (th_mode() != TH_TCP) {
-        skip();
-        return;
-    }
-    sl_client_t *c = connect_root();
-    assert_int_equal(sl_client_create_stream(c, "pieces", NULL), 0);
-    assert_int_equal(sl_client_create_topic(c, sl_id_name("pieces"), "t", 1, NULL, NULL), 0);
-    static raw_session_t r; /* 1 MiB frame buffer */
-    raw_open(&r, srv.port);
-    assert_int_equal(raw_login(&r, "iggy", "iggy").result, 0);
-
-    sl_buf_t b;
-    size_t at;
-    pieces_body(&b, 1, &at);
-    assert_int_equal(send_in_pieces(&r, sl_buf_span(&b)), 0);
-    static const struct {
-        uint32_t frame; /* which frame is broken */
-        int how;        /* 0: a payload byte, 1: offset_delta, 2: the batch checksum */
-        uint32_t want;
-    } cases[] = {
-        {10, 0, SL_ERR_INVALID_MESSAGE_CHECKSUM},
-        {PIECES_COUNT - 1, 0, SL_ERR_INVALID_MESSAGE_CHECKSUM},
-        {0, 2, SL_ERR_INVALID_BATCH_CHECKSUM},
-        {5, 1, SL_ERR_INVALID_COMMAND},
-        {PIECES_COUNT - 2, 1, SL_ERR_INVALID_COMMAND},
-    };
-    for (size_t k = 0; k < SL_ARRAY_LEN(cases); k++) {
-        sl_buf_t bad;
-        pieces_body(&bad, (uint8_t)(2 + k), &at);
-        uint8_t *f = pieces_frame(&bad, at, cases[k].frame);
-        if (cases[k].how == 0) {
-            f[SL_FRAME_HEADER_SIZE + 7] ^= 0x40;
-        } else if (cases[k].how == 1) {
-            /* A delta that is not the index, checksums kept right: only
-             * Sluice's own last rule refuses it. */
-            sl_store_u32(f + SL_FRAME_OFF_OFFSET_DELTA, cases[k].frame + 1);
-            sl_store_u64(f, sl_frame_checksum(sl_span(f, SL_FRAME_HEADER_SIZE + PIECES_PAYLOAD)));
-            uint8_t *rec = bad.data + at;
-            sl_store_u64(rec + SL_BATCH_OFF_CHECKSUM,
-                         sl_batch_checksum(sl_span(rec, bad.len - at)));
-        } else {
-            bad.data[at + SL_BATCH_OFF_CHECKSUM] ^= 1;
-        }
-        assert_int_equal(send_in_pieces(&r, sl_buf_span(&bad)), cases[k].want);
-        sl_buf_free(&bad);
-    }
-    /* The good batch again after the refusals: still accepted. */
-    assert_int_equal(send_in_pieces(&r, sl_buf_span(&b)), 0);
-    sl_buf_free(&b);
-    raw_close(&r);
-
-    /* Exactly the two good batches, byte for byte. */
-    sl_consumer_ref_t me = sl_consumer_single(sl_id_num(1));
-    uint64_t next = 0;
-    for (uint32_t polls = 0; next < 2 * PIECES_COUNT && polls < 20; polls++) {
-        sl_polled_messages_t out;
-        assert_int_equal(sl_client_poll_messages(c, me, sl_id_name("pieces"), sl_id_name("t"), 0,
-                                                 sl_poll_offset(next), 1000, false, &out),
-                         0);
-        assert_true(out.count > 0);
-        for (uint32_t i = 0; i < out.count; i++) {
-            uint32_t index = (uint32_t)((next + i) % PIECES_COUNT);
-            uint8_t want[PIECES_PAYLOAD];
-            memset(want, (int)(uint8_t)(index + 1), sizeof(want));
-            assert_int_equal(out.messages[i].offset, next + i);
-            assert_memory_equal(out.messages[i].payload, want, sizeof(want));
-        }
-        next += out.count;
-    }
-    assert_int_equal(next, 2 * PIECES_COUNT);
-    sl_polled_messages_t rest;
-    assert_int_equal(sl_client_poll_messages(c, me, sl_id_name("pieces"), sl_id_name("t"), 0,
-                                             sl_poll_offset(next), 1000, false, &rest),
-                     0);
-    assert_int_equal(rest.count, 0);
-    sl_client_close(c);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -665,7 +507,6 @@ int main(void)
         cmocka_unit_test(test_recreated_topic_starts_empty),
         cmocka_unit_test(test_deletes_remove_directories),
         cmocka_unit_test(test_poll_reply_slice),
-        cmocka_unit_test(test_batch_verified_while_arriving),
     };
     return cmocka_run_group_tests(tests, start, stop);
 }

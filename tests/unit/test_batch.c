@@ -88,38 +88,8 @@ static uint64_t batch_checksum_reference(const uint8_t *rec)
     return h;
 }
 
-/* The record verified as it arrives `step` bytes at a time (sl_batch_progress_feed), then
- * sl_batch_validate_resume: the verdict and the sums of sl_batch_validate_keep, given in
- * want_rc and want_sums. */
-static void expect_progressive(const uint8_t *rec, size_t len, uint32_t expected, size_t step,
-                               int want_rc, const sl_buf_t *want_sums)
-{
-    sl_buf_t sums;
-    sl_buf_init(&sums, 0);
-    sl_batch_progress_t p = {0};
-    size_t have = step < len ? step : len;
-    bool begun = false;
-    /* Each pass adds step bytes; the last one makes the record whole. */
-    for (size_t pass = 0; pass <= len / step + 1; pass++) {
-        if (!begun && have >= SL_BATCH_HEADER_SIZE) {
-            begun = sl_batch_progress_begin(&p, sl_span(rec, len), &sums);
-            if (!begun)
-                break; /* resume then validates from the start */
-        }
-        if (begun)
-            sl_batch_progress_feed(&p, rec, have, &sums);
-        if (have == len)
-            break;
-        have = len - have > step ? have + step : len;
-    }
-    assert_int_equal(sl_batch_validate_resume(sl_span(rec, len), expected, &sums, &p), want_rc);
-    assert_bytes_equal(sums.data, sums.len, want_sums->data, want_sums->len);
-    sl_buf_free(&sums);
-}
-
 /* sl_batch_validate's verdict, checked to be sl_batch_validate_keep's too (same checks, same
- * order, same codes), whose kept sums are the batch checksum's input exactly when it accepts,
- * and that of progressive admission, whatever pieces the record arrives in. */
+ * order, same codes), whose kept sums are the batch checksum's input exactly when it accepts. */
 static int validate_copy(const uint8_t *rec, size_t len, uint32_t expected)
 {
     uint8_t *copy = malloc(len ? len : 1);
@@ -137,9 +107,6 @@ static int validate_copy(const uint8_t *rec, size_t len, uint32_t expected)
     } else {
         assert_int_equal(sums.len, 0);
     }
-    static const size_t steps[] = {1, 7, 48, 113, 256, 4096};
-    for (size_t i = 0; i < SL_ARRAY_LEN(steps); i++)
-        expect_progressive(copy, len, expected, steps[i], rc, &sums);
     sl_buf_free(&sums);
     free(copy);
     return rc;
@@ -951,55 +918,6 @@ static void test_validate_keep_past_count(void **state)
     sl_buf_free(&buf);
 }
 
-/* Progressive admission walks only what it has not verified: a frame changed after it was
- * verified goes unnoticed (the server's buffer is never rewritten, so this cannot happen
- * there), one changed before it arrived is caught, with sl_batch_validate_keep's code. */
-static void test_progress_resumes(void **state)
-{
-    (void)state;
-    sl_buf_t buf, sums;
-    sl_buf_init(&buf, 0);
-    sl_buf_init(&sums, 0);
-    sl_batch_builder_t bb;
-    sl_batch_begin(&bb, &buf);
-    for (uint32_t i = 0; i < 100; i++)
-        assert_int_equal(sl_batch_add(&bb, (sl_u128_t){i, 3}, 1000, sl_span("0123456789", 10),
-                                      sl_span(NULL, 0)),
-                         0);
-    sl_span_t rec;
-    assert_int_equal(sl_batch_finish(&bb, &rec), 0);
-    uint8_t *mut = buf.data;
-    size_t frame = SL_FRAME_HEADER_SIZE + 10;
-    size_t half = SL_BATCH_HEADER_SIZE + 50 * frame;
-
-    sl_batch_progress_t p;
-    assert_true(sl_batch_progress_begin(&p, rec, &sums));
-    sl_batch_progress_feed(&p, rec.ptr, half + frame - 1, &sums); /* frame 50 not whole */
-    assert_true(p.active);
-    assert_int_equal(p.index, 50);
-    assert_int_equal(p.pos, half);
-    mut[SL_BATCH_HEADER_SIZE + SL_FRAME_HEADER_SIZE] ^= 1; /* frame 0's payload, verified */
-    assert_int_equal(sl_batch_validate_resume(rec, 100, &sums, &p), 0);
-    assert_int_equal(sl_xxh3_64(sums.data, sums.len), sl_load_u64(rec.ptr + SL_BATCH_OFF_CHECKSUM));
-    assert_int_equal(sl_batch_validate_keep(rec, 100, &sums), -SL_ERR_INVALID_MESSAGE_CHECKSUM);
-    mut[SL_BATCH_HEADER_SIZE + SL_FRAME_HEADER_SIZE] ^= 1;
-
-    assert_true(sl_batch_progress_begin(&p, rec, &sums));
-    sl_batch_progress_feed(&p, rec.ptr, half, &sums);
-    mut[half + SL_FRAME_HEADER_SIZE] ^= 1; /* frame 50's payload, not yet verified */
-    assert_int_equal(sl_batch_validate_resume(rec, 100, &sums, &p),
-                     -SL_ERR_INVALID_MESSAGE_CHECKSUM);
-    assert_int_equal(sums.len, 0);
-
-    /* A progress never begun is plain sl_batch_validate_keep. */
-    mut[half + SL_FRAME_HEADER_SIZE] ^= 1;
-    sl_batch_progress_t none = {0};
-    assert_int_equal(sl_batch_validate_resume(rec, 100, &sums, &none), 0);
-    assert_int_equal(sums.len, SL_BATCH_SUMS_FIELDS + 8 * 100);
-    sl_buf_free(&sums);
-    sl_buf_free(&buf);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1023,7 +941,6 @@ int main(void)
         cmocka_unit_test(test_stamp_kept_vector_d),
         cmocka_unit_test(test_validate_keep_limits),
         cmocka_unit_test(test_validate_keep_past_count),
-        cmocka_unit_test(test_progress_resumes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

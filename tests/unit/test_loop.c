@@ -249,7 +249,7 @@ static void *server_main(void *arg)
 static void server_config(sl_loop_config_t *cfg, server_t *s)
 {
     sl_loop_config_init(cfg);
-    cfg->cb = (sl_loop_callbacks_t){h_open, h_frame, h_sent, h_close, h_tick, h_turn_end, NULL};
+    cfg->cb = (sl_loop_callbacks_t){h_open, h_frame, h_sent, h_close, h_tick, h_turn_end};
     cfg->ctx = &s->ctx;
 }
 
@@ -1448,103 +1448,6 @@ static void test_reply_timeout(void **state)
     free(s);
 }
 
-/* --- watching a body arrive (on_body) ------------------------------------- */
-
-/* What h_body saw, for the test's thread once the reply came back. */
-static struct {
-    atomic_uint calls;
-    atomic_uint bad;        /* a have out of order or past size, a byte not yet right */
-    atomic_uint over_piece; /* more arrived between two calls than was asked for */
-    uint32_t piece;         /* what h_body asks for; set before the loop starts */
-    uint32_t stop_at;       /* 0 when have reaches this (0: never) */
-    uint64_t serial;        /* loop thread only */
-    uint32_t last_have;
-    atomic_ullong frame_serial_seen;
-} body_watch;
-
-static uint32_t h_body(void *ctxp, sl_conn_t *conn, const uint8_t *frame, uint32_t have,
-                       uint32_t size)
-{
-    (void)ctxp;
-    uint64_t serial = sl_conn_frame_serial(conn);
-    if (serial != body_watch.serial) {
-        body_watch.serial = serial;
-        body_watch.last_have = 0;
-    }
-    uint64_t request = sl_load_u64(frame + SL_REQ_OFF_REQUEST);
-    if (have <= body_watch.last_have || have >= size || size != sl_header_size(frame))
-        body_watch.bad++;
-    if (body_watch.last_have && have - body_watch.last_have > body_watch.piece)
-        body_watch.over_piece++;
-    /* Every byte it may read is already the frame's final byte. */
-    for (uint32_t i = SL_HEADER_SIZE; i < have; i++)
-        if (frame[i] != body_byte(i - SL_HEADER_SIZE, request)) {
-            body_watch.bad++;
-            break;
-        }
-    body_watch.last_have = have;
-    body_watch.frame_serial_seen = serial;
-    body_watch.calls++;
-    return body_watch.stop_at && have >= body_watch.stop_at ? 0 : body_watch.piece;
-}
-
-static server_t *server_start_watching(uint32_t piece, uint32_t stop_at)
-{
-    body_watch.calls = body_watch.bad = body_watch.over_piece = 0;
-    body_watch.piece = piece;
-    body_watch.stop_at = stop_at;
-    body_watch.serial = 0;
-    server_t *s = calloc(1, sizeof(*s));
-    assert_non_null(s);
-    sl_loop_config_t cfg;
-    server_config(&cfg, s);
-    cfg.cb.on_body = h_body;
-    server_start_cfg(s, &cfg, MODE_NOW);
-    return s;
-}
-
-/* A body larger than one receive buffer is shown to on_body piece by
- * piece, each piece at most what it asked for, every byte it may read
- * already in place; the frame is then delivered whole as usual. */
-static void test_body_pieces(void **state)
-{
-    (void)state;
-    const uint32_t piece = 8192, body = 200000;
-    server_t *s = server_start_watching(piece, 0);
-    int fd = cl_connect(s->port);
-    cl_roundtrip(fd, body, 1);
-    unsigned first = body_watch.calls;
-    /* The first receive brings at most one buffer (16 KiB by default). */
-    assert_true(first >= (body - 16384) / piece);
-    uint64_t serial_first = body_watch.frame_serial_seen;
-    cl_roundtrip(fd, body, 2);
-    assert_true(body_watch.calls - first >= (body - 16384) / piece);
-    assert_true(body_watch.frame_serial_seen > serial_first);
-    cl_roundtrip(fd, 100, 3); /* arrives whole: nothing to show */
-    close(fd);
-    server_stop(s);
-    assert_int_equal(body_watch.bad, 0);
-    assert_int_equal(body_watch.over_piece, 0);
-    free(s);
-}
-
-/* on_body answering 0 sees no more of that frame: the rest comes in one
- * receive. The next frame is shown again. */
-static void test_body_stop(void **state)
-{
-    (void)state;
-    server_t *s = server_start_watching(4096, 1);
-    int fd = cl_connect(s->port);
-    cl_roundtrip(fd, 300000, 1);
-    assert_int_equal(body_watch.calls, 1);
-    cl_roundtrip(fd, 300000, 2);
-    assert_int_equal(body_watch.calls, 2);
-    close(fd);
-    server_stop(s);
-    assert_int_equal(body_watch.bad, 0);
-    free(s);
-}
-
 int main(void)
 {
     struct io_uring probe;
@@ -1582,8 +1485,6 @@ int main(void)
         cmocka_unit_test(test_frame_budget_leave_and_take),
         cmocka_unit_test(test_frame_timeout),
         cmocka_unit_test(test_reply_timeout),
-        cmocka_unit_test(test_body_pieces),
-        cmocka_unit_test(test_body_stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
