@@ -75,6 +75,10 @@ typedef struct sl_rbus_config {
     /* The link to `peer` came up (handshake done) or went down. Optional. */
     void (*on_link)(void *ctx, uint8_t peer, bool up);
     void *ctx;
+    /* An eventfd another thread writes to end the wait of sl_rbus_poll
+     * early (it has frames for the bus to send); -1: none. The bus reads it
+     * empty. */
+    int wake_fd;
 } sl_rbus_config_t;
 
 typedef struct sl_rbus_stats {
