@@ -467,7 +467,12 @@ static void link_frame(sl_rbus_t *bus, link_t *l, const uint8_t *bytes, uint32_t
     }
     bool known_sender =
         l->state == LINK_UP || l->state == LINK_AWAIT_CHALLENGE || l->state == LINK_AWAIT_FINISH;
-    if (known_sender && f.h.replica != l->peer) {
+    /* A Prepare travels the chain primary -> next -> ... as the primary
+     * sealed it (cluster.md 6.1), and a RepairPrepare is a journaled
+     * prepare: their `replica` names the primary that built them, not the
+     * neighbour that relays them. Every other frame names its sender. */
+    bool relayed = f.h.command == SL_VSR_PREPARE || f.h.command == SL_VSR_REPAIR_PREPARE;
+    if (known_sender && f.h.replica != l->peer && !(relayed && l->state == LINK_UP)) {
         snprintf(why, sizeof(why), "a frame claiming to come from replica %u", f.h.replica);
         bus->stats.bad_frames++;
         link_close(bus, l, why);
