@@ -164,7 +164,7 @@ static bool reply_ok(uint8_t kind, sl_span_t body)
     return sl_result_split(body, &result, &payload) == 0 && result == 0;
 }
 
-static void deliver_reply(sl_cluster_t *c, sl_session_t *s, uint8_t kind, const uint8_t *frame,
+static void deliver_reply(const sl_cluster_t *c, sl_session_t *s, uint8_t kind, const uint8_t *frame,
                           uint32_t size)
 {
     sl_reply_header_t h;
@@ -181,19 +181,23 @@ static void deliver_reply(sl_cluster_t *c, sl_session_t *s, uint8_t kind, const 
         sl_log_info("connection %u: user %u logged out", s->id, s->user_id);
         s->bound = false;
     }
-    if (kind == SL_CLUSTER_WAIT_META && ok &&
-        h.operation == SL_OP_CREATE_PERSONAL_ACCESS_TOKEN && s->vsr_token[0]) {
+    /* The loop writes the reply after this returns: the bytes go where the
+     * session keeps them until on_sent (the replica reuses its buffer). */
+    sl_buf_reset(&s->reply_body);
+    sl_put_span(&s->reply_body, body);
+    if (kind == SL_CLUSTER_WAIT_META && ok && h.operation == SL_OP_CREATE_PERSONAL_ACCESS_TOKEN &&
+        s->vsr_token[0]) {
         /* The raw token never entered the replicated state: only this node,
          * which admitted the request, can add it. */
-        sl_buf_reset(&c->body);
-        sl_put_span(&c->body, body);
         sl_create_personal_access_token_reply_t r = {.token = sl_span_str(s->vsr_token)};
-        if (sl_create_personal_access_token_reply_encode(&c->body, &r) != 0 || !sl_buf_ok(&c->body))
+        if (sl_create_personal_access_token_reply_encode(&s->reply_body, &r) != 0)
             sl_log_error("connection %u: token reply did not encode", s->id);
-        body = sl_buf_span(&c->body);
     }
-    sl_reply_frame(s, &h, body);
-    explicit_bzero(c->body.data, c->body.len);
+    if (!sl_buf_ok(&s->reply_body)) {
+        sl_reply_result(s, &s->vsr_req, h.operation, SL_ERR_TRANSIENT_NOT_ACCEPTED);
+        return;
+    }
+    sl_reply_frame(s, &h, sl_buf_span(&s->reply_body));
 }
 
 static void bus_reply(void *ctx, sl_u128_t client, const uint8_t *frame, uint32_t size)
@@ -465,7 +469,6 @@ int sl_cluster_open(sl_server_t *srv, char *err, size_t err_len)
     }
     c->srv = srv;
     c->timer_fd = -1;
-    sl_buf_init(&c->body, 0);
     srv->cluster = c;
     const sl_config_cluster_node_t *self = sl_config_cluster_self(cfg);
     sl_assert(self != NULL);
@@ -500,6 +503,5 @@ void sl_cluster_close(sl_cluster_t *c)
     sl_vsr_memstore_destroy(c->store);
     if (c->timer_fd >= 0)
         close(c->timer_fd);
-    sl_buf_free(&c->body);
     free(c);
 }

@@ -36,7 +36,6 @@ struct sl_cluster {
     bool booting;
     uint64_t ticks;
     uint64_t root_tick; /* ticks at the last root submission (0: none yet) */
-    sl_buf_t body;      /* a reply body that gets the raw token appended */
     sl_cluster_forward_t forwards[SL_CLUSTER_FORWARDS_MAX]; /* as the primary */
     uint64_t nonce_next; /* forwards of this node: nonces never 0, never reused */
 };

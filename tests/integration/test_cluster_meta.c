@@ -253,6 +253,13 @@ static void test_replicated_metadata_and_failover(void **state)
     uint32_t stream_id = st->id;
     assert_int_equal(sl_client_create_topic(c, sl_id_name("orders"), "paid", 1, NULL, NULL), 0);
     assert_int_equal(sl_client_create_user(c, "alice", "secret-1", 1, NULL, NULL), 0);
+    /* The raw token is in the reply: the node that admitted it adds it. */
+    const char *raw = NULL;
+    assert_int_equal(sl_client_create_token(c, "ci", 0, &raw), 0);
+    assert_non_null(raw);
+    char token[128];
+    snprintf(token, sizeof(token), "%s", raw);
+    assert_true(strlen(token) > 20);
     sl_client_close(c);
 
     /* Every node applies it, partition directory included. */
@@ -275,6 +282,21 @@ static void test_replicated_metadata_and_failover(void **state)
     assert_int_equal(sl_client_connect("127.0.0.1", nodes[backup].tcp, &o, &alice), 0);
     assert_int_equal(sl_client_login(alice, "alice", "secret-1", NULL), 0);
     sl_client_close(alice);
+    /* So does the token, checked against the digest the backup applied
+     * (polled: the backup applies the token's op a heartbeat later). */
+    sl_client_t *bot = NULL;
+    bool in = false;
+    for (int p = 0; p < POLLS_MAX && !in; p++) {
+        assert_int_equal(sl_client_connect("127.0.0.1", nodes[backup].tcp, &o, &bot), 0);
+        in = sl_client_login_token(bot, token, NULL) == 0;
+        if (!in) {
+            sl_client_close(bot);
+            pause_ms(100);
+        }
+    }
+    assert_true(in);
+    assert_true(has_stream(bot, "orders"));
+    sl_client_close(bot);
 
     /* kill -9 the primary: another is elected and nothing is lost. */
     th_stop(&nodes[leader].srv, SIGKILL);
