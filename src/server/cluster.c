@@ -475,6 +475,15 @@ int sl_cluster_open(sl_server_t *srv, char *err, size_t err_len)
     sl_vsr_config_defaults(&c->vcfg, (uint8_t)self->replica_id, (uint8_t)cfg->cluster.nodes_count);
     c->vcfg.cluster = sl_vsr_cluster_id(sl_span_str(cfg->cluster.name));
     c->vcfg.frame_max = srv->frame_max;
+    /* cluster.heartbeat_timeout and commit_broadcast_interval, in ticks: a
+     * view change gives up after a heartbeat timeout too, and unanswered
+     * prepares and votes are resent at the heartbeat's pace. */
+    uint64_t tick_us = SL_CLUSTER_TICK_MS * 1000u;
+    c->vcfg.heartbeat_timeout_ticks = (uint32_t)(cfg->cluster.heartbeat_timeout_us / tick_us);
+    c->vcfg.view_change_timeout_ticks = c->vcfg.heartbeat_timeout_ticks;
+    c->vcfg.commit_interval_ticks =
+        (uint32_t)((cfg->cluster.commit_broadcast_interval_us + tick_us - 1) / tick_us);
+    c->vcfg.resend_ticks = c->vcfg.commit_interval_ticks;
     if (getrandom(&c->vcfg.nonce_seed, sizeof(c->vcfg.nonce_seed), 0) !=
         (ssize_t)sizeof(c->vcfg.nonce_seed))
         c->vcfg.nonce_seed = sl_clock_realtime_us() ^ (uint64_t)getpid();
