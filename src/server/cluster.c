@@ -495,9 +495,12 @@ int sl_cluster_open(sl_server_t *srv, char *err, size_t err_len)
     if (rc != 0)
         return rc; /* sl_server_close frees what was made */
     sl_partitions_sync(&srv->partitions, srv->meta, true);
-    sl_log_info("cluster: metadata replica %u of %u opened (in-memory storage: this node "
-                "rejoins as one with a lost disk after a restart)",
-                c->vcfg.replica, c->vcfg.replica_count);
+    sl_log_info("cluster: metadata replica %u of %u opened: heartbeat timeout %u ms, commit "
+                "every %u ms (in-memory storage: this node rejoins as one with a lost disk "
+                "after a restart)",
+                c->vcfg.replica, c->vcfg.replica_count,
+                c->vcfg.heartbeat_timeout_ticks * SL_CLUSTER_TICK_MS,
+                c->vcfg.commit_interval_ticks * SL_CLUSTER_TICK_MS);
     return 0;
 }
 

@@ -75,8 +75,11 @@ static void node_config(node_t nodes[NODES], int self, const uint16_t seen[NODES
 {
     node_t *n = &nodes[self];
     size_t cap = sizeof(n->config);
+    /* The reference's timing, given explicitly: the log says it was read. */
     size_t at = (size_t)snprintf(n->config, cap,
                                  "[cluster]\nenabled = true\nname = \"it-meta\"\n"
+                                 "heartbeat_timeout = \"6 s\"\n"
+                                 "commit_broadcast_interval = \"400 ms\"\n"
                                  "[cluster.auth]\nenabled = true\nshared_secret = \"%s\"\n",
                                  secret);
     for (int j = 0; j < NODES && at < cap; j++)
@@ -97,6 +100,7 @@ static void node_run(node_t *n, int id, const char *data_dir)
     if (!th_start(&n->srv, &o))
         exit(77);
     assert_int_equal(n->srv.port, n->tcp);
+    assert_non_null(strstr(th_log(&n->srv), "heartbeat timeout 6000 ms, commit every 400 ms"));
     n->alive = true;
 }
 
