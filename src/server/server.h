@@ -6,7 +6,9 @@
  *   loop on_frame -> dispatch.c gate (header verdict, checksum, session
  *   rules) -> reads.c (operation 2) or admit.c (metadata: decode, validate,
  *   hash, preflight) -> sl_meta_store_commit (journal + fdatasync + apply)
- *   -> reply.c.
+ *   -> reply.c. In cluster mode admission hands the request to the
+ *   metadata group's replica instead (cluster.h), which answers after a
+ *   quorum commit.
  *
  * Threads: everything here runs on the loop thread, except the Argon2id
  * work of logins, CreateUser and ChangePassword, which admission hands to
