@@ -130,13 +130,24 @@ static void bus_trace(void *ctx, const char *line)
     sl_log_info("cluster: %s", line);
 }
 
-static sl_session_t *waiting_session(sl_server_t *srv, sl_u128_t client)
+/* The session waiting for this answer: the client id's, and for a Reply
+ * the same request number, since another connection of the client id may
+ * have a request of its own answered meanwhile (a Logout on disconnect,
+ * request u64::MAX, refused with 57 while this one's login is in flight).
+ * An Eviction carries no request number: the client's waiting session. */
+static sl_session_t *waiting_session(const sl_cluster_t *c, sl_u128_t client,
+                                     const uint8_t *frame)
 {
     if (sl_u128_is_zero(client))
         return NULL;
-    for (uint32_t i = 0; i < srv->sessions_count; i++) {
-        sl_session_t *s = srv->sessions[i];
-        if (s->vsr_wait != SL_CLUSTER_WAIT_NONE && sl_u128_eq(s->vsr_req.client, client))
+    sl_reply_header_t h;
+    bool reply = frame[SL_HDR_OFF_COMMAND] != SL_COMMAND_EVICTION;
+    if (reply && sl_reply_header_decode(frame, c->srv->frame_max, &h) != 0)
+        return NULL;
+    for (uint32_t i = 0; i < c->srv->sessions_count; i++) {
+        sl_session_t *s = c->srv->sessions[i];
+        if (s->vsr_wait != SL_CLUSTER_WAIT_NONE && sl_u128_eq(s->vsr_req.client, client) &&
+            (!reply || h.request == s->vsr_req.request))
             return s;
     }
     return NULL;
@@ -205,7 +216,7 @@ static void bus_reply(void *ctx, sl_u128_t client, const uint8_t *frame, uint32_
     sl_cluster_t *c = ctx;
     if (size < SL_HEADER_SIZE)
         return;
-    sl_session_t *s = waiting_session(c->srv, client);
+    sl_session_t *s = waiting_session(c, client, frame);
     if (!s) {
         /* A backup's forward, or a connection that is gone (or an internal
          * operation): nobody here to tell. */

@@ -33,6 +33,8 @@
 
 #include "harness.h"
 #include "proxy.h"
+#include "raw.h"
+#include "wire/cmd_users.h"
 
 #define NODES 3
 /* Polls of 100 ms: 90 s before a wait fails (a view change takes the
@@ -353,6 +355,12 @@ static void test_partitioned_primary(void **state)
     for (int i = 0; i < NODES; i++)
         wait_stream(&nodes[i], "before-cut", NULL);
 
+    /* A raw session on the primary, logged in before the cut (below). */
+    raw_session_t a, b;
+    raw_open(&a, nodes[leader].tcp);
+    raw_reply_t ra = raw_login(&a, "iggy", "iggy");
+    assert_false(ra.evicted || ra.closed);
+    assert_int_equal(ra.result, 0);
     /* A client on the primary, logged in before the cut; its request may
      * wait for the whole timeout. */
     sl_client_options_t o = {.connect_timeout_ms = 5000, .request_timeout_ms = 3000};
@@ -374,6 +382,28 @@ static void test_partitioned_primary(void **state)
     assert_false(has_stream(c, "lonely"));
     assert_int_equal(sl_client_create_stream(c, "after-cut", NULL), 0);
     sl_client_close(c);
+
+    /* Two connections of one client id on the cut-off primary: B's login
+     * waits in the pipeline (no quorum) when A closes, and A's Logout on
+     * disconnect is refused at once (57: a prepare of the client is in
+     * flight). That answer is A's: B must not get it as its login's
+     * (regression: the session waiting with the client id got it). */
+    raw_open(&b, nodes[leader].tcp);
+    b.client = a.client;
+    sl_buf_t login_body;
+    sl_buf_init(&login_body, 0);
+    sl_login_register_request_t q = {
+        .version = {SL_PROTOCOL_VERSION, sl_span_str("sluice-tests"), sl_span_str("0.1.0")},
+        .login = {sl_span_str("iggy"), sl_span_str("iggy"), sl_span(NULL, 0)},
+    };
+    assert_int_equal(sl_login_register_request_encode(&login_body, &q), 0);
+    assert_true(raw_send(&b, SL_OP_REGISTER, 0, 0, 0, sl_buf_span(&login_body), true));
+    sl_buf_free(&login_body);
+    pause_ms(1000); /* B's password check and submission (if later, the test proves less) */
+    raw_close(&a);
+    raw_reply_t rb = raw_receive(&b, 3000);
+    assert_true(rb.closed || rb.evicted || rb.header.operation == SL_OP_REGISTER);
+    raw_close(&b);
 
     /* Healed, the old primary follows the new view: the op it could not
      * commit is gone, what the others committed arrives. */
