@@ -16,6 +16,8 @@
 
 int sl_server_commit(sl_server_t *srv, sl_meta_entry_t *e, sl_buf_t *reply)
 {
+    if (!srv->store)
+        return -SL_ERR_TRANSIENT_NOT_ACCEPTED; /* cluster mode: only the group commits */
     uint64_t now = sl_clock_realtime_us();
     e->op = sl_meta_store_last_op(srv->store) + 1;
     e->timestamp = now > srv->last_timestamp ? now : srv->last_timestamp + 1;
@@ -103,6 +105,21 @@ static void unbind_others(sl_server_t *srv, const sl_session_t *keep)
     }
 }
 
+/* The session of a committed Register (epoch: its op); user_id and the
+ * client's version are set. */
+static void bind_session(sl_session_t *s, sl_u128_t client, uint64_t epoch)
+{
+    s->bound = true;
+    s->client = client;
+    s->epoch = epoch;
+    const sl_meta_user_t *u = sl_meta_user_by_id(s->server->meta, s->user_id);
+    s->user_created_at = u ? u->created_at : 0;
+    unbind_others(s->server, s);
+    sl_log_info("connection %u (%s): user %u logged in, session %llu (%s %s)", s->id,
+                sl_conn_peer(s->conn), s->user_id, (unsigned long long)s->epoch, s->sdk_name,
+                s->sdk_version);
+}
+
 static void login_reply(sl_session_t *s, const sl_request_header_t *req, uint64_t op)
 {
     sl_reply_header_t h = {
@@ -155,6 +172,17 @@ static void commit_register(sl_session_t *s, const sl_request_header_t *req,
         sl_reply_evict(s, req->client, SL_EVICT_MALFORMED_LOGIN, false);
         return;
     }
+    s->protocol_version = version->protocol_version;
+    copy_text(s->sdk_name, sizeof(s->sdk_name), version->sdk_name);
+    copy_text(s->sdk_version, sizeof(s->sdk_version), version->sdk_version);
+    if (srv->cluster) {
+        /* The group commits it (on the primary) and answers; the session is
+         * bound when the committed reply comes back (sl_admit_register_done). */
+        s->vsr_user_id = user_id;
+        sl_cluster_submit(srv->cluster, s, req, SL_CLUSTER_WAIT_REGISTER, SL_OP_REGISTER, user_id,
+                          sl_buf_span(&srv->admitted));
+        return;
+    }
     sl_meta_entry_t e = {
         .client = req->client,
         .request = 0,
@@ -168,20 +196,24 @@ static void commit_register(sl_session_t *s, const sl_request_header_t *req,
         sl_reply_result(s, req, SL_OP_REGISTER, SL_ERR_TRANSIENT_NOT_ACCEPTED);
         return;
     }
-    s->bound = true;
-    s->client = req->client;
-    s->epoch = e.op;
     s->user_id = user_id;
-    const sl_meta_user_t *u = sl_meta_user_by_id(srv->meta, user_id);
-    s->user_created_at = u ? u->created_at : 0;
-    s->protocol_version = version->protocol_version;
-    copy_text(s->sdk_name, sizeof(s->sdk_name), version->sdk_name);
-    copy_text(s->sdk_version, sizeof(s->sdk_version), version->sdk_version);
-    unbind_others(srv, s);
-    sl_log_info("connection %u (%s): user %u logged in, session %llu (%s %s)", s->id,
-                sl_conn_peer(s->conn), user_id, (unsigned long long)s->epoch, s->sdk_name,
-                s->sdk_version);
+    bind_session(s, req->client, e.op);
     login_reply(s, req, e.op);
+}
+
+void sl_admit_register_done(sl_session_t *s, sl_u128_t client, uint64_t epoch)
+{
+    s->user_id = s->vsr_user_id;
+    bind_session(s, client, epoch);
+}
+
+void sl_admit_register_forwarded(sl_session_t *s, uint64_t epoch)
+{
+    s->user_id = s->vsr_user_id;
+    bind_session(s, s->vsr_req.client, epoch);
+    /* This node may not have applied the Register yet: the reply names the
+     * session the primary committed, as a login again would. */
+    login_again(s, &s->vsr_req);
 }
 
 /* Steps 4 to 6 once the password shape has its verdict pw. */
@@ -319,6 +351,13 @@ static int commit_logout(sl_session_t *s, uint64_t request, sl_u128_t checksum)
 
 void sl_admit_logout(sl_session_t *s, const sl_request_header_t *req)
 {
+    /* Cluster mode: the group's client table judges the session (this
+     * node may not have applied its Register yet). */
+    if (s->server->cluster && s->bound) {
+        sl_cluster_submit(s->server->cluster, s, req, SL_CLUSTER_WAIT_LOGOUT, SL_OP_LOGOUT,
+                          s->user_id, sl_span(NULL, 0));
+        return;
+    }
     if (s->bound && still_holds_entry(s) &&
         commit_logout(s, req->request, req->request_checksum) != 0) {
         sl_reply_status(s, req, SL_ERR_TRANSIENT_NOT_ACCEPTED);
@@ -333,7 +372,15 @@ void sl_admit_logout(sl_session_t *s, const sl_request_header_t *req)
 
 void sl_admit_disconnect(sl_session_t *s)
 {
-    if (!s->bound || !still_holds_entry(s))
+    if (!s->bound)
+        return;
+    if (s->server->cluster) {
+        /* Nobody waits for the answer (a backup forwards it). */
+        sl_cluster_submit_disconnect(s->server->cluster, s->client, s->epoch, s->user_id);
+        s->bound = false;
+        return;
+    }
+    if (!still_holds_entry(s))
         return;
     /* The synthetic request number of a transport disconnect. */
     if (commit_logout(s, UINT64_MAX, (sl_u128_t){0, 0}) != 0)

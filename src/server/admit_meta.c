@@ -246,6 +246,10 @@ static bool admit_gate(sl_session_t *s, const sl_request_header_t *req, const sl
         sl_reply_status(s, req, (uint32_t)-rc);
         return false;
     }
+    /* Cluster mode: the group's client table answers it on the primary
+     * (vsr/client_table.h); this node's copy of meta's may lag. */
+    if (s->server->cluster)
+        return true;
     return preflight(s, req, committed_operation(cmd));
 }
 
@@ -273,6 +277,13 @@ static void admit_commit(sl_session_t *s, const sl_request_header_t *req, const 
     if (rc != 0) {
         sl_log_error("admission of %s failed: %s", cmd->name, sl_strerror(rc));
         sl_reply_result(s, req, operation, SL_ERR_TRANSIENT_NOT_ACCEPTED);
+        return;
+    }
+    if (srv->cluster) {
+        memcpy(s->vsr_token, token, sizeof(s->vsr_token));
+        memset(token, 0, sizeof(token));
+        sl_cluster_submit(srv->cluster, s, req, SL_CLUSTER_WAIT_META, operation, s->user_id,
+                          sl_buf_span(&srv->admitted));
         return;
     }
     sl_meta_entry_t e = {

@@ -299,6 +299,14 @@ static const sl_setting_t settings[] = {
     {"cluster.name", SL_SETTING_STRING, FIELD(cluster.name), "iggy-cluster", 1,
      SL_CLUSTER_NAME_CAPACITY - 1, "IGGY_CLUSTER_NAME", 0,
      "Cluster name, the same on every node; its hash stamps every replica frame."},
+    {"cluster.heartbeat_timeout", SL_SETTING_DURATION, FIELD(cluster.heartbeat_timeout_us), "5 s",
+     2 * US_PER_S, US_PER_H, "IGGY_CLUSTER_HEARTBEAT_TIMEOUT", 0,
+     "A backup that hears no Commit from the primary this long starts a view change; at least "
+     "4 x commit_broadcast_interval."},
+    {"cluster.commit_broadcast_interval", SL_SETTING_DURATION,
+     FIELD(cluster.commit_broadcast_interval_us), "500 ms", 10 * US_PER_MS, 15 * US_PER_M,
+     "IGGY_CLUSTER_COMMIT_BROADCAST_INTERVAL", 0,
+     "How often the primary sends Commit (the heartbeat), and unanswered prepares are resent."},
     {"cluster.auth.enabled", SL_SETTING_BOOL, FIELD(cluster.auth.enabled), "false", 0, 1,
      "IGGY_CLUSTER_AUTH_ENABLED", 0,
      "Require the keyed replica handshake (a BLAKE3 MAC over the shared secret) on every "
@@ -1474,6 +1482,13 @@ static int validate_cluster(const sl_config_t *cfg, char *err, size_t err_len)
                     "cluster.auth.enabled is true but cluster.auth.shared_secret is empty (set "
                     "IGGY_CLUSTER_AUTH_SHARED_SECRET to at least %u random bytes)",
                     SL_CLUSTER_SECRET_MIN);
+    /* cluster.md 11: a backup must be able to miss a few heartbeats. */
+    if (cfg->cluster.heartbeat_timeout_us < 4 * cfg->cluster.commit_broadcast_interval_us)
+        return fail(err, err_len,
+                    "cluster.heartbeat_timeout (%llu ms) must be at least 4 x "
+                    "cluster.commit_broadcast_interval (%llu ms)",
+                    (unsigned long long)(cfg->cluster.heartbeat_timeout_us / US_PER_MS),
+                    (unsigned long long)(cfg->cluster.commit_broadcast_interval_us / US_PER_MS));
     int rc = 0;
     for (uint32_t i = 0; i < count && rc == 0; i++)
         rc = validate_node(cfg, i, err, err_len);

@@ -215,6 +215,9 @@ typedef struct sl_config {
         } auth;
         uint32_t nodes_count; /* [[cluster.nodes]] entries given */
         sl_config_cluster_node_t nodes[SL_CLUSTER_NODES_MAX];
+        /* The metadata group's timing (cluster.md 11). */
+        uint64_t heartbeat_timeout_us;
+        uint64_t commit_broadcast_interval_us;
     } cluster;
     /* Root credentials, only from the environment or the flag. Both empty =
      * not given: at first start the root user is "iggy" with a random

@@ -8,7 +8,6 @@
 
 #include "base/log.h"
 #include "server/config.h"
-#include "server/replica_plane.h"
 #include "server/server.h"
 
 /* Exit status when io_uring is refused: tests read it as "skipped". */
@@ -57,18 +56,10 @@ int main(int argc, char **argv)
         sl_server_close(&server);
         return no_uring ? EXIT_NO_IO_URING : 1;
     }
-    /* Cluster mode only: single-node mode starts no thread and no socket here. */
-    sl_replica_plane_t *plane = NULL;
-    if (cfg.cluster.enabled && sl_replica_plane_start(&cfg, &plane, err, sizeof(err)) != 0) {
-        sl_log_error("%s", err);
-        sl_server_close(&server);
-        return 1;
-    }
     sl_log_info("sluiced %s ready, data in %s", SL_SERVER_VERSION, cfg.system.path);
     /* From here on clients can make lines be written: limit each call site. */
     sl_log_limit_set(cfg.system.logging.repeat_burst, cfg.system.logging.repeat_window_us);
     rc = sl_server_run(&server);
-    sl_replica_plane_stop(plane);
     int sig = server.stop_signal;
     sl_server_close(&server);
     if (rc != 0) {

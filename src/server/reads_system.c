@@ -62,8 +62,39 @@ static void get_snapshot(sl_read_t *c)
 /* defaults.md 6: one node, the TCP listener's IP and the ports served (the
  * HTTP and WebSocket ports bound, 0 for a door that is off or that Sluice
  * does not serve). */
+/* Cluster mode: every roster node, Leader for the primary of the view this
+ * node knows (none while a view change runs here), healthy when it is this
+ * node or its replica link is up. Each node's client port is its roster
+ * entry's, the other doors' ports as the roster gives them. */
+static void get_cluster_metadata_cluster(sl_read_t *c)
+{
+    const sl_config_t *cfg = &c->s->server->cfg;
+    sl_cluster_node_view_t views[SL_CLUSTER_NODES_MAX];
+    uint32_t n = sl_cluster_nodes(c->s->server->cluster, views, SL_CLUSTER_NODES_MAX);
+    sl_cluster_node_t nodes[SL_CLUSTER_NODES_MAX];
+    for (uint32_t i = 0; i < n; i++) {
+        const sl_config_cluster_node_t *node = &cfg->cluster.nodes[views[i].index];
+        nodes[i] = (sl_cluster_node_t){
+            .name = sl_span_str(node->name),
+            .ip = sl_span_str(node->ip),
+            .tcp_port = (uint16_t)node->ports.tcp,
+            .quic_port = (uint16_t)node->ports.quic,
+            .http_port = (uint16_t)node->ports.http,
+            .websocket_port = (uint16_t)node->ports.websocket,
+            .role = views[i].leader ? SL_NODE_LEADER : SL_NODE_FOLLOWER,
+            .status = views[i].reachable ? SL_NODE_HEALTHY : SL_NODE_UNREACHABLE,
+        };
+    }
+    sl_get_cluster_metadata_reply_t r = {sl_span_str(cfg->cluster.name), n, nodes};
+    if (sl_get_cluster_metadata_reply_encode(c->out, &r) != 0)
+        return sl_read_status(c, SL_ERR_ERROR);
+    sl_read_ok(c);
+}
+
 static void get_cluster_metadata(sl_read_t *c)
 {
+    if (c->s->server->cluster)
+        return get_cluster_metadata_cluster(c);
     const sl_config_t *cfg = &c->s->server->cfg;
     sl_cluster_node_t node = {
         .name = sl_span_str("iggy-node"),

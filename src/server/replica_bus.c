@@ -85,6 +85,7 @@ void sl_rbus_config_init(sl_rbus_config_t *cfg)
     cfg->handshake_timeout_ms = SL_RBUS_HANDSHAKE_TIMEOUT_MS;
     cfg->backoff_min_ms = SL_RBUS_BACKOFF_MIN_MS;
     cfg->backoff_max_ms = SL_RBUS_BACKOFF_MAX_MS;
+    cfg->wake_fd = -1;
 }
 
 /* --- sockets ----------------------------------------------------------------------- */
@@ -466,7 +467,12 @@ static void link_frame(sl_rbus_t *bus, link_t *l, const uint8_t *bytes, uint32_t
     }
     bool known_sender =
         l->state == LINK_UP || l->state == LINK_AWAIT_CHALLENGE || l->state == LINK_AWAIT_FINISH;
-    if (known_sender && f.h.replica != l->peer) {
+    /* A Prepare travels the chain primary -> next -> ... as the primary
+     * sealed it (cluster.md 6.1), and a RepairPrepare is a journaled
+     * prepare: their `replica` names the primary that built them, not the
+     * neighbour that relays them. Every other frame names its sender. */
+    bool relayed = f.h.command == SL_VSR_PREPARE || f.h.command == SL_VSR_REPAIR_PREPARE;
+    if (known_sender && f.h.replica != l->peer && !(relayed && l->state == LINK_UP)) {
         snprintf(why, sizeof(why), "a frame claiming to come from replica %u", f.h.replica);
         bus->stats.bad_frames++;
         link_close(bus, l, why);
@@ -670,11 +676,13 @@ void sl_rbus_poll(sl_rbus_t *bus, int timeout_ms)
 {
     uint64_t now = sl_clock_monotonic_us();
     dial_due(bus, now);
-    struct pollfd fds[LINKS_MAX + 1];
+    struct pollfd fds[LINKS_MAX + 2]; /* the listener, the links, the wake fd */
     link_t *owner[LINKS_MAX + 1];
     nfds_t n = 0;
     fds[n] = (struct pollfd){.fd = bus->listen_fd, .events = POLLIN};
     owner[n++] = NULL;
+    /* Last in fds, so the loop below never looks at it. */
+    struct pollfd *wake = NULL;
     for (uint32_t i = 0; i < LINKS_MAX; i++) {
         link_t *l = &bus->links[i];
         if (l->state == LINK_FREE)
@@ -685,8 +693,18 @@ void sl_rbus_poll(sl_rbus_t *bus, int timeout_ms)
         fds[n] = (struct pollfd){.fd = l->fd, .events = ev};
         owner[n++] = l;
     }
-    int rc = poll(fds, n, next_timer_ms(bus, now, timeout_ms < 0 ? 1000 : timeout_ms));
+    if (bus->cfg.wake_fd >= 0) {
+        wake = &fds[n];
+        *wake = (struct pollfd){.fd = bus->cfg.wake_fd, .events = POLLIN};
+    }
+    int rc = poll(fds, n + (wake != NULL),
+                  next_timer_ms(bus, now, timeout_ms < 0 ? 1000 : timeout_ms));
     now = sl_clock_monotonic_us();
+    if (rc > 0 && wake && (wake->revents & POLLIN)) {
+        uint64_t v;
+        if (read(bus->cfg.wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+            sl_log_debug("replica bus: wake fd read failed: %s", strerror(errno));
+    }
     for (nfds_t i = 0; rc > 0 && i < n; i++) {
         link_t *l = owner[i];
         short re = fds[i].revents;

@@ -19,7 +19,9 @@
  * 256-byte handshake headers: a larger size closes it before anything is
  * allocated. After it, a frame above frame_max closes the link before its
  * body is read; a frame the codec refuses (bad seal, bad field), one of
- * another cluster, one that claims another sender, a handshake frame, or a
+ * another cluster, one that claims another sender (but a Prepare or
+ * RepairPrepare, which names the primary that built it and is relayed down
+ * the chain), a handshake frame, or a
  * Request/Reply/Eviction closes the link with a logged reason. */
 #ifndef SL_SERVER_REPLICA_BUS_H
 #define SL_SERVER_REPLICA_BUS_H
@@ -75,6 +77,10 @@ typedef struct sl_rbus_config {
     /* The link to `peer` came up (handshake done) or went down. Optional. */
     void (*on_link)(void *ctx, uint8_t peer, bool up);
     void *ctx;
+    /* An eventfd another thread writes to end the wait of sl_rbus_poll
+     * early (it has frames for the bus to send); -1: none. The bus reads it
+     * empty. */
+    int wake_fd;
 } sl_rbus_config_t;
 
 typedef struct sl_rbus_stats {

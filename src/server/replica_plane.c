@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "server/replica_bus.h"
@@ -15,30 +17,164 @@
 /* How long one poll may sleep: the bound on how late a stop is seen. */
 #define PLANE_POLL_MS 100
 
+/* One frame between the threads: a malloc'd copy. */
+typedef struct plane_frame {
+    uint8_t peer;
+    uint32_t len;
+    uint8_t *bytes;
+} plane_frame_t;
+
+/* A bounded FIFO guarded by its own mutex. */
+typedef struct plane_queue {
+    pthread_mutex_t lock;
+    plane_frame_t *ring;
+    uint32_t cap, head, count;
+    uint64_t dropped;
+} plane_queue_t;
+
 struct sl_replica_plane {
     sl_rbus_t *bus;
     pthread_t thread;
     atomic_bool stop;
-    uint64_t frames; /* received; only the plane's thread touches it */
+    int inbox_fd;  /* the loop reads it */
+    int outbox_fd; /* the plane's poll wakes on it */
+    plane_queue_t inbox, outbox;
+    atomic_bool up[SL_RBUS_REPLICAS_MAX];
 };
+
+static int queue_init(plane_queue_t *q, uint32_t cap)
+{
+    memset(q, 0, sizeof(*q));
+    q->ring = calloc(cap, sizeof(*q->ring));
+    if (!q->ring)
+        return -ENOMEM;
+    q->cap = cap;
+    pthread_mutex_init(&q->lock, NULL);
+    return 0;
+}
+
+static void queue_free(plane_queue_t *q)
+{
+    if (!q->ring)
+        return;
+    for (uint32_t i = 0; i < q->count; i++)
+        free(q->ring[(q->head + i) % q->cap].bytes);
+    free(q->ring);
+    pthread_mutex_destroy(&q->lock);
+    q->ring = NULL;
+}
+
+/* Copies the frame in; false (dropped, counted) when full or out of memory. */
+static bool queue_push(plane_queue_t *q, uint8_t peer, const uint8_t *bytes, uint32_t len)
+{
+    uint8_t *copy = malloc(len);
+    if (copy)
+        memcpy(copy, bytes, len);
+    pthread_mutex_lock(&q->lock);
+    bool ok = copy && q->count < q->cap;
+    if (ok)
+        q->ring[(q->head + q->count++) % q->cap] = (plane_frame_t){peer, len, copy};
+    else
+        q->dropped++;
+    pthread_mutex_unlock(&q->lock);
+    if (!ok)
+        free(copy);
+    return ok;
+}
+
+static bool queue_pop(plane_queue_t *q, plane_frame_t *out)
+{
+    pthread_mutex_lock(&q->lock);
+    bool ok = q->count > 0;
+    if (ok) {
+        *out = q->ring[q->head];
+        q->head = (q->head + 1) % q->cap;
+        q->count--;
+    }
+    pthread_mutex_unlock(&q->lock);
+    return ok;
+}
+
+static void wake(int fd)
+{
+    uint64_t one = 1;
+    if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        sl_log_debug("replica plane: eventfd write failed: %s", strerror(errno));
+}
 
 static void on_frame(void *ctx, uint8_t peer, const sl_vsr_frame_t *f, const uint8_t *bytes,
                      uint32_t len)
 {
     sl_replica_plane_t *plane = ctx;
-    (void)bytes;
-    plane->frames++;
+    if (queue_push(&plane->inbox, peer, bytes, len)) {
+        wake(plane->inbox_fd);
+        return;
+    }
     const char *name = sl_vsr_command_name(f->h.command);
-    sl_log_debug("replica plane: %s (%u bytes) from replica %u: no replica attached yet",
-                 name ? name : "?", len, peer);
+    sl_log_debug("replica plane: %s from replica %u dropped: the loop's queue is full",
+                 name ? name : "?", peer);
+}
+
+static void on_link(void *ctx, uint8_t peer, bool up)
+{
+    sl_replica_plane_t *plane = ctx;
+    if (peer < SL_RBUS_REPLICAS_MAX)
+        atomic_store_explicit(&plane->up[peer], up, memory_order_release);
+}
+
+/* The loop's frames to the bus's per-link queues (which drop when full or
+ * when the link is down). */
+static void flush_outbox(sl_replica_plane_t *plane)
+{
+    plane_frame_t f;
+    for (uint32_t i = 0; i < SL_PLANE_OUTBOX_MAX && queue_pop(&plane->outbox, &f); i++) {
+        int rc = sl_rbus_send(plane->bus, f.peer, f.bytes, f.len);
+        (void)rc; /* counted by the bus; consensus resends */
+        free(f.bytes);
+    }
 }
 
 static void *plane_main(void *arg)
 {
     sl_replica_plane_t *plane = arg;
-    while (!atomic_load_explicit(&plane->stop, memory_order_acquire))
+    while (!atomic_load_explicit(&plane->stop, memory_order_acquire)) {
+        flush_outbox(plane);
         sl_rbus_poll(plane->bus, PLANE_POLL_MS);
+    }
     return NULL;
+}
+
+int sl_replica_plane_event_fd(const sl_replica_plane_t *plane)
+{
+    return plane->inbox_fd;
+}
+
+uint32_t sl_replica_plane_drain(sl_replica_plane_t *plane,
+                                void (*fn)(void *ctx, uint8_t peer, const uint8_t *frame,
+                                           uint32_t len),
+                                void *ctx)
+{
+    plane_frame_t f;
+    uint32_t n = 0;
+    while (n < SL_PLANE_INBOX_MAX && queue_pop(&plane->inbox, &f)) {
+        fn(ctx, f.peer, f.bytes, f.len);
+        free(f.bytes);
+        n++;
+    }
+    return n;
+}
+
+void sl_replica_plane_send(sl_replica_plane_t *plane, uint8_t peer, const uint8_t *frame,
+                           uint32_t len)
+{
+    if (queue_push(&plane->outbox, peer, frame, len))
+        wake(plane->outbox_fd);
+}
+
+bool sl_replica_plane_link_up(const sl_replica_plane_t *plane, uint8_t peer)
+{
+    return peer < SL_RBUS_REPLICAS_MAX &&
+           atomic_load_explicit(&plane->up[peer], memory_order_acquire);
 }
 
 static void bus_config(const sl_config_t *cfg, const sl_config_cluster_node_t *self,
@@ -65,6 +201,17 @@ static void bus_config(const sl_config_t *cfg, const sl_config_cluster_node_t *s
     c->frame_max = (uint32_t)cfg->message_bus.max_message_size;
 }
 
+static void plane_free(sl_replica_plane_t *plane)
+{
+    queue_free(&plane->inbox);
+    queue_free(&plane->outbox);
+    if (plane->inbox_fd >= 0)
+        close(plane->inbox_fd);
+    if (plane->outbox_fd >= 0)
+        close(plane->outbox_fd);
+    free(plane);
+}
+
 int sl_replica_plane_start(const sl_config_t *cfg, sl_replica_plane_t **out, char *err,
                            size_t err_len)
 {
@@ -75,15 +222,26 @@ int sl_replica_plane_start(const sl_config_t *cfg, sl_replica_plane_t **out, cha
         snprintf(err, err_len, "replica plane: out of memory");
         return -ENOMEM;
     }
+    plane->inbox_fd = eventfd(0, EFD_CLOEXEC); /* read by the ring, as the pools' are */
+    plane->outbox_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (plane->inbox_fd < 0 || plane->outbox_fd < 0 ||
+        queue_init(&plane->inbox, SL_PLANE_INBOX_MAX) != 0 ||
+        queue_init(&plane->outbox, SL_PLANE_OUTBOX_MAX) != 0) {
+        snprintf(err, err_len, "replica plane: cannot create its queues");
+        plane_free(plane);
+        return -ENOMEM;
+    }
     sl_rbus_config_t c;
     bus_config(cfg, self, &c);
     c.on_frame = on_frame;
+    c.on_link = on_link;
     c.ctx = plane;
+    c.wake_fd = plane->outbox_fd;
     int rc = sl_rbus_create(&c, &plane->bus);
     if (rc) {
         snprintf(err, err_len, "replica plane: cannot listen on %s port %u: %s", self->ip,
                  self->ports.tcp_replica, strerror(-rc));
-        free(plane);
+        plane_free(plane);
         return rc;
     }
     atomic_init(&plane->stop, false);
@@ -91,7 +249,7 @@ int sl_replica_plane_start(const sl_config_t *cfg, sl_replica_plane_t **out, cha
     if (rc) {
         snprintf(err, err_len, "replica plane: cannot start its thread: %s", strerror(rc));
         sl_rbus_destroy(plane->bus);
-        free(plane);
+        plane_free(plane);
         return -rc;
     }
     sl_log_info("replica plane: replica %u of %u in cluster \"%s\", listening on %s port %u "
@@ -107,7 +265,8 @@ void sl_replica_plane_stop(sl_replica_plane_t *plane)
     if (!plane)
         return;
     atomic_store_explicit(&plane->stop, true, memory_order_release);
+    wake(plane->outbox_fd);
     pthread_join(plane->thread, NULL);
     sl_rbus_destroy(plane->bus);
-    free(plane);
+    plane_free(plane);
 }

@@ -2,12 +2,21 @@
  * server/replica_bus.h built from the [cluster] settings and run on a
  * thread of its own. Single-node mode never starts it.
  *
- * Today a decoded frame ends at a counter and a debug line: the consensus
- * core (src/vsr) is not wired to the server yet (docs/cluster.md). The
- * wiring will hand frames to the replica on the loop thread through a
- * bounded queue, as DESIGN.md asks of new work beside the loop. */
+ * Two bounded queues join it to the io_uring loop thread, where the
+ * consensus replica lives (server/cluster.h). Inbound: every decoded frame
+ * is copied into a queue of SL_PLANE_INBOX_MAX frames and the plane's
+ * eventfd is written; the loop reads that eventfd (a completion source, as
+ * the hash pool's) and drains the queue. Outbound: the loop queues frames
+ * per peer (at most SL_PLANE_OUTBOX_MAX waiting in all) and wakes the
+ * plane's poll through a second eventfd; the plane moves them to the bus's
+ * per-link queues. A full queue drops the frame: consensus resends what
+ * matters (cluster.md 8). Link states are mirrored in atomics the loop
+ * thread reads (GetClusterMetadata's status). */
 #ifndef SL_SERVER_REPLICA_PLANE_H
 #define SL_SERVER_REPLICA_PLANE_H
+
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "base/assert.h"
 #include "server/config.h"
@@ -21,5 +30,27 @@ SL_WUR int sl_replica_plane_start(const sl_config_t *cfg, sl_replica_plane_t **o
                                   size_t err_len);
 /* Stops the thread (within one poll interval), closes every link, frees. */
 void sl_replica_plane_stop(sl_replica_plane_t *plane);
+
+/* Frames waiting between the two threads, each way. */
+#define SL_PLANE_INBOX_MAX  1024u
+#define SL_PLANE_OUTBOX_MAX 1024u
+
+/* --- the loop thread's side ---------------------------------------------------------- */
+
+/* The eventfd the loop reads: written whenever the inbox gains frames. */
+int sl_replica_plane_event_fd(const sl_replica_plane_t *plane);
+/* Hands every frame in the inbox, oldest first, to fn (bytes borrowed for
+ * the call), at most SL_PLANE_INBOX_MAX per call. Returns how many. */
+uint32_t sl_replica_plane_drain(sl_replica_plane_t *plane,
+                                void (*fn)(void *ctx, uint8_t peer, const uint8_t *frame,
+                                           uint32_t len),
+                                void *ctx);
+/* Queues a copy of frame for replica peer; dropped when the outbox is full
+ * or out of memory (counted). */
+void sl_replica_plane_send(sl_replica_plane_t *plane, uint8_t peer, const uint8_t *frame,
+                           uint32_t len);
+/* Whether the link to peer has passed its handshake (as of the plane's
+ * last report). */
+bool sl_replica_plane_link_up(const sl_replica_plane_t *plane, uint8_t peer);
 
 #endif

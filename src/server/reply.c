@@ -94,6 +94,11 @@ void sl_reply_committed(sl_session_t *s, const sl_request_header_t *req, uint8_t
     send_frame(s, &h, body, false);
 }
 
+void sl_reply_frame(sl_session_t *s, const sl_reply_header_t *h, sl_span_t body)
+{
+    send_frame(s, h, body, false);
+}
+
 void sl_reply_result(sl_session_t *s, const sl_request_header_t *req, uint8_t operation,
                      uint32_t code)
 {

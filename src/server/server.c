@@ -439,6 +439,18 @@ static int meta_open(void *ctx, const sl_meta_entry_t *e, sl_buf_t *out)
     return sl_encryption_open_entry(srv->meta_aead, e, out);
 }
 
+/* The partition registry, before meta's partitions are opened in it. */
+static void open_partitions(sl_server_t *srv)
+{
+    sl_partitions_init(&srv->partitions, srv->cfg.system.path, srv->frame_max);
+    srv->partitions.frame_pool = srv->frame_pool;
+    srv->partitions.discard = sl_background_discard;
+    srv->partitions.discard_ctx = srv;
+    sl_journal_bound_init(&srv->partitions.journal_bound,
+                          srv->cfg.system.partition.journal_memory_max);
+    sl_partitions_sweep_trash(&srv->partitions);
+}
+
 static int open_metadata(sl_server_t *srv, bool rotated, char *err, size_t err_len)
 {
     int rc = sl_meta_create(srv->cfg.metadata.clients_table_max, sl_span_str(SL_SERVER_VERSION),
@@ -446,6 +458,11 @@ static int open_metadata(sl_server_t *srv, bool rotated, char *err, size_t err_l
     if (rc != 0) {
         snprintf(err, err_len, "cannot create the metadata state: %s", sl_strerror(rc));
         return rc;
+    }
+    if (srv->cfg.cluster.enabled) {
+        /* The metadata group's replica is the log (cluster.h): no store. */
+        open_partitions(srv);
+        return sl_cluster_open(srv, err, err_len);
     }
     sl_meta_machine_t machine = {srv, machine_apply, machine_encode, machine_decode, NULL, NULL};
     if (srv->aead) {
@@ -489,13 +506,7 @@ static int open_metadata(sl_server_t *srv, bool rotated, char *err, size_t err_l
     }
     orphans_note(srv);
     /* Every partition meta knows, open; leftovers of interrupted deletes gone. */
-    sl_partitions_init(&srv->partitions, srv->cfg.system.path, srv->frame_max);
-    srv->partitions.frame_pool = srv->frame_pool;
-    srv->partitions.discard = sl_background_discard;
-    srv->partitions.discard_ctx = srv;
-    sl_journal_bound_init(&srv->partitions.journal_bound,
-                          srv->cfg.system.partition.journal_memory_max);
-    sl_partitions_sweep_trash(&srv->partitions);
+    open_partitions(srv);
     sl_partitions_sync(&srv->partitions, srv->meta, true);
     return 0;
 }
@@ -596,6 +607,12 @@ static int start_loop(sl_server_t *srv, char *err, size_t err_len)
         (sl_loop_event_t){sl_hash_pool_event_fd(srv->hash_pool), sl_hashing_on_event};
     lc.events[lc.events_count++] =
         (sl_loop_event_t){sl_work_pool_event_fd(srv->work_pool), sl_background_on_event};
+    if (srv->cluster) {
+        lc.events[lc.events_count++] =
+            (sl_loop_event_t){sl_cluster_inbox_fd(srv->cluster), sl_cluster_on_frames};
+        lc.events[lc.events_count++] =
+            (sl_loop_event_t){sl_cluster_timer_fd(srv->cluster), sl_cluster_on_timer};
+    }
     lc.ctx = srv;
     int rc = sl_loop_create(&lc, &srv->loop);
     if (rc != 0) {
@@ -764,6 +781,10 @@ void sl_server_close(sl_server_t *srv)
         close(srv->ws_listen_fd);
     /* After the loop: its ring no longer reads the pool's eventfd. */
     sl_hash_pool_destroy(srv->hash_pool);
+    /* After the loop too (it read the plane's eventfd and the timer), before
+     * the partitions and meta the replica's machine applies to. */
+    sl_cluster_close(srv->cluster);
+    srv->cluster = NULL;
     /* Trees not removed yet stay in the trash for the next boot. */
     sl_work_pool_destroy(srv->work_pool);
     sl_partitions_close(&srv->partitions);

@@ -6,7 +6,9 @@
  *   loop on_frame -> dispatch.c gate (header verdict, checksum, session
  *   rules) -> reads.c (operation 2) or admit.c (metadata: decode, validate,
  *   hash, preflight) -> sl_meta_store_commit (journal + fdatasync + apply)
- *   -> reply.c.
+ *   -> reply.c. In cluster mode admission hands the request to the
+ *   metadata group's replica instead (cluster.h), which answers after a
+ *   quorum commit.
  *
  * Threads: everything here runs on the loop thread, except the Argon2id
  * work of logins, CreateUser and ChangePassword, which admission hands to
@@ -18,10 +20,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "auth/secret.h"
 #include "base/arena.h"
 #include "base/bytes.h"
 #include "meta/state.h"
 #include "meta/store.h"
+#include "server/cluster.h"
 #include "server/config.h"
 #include "server/hash_pool.h"
 #include "server/http.h"
@@ -119,6 +123,18 @@ typedef struct sl_session {
     sl_request_header_t parked_req;
     sl_span_t parked_body;
     struct sl_session *parked_next;
+    /* Cluster mode (cluster.h): the request handed to the metadata group
+     * and waiting for its answer (SL_CLUSTER_WAIT_*; 0 when none), a copy
+     * of its header, the user a waiting login verified, and the raw token
+     * of a CreatePersonalAccessToken (only this node knows it). */
+    uint8_t vsr_wait;
+    sl_request_header_t vsr_req;
+    uint32_t vsr_user_id;
+    char vsr_token[SL_TOKEN_TEXT_MAX];
+    /* A login or logout forwarded to the primary (cluster.md 10): its
+     * nonce (0: not forwarded) and the tick it went out at. */
+    sl_u128_t vsr_nonce;
+    uint64_t vsr_tick;
 } sl_session_t;
 
 /* A SendMessages to an enforce_fsync partition, journaled at the end of the
@@ -215,6 +231,9 @@ struct sl_server {
     uint32_t orphans_count;
     uint64_t orphans_since_us; /* monotonic */
     volatile int stop_signal;  /* the signal that asked us to stop, for the log */
+    /* Cluster mode: the metadata group's host (cluster.h); NULL in
+     * single-node mode, where store is the metadata's log instead. */
+    sl_cluster_t *cluster;
 };
 
 /* Binds the listener, then locks the data directory, recovers the metadata,
@@ -245,6 +264,10 @@ void sl_reply_body(sl_session_t *s, const sl_request_header_t *req, uint8_t oper
 /* A committed metadata reply: header op/commit/timestamp of the prepare. */
 void sl_reply_committed(sl_session_t *s, const sl_request_header_t *req, uint8_t operation,
                         uint64_t op, uint64_t timestamp, sl_span_t body);
+/* Cluster mode: a reply the metadata replica built (h decoded from its
+ * frame), sent with body; the header is encoded again, so the bytes are
+ * the replica's but for a body the host changed (a token appended). */
+void sl_reply_frame(sl_session_t *s, const sl_reply_header_t *h, sl_span_t body);
 /* A result-framed rejection that was not committed (57, 58, 59, 51). */
 void sl_reply_result(sl_session_t *s, const sl_request_header_t *req, uint8_t operation,
                      uint32_t code);
@@ -296,6 +319,12 @@ bool sl_admit_user_current(sl_session_t *s);
 /* The hash pool finished the job of s's waiting login or metadata request:
  * take it up where admission left it (the frame is still delivered). */
 void sl_admit_register_resume(sl_session_t *s, const sl_hash_job_t *job);
+/* Cluster mode: the group committed the Register s waited for (session
+ * epoch): bind s as a single-node login does. */
+void sl_admit_register_done(sl_session_t *s, sl_u128_t client, uint64_t epoch);
+/* Cluster mode, on a backup: the primary committed the Register this node
+ * forwarded for s (session epoch): bind s and send the login reply. */
+void sl_admit_register_forwarded(sl_session_t *s, uint64_t epoch);
 /* An internal session (HTTP) binds to user_id without a password: the same
  * Register commit a login makes. created_at, when not 0, must be the
  * user's (a token of a deleted user does not pass for a new one with its

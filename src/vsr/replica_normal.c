@@ -172,7 +172,11 @@ void sl_vsr_replica_request(sl_vsr_replica_t *r, const sl_vsr_request_t *req)
         send_transient(r, req, 57); /* TransientNotCommitted: try again */
         return;
     }
-    if (req->operation == SL_OP_REGISTER) {
+    if (sl_u128_is_zero(req->client)) {
+        /* An internal operation of the host (the root user of a fresh
+         * cluster): no session, no client-table entry, no reply. Clients
+         * cannot send client 0 (framing.md 9 drops it at the door). */
+    } else if (req->operation == SL_OP_REGISTER) {
         sl_vsr_client_t *c = sl_vsr_clients_find(&r->clients, req->client);
         if (c != NULL && c->user_id != req->user_id) {
             send_eviction(r, req->client, SL_EVICT_SESSION_ERROR);

@@ -2,9 +2,9 @@
  * own data directory: every replica link forms (with the keyed handshake),
  * a node with another shared secret is refused, a link cut by the test
  * proxy is lost and comes back once the proxy restores it, and each node
- * serves clients on its roster port. What a node does with the frames is
- * not tested here: the consensus core is not wired to the server yet
- * (docs/cluster.md). Waits are bounded by a count of polls of the logs. */
+ * serves clients on its roster port. What the metadata group does over
+ * these links is test_cluster_meta.c's. Waits are bounded by a count of
+ * polls of the logs. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <setjmp.h>
@@ -155,9 +155,18 @@ static void test_links_form(void **state)
         }
         assert_true(count_in_log(&nodes[i].srv, "authenticated") >= 2);
     }
-    /* Each node serves clients on its roster port. */
+    /* Each node serves clients on its roster port, once the group has a
+     * primary and the node has applied the root user (test_cluster_meta.c
+     * tests the group itself). */
     for (int i = 0; i < NODES; i++) {
-        struct sl_client *c = th_client(ports[i].tcp, "iggy", "iggy");
+        struct sl_client *c = NULL;
+        for (int p = 0; p < POLLS_MAX / 10 && !c; p++) {
+            c = th_client(ports[i].tcp, "iggy", "iggy");
+            if (!c) {
+                struct timespec ts = {0, 200 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+            }
+        }
         assert_non_null(c);
         assert_int_equal(sl_client_ping(c), 0);
         sl_client_close(c);

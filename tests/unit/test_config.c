@@ -1256,6 +1256,8 @@ static void set_every_row(sl_config_t *cfg)
                 "oKGio6SlpqeoqaqrrK2ur7CxsrO0tba3uLm6u7y9vr8=");
     set_or_fail(cfg, "cluster.enabled", "true");
     set_or_fail(cfg, "cluster.name", "prod \"eu\"");
+    set_or_fail(cfg, "cluster.heartbeat_timeout", "3 s");
+    set_or_fail(cfg, "cluster.commit_broadcast_interval", "250 ms");
     set_or_fail(cfg, "cluster.auth.enabled", "true");
     set_or_fail(cfg, "cluster.auth.shared_secret", "0123456789abcdef0123456789abcdef");
     set_or_fail(cfg, "cluster.auth.previous_shared_secret", "fedcba9876543210fedcba9876543210");
@@ -1512,9 +1514,33 @@ static void expect_invalid(const char *extra, const char *replica_id, const char
     assert_contains(r.err, want);
 }
 
+/* The roster with keys added to its [cluster] table. */
+static void expect_invalid_timing(const char *keys, const char *want)
+{
+    char path[] = "/tmp/sluice-config-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    const char *rest = roster + strlen("[cluster]\n");
+    char text[4096];
+    snprintf(text, sizeof(text), "[cluster]\n%s%s", keys, rest);
+    write_file(path, text);
+    const char *args[] = {"--config", path, "--replica-id", "0", NULL};
+    sl_config_t cfg;
+    loaded_t r = load(&cfg, args);
+    unlink(path);
+    free(r.out);
+    assert_int_equal(r.rc, -SL_ERR_INVALID_CONFIGURATION);
+    assert_contains(r.err, want);
+}
+
 static void test_cluster_validation(void **state)
 {
     (void)state;
+    expect_invalid_timing("heartbeat_timeout = \"2 s\"\ncommit_broadcast_interval = \"600 ms\"\n",
+                          "cluster.heartbeat_timeout (2000 ms) must be at least 4 x "
+                          "cluster.commit_broadcast_interval (600 ms)");
+    expect_invalid_timing("heartbeat_timeout = \"1 s\"\n", "cluster.heartbeat_timeout");
     expect_invalid("", NULL, "start sluiced with --replica-id N");
     expect_invalid("", "3", "--replica-id 3 is not in the roster: its replica ids run 0 .. 2");
     expect_invalid("", "x", "--replica-id 'x': expected a replica id 0 .. 15");

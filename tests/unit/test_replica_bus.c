@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "server/replica_bus.h"
 #include "vsr/handshake.h"
+#include "wire/header.h"
 
 #define NODES 3u
 /* Turns of 5 ms each at most: 20 s on a loaded machine before a wait fails. */
@@ -153,6 +154,24 @@ static uint32_t commit_frame(uint8_t out[SL_HEADER_SIZE], uint8_t from, uint64_t
     f.u.commit.commit = commit;
     f.u.commit.timestamp_monotonic = commit;
     f.u.commit.group = SL_VSR_GROUP_METADATA;
+    sl_vsr_header_encode(out, &f, sl_span(NULL, 0));
+    return SL_HEADER_SIZE;
+}
+
+/* A prepare the primary `from` built, as a backup relays it down the chain. */
+static uint32_t prepare_frame(uint8_t out[SL_HEADER_SIZE], uint8_t from, const char *cluster)
+{
+    sl_vsr_frame_t f;
+    memset(&f, 0, sizeof(f));
+    f.h.command = SL_VSR_PREPARE;
+    f.h.cluster = cluster_id(cluster);
+    f.h.replica = from;
+    f.u.prepare = (sl_vsr_prepare_t){.client = {1, 2},
+                                     .op = 1,
+                                     .timestamp = 1,
+                                     .request = 1,
+                                     .operation = SL_OP_CREATE_STREAM,
+                                     .group = SL_VSR_GROUP_METADATA};
     sl_vsr_header_encode(out, &f, sl_span(NULL, 0));
     return SL_HEADER_SIZE;
 }
@@ -351,6 +370,13 @@ static void test_hostile_input(void **state)
     assert_int_equal(send(fd, frame, sizeof(frame), 0), (ssize_t)sizeof(frame));
     for (int t = 0; t < TURNS_MAX && !sl_rbus_link_up(bus, 0); t++)
         sl_rbus_poll(bus, 1);
+    /* ... but a prepare names its primary, not the neighbour relaying it. */
+    prepare_frame(frame, 2, "test-cluster");
+    assert_int_equal(send(fd, frame, sizeof(frame), 0), (ssize_t)sizeof(frame));
+    for (int t = 0; t < TURNS_MAX && r.frames < 2; t++)
+        sl_rbus_poll(bus, 1);
+    assert_int_equal(r.frames, 2);
+    assert_true(sl_rbus_link_up(bus, 0));
     commit_frame(frame, 2, 9, "test-cluster");
     assert_int_equal(send(fd, frame, sizeof(frame), 0), (ssize_t)sizeof(frame));
     assert_true(closed_by_bus(bus, fd, got, sizeof(got), &got_len));
@@ -362,7 +388,7 @@ static void test_hostile_input(void **state)
     assert_int_equal(s.links_lost, 2);
     assert_int_equal(s.refused, 2);
     assert_int_equal(s.bad_frames, 3);
-    assert_int_equal(r.frames, 1);
+    assert_int_equal(r.frames, 2);
     sl_rbus_destroy(bus);
 }
 

@@ -383,6 +383,25 @@ static void test_commit_and_client_table(void **state)
     cluster_down();
 }
 
+/* An internal operation of the host (client 0: the root user of a fresh
+ * cluster) needs no session: it commits everywhere, and nobody gets a reply
+ * or an eviction. */
+static void test_internal_operation(void **state)
+{
+    (void)state;
+    cluster_up();
+    int p = primary();
+    uint8_t body[1] = {3};
+    sl_vsr_request_t req = {.operation = SL_OP_CREATE_USER, .body = sl_span(body, 1)};
+    sl_vsr_replica_request(nodes[p].r, &req);
+    steps(40);
+    assert_int_equal(replies, 0);
+    assert_int_equal(evictions, 0);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(nodes[i].counter, 3);
+    cluster_down();
+}
+
 static void test_failover_and_restart(void **state)
 {
     (void)state;
@@ -483,6 +502,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_commit_and_client_table),
+        cmocka_unit_test(test_internal_operation),
         cmocka_unit_test(test_failover_and_restart),
         cmocka_unit_test(test_journal_view_stamp_sealed),
         cmocka_unit_test(test_config_check),

@@ -1,0 +1,57 @@
+/* Internal to server/cluster*.c: the host's state and what its files share. */
+#ifndef SL_SERVER_CLUSTER_INTERNAL_H
+#define SL_SERVER_CLUSTER_INTERNAL_H
+
+#include "server/cluster.h"
+#include "server/replica_plane.h"
+#include "server/server.h"
+#include "server/vsr_memstore.h"
+#include "vsr/replica.h"
+
+/* Forwards a primary has submitted for a backup and not yet answered. */
+#define SL_CLUSTER_FORWARDS_MAX 256u
+/* How long a backup waits for a ForwardRegisterResult / ForwardLogoutResult
+ * before its client gets 58 (and re-issues); and how long a primary keeps a
+ * forward it has not answered. */
+#define SL_CLUSTER_FORWARD_TIMEOUT_TICKS 500u
+
+typedef struct sl_cluster_forward {
+    bool used;
+    uint8_t kind; /* SL_CLUSTER_WAIT_REGISTER or _LOGOUT */
+    uint8_t peer; /* the backup that forwarded it */
+    sl_u128_t client;
+    sl_u128_t nonce;
+    uint64_t tick;
+} sl_cluster_forward_t;
+
+struct sl_cluster {
+    sl_server_t *srv;
+    sl_replica_plane_t *plane;
+    sl_vsr_memstore_t *store;
+    sl_vsr_replica_t *replica;
+    sl_vsr_config_t vcfg;
+    int timer_fd;
+    /* While the replica opens, applies leave the partitions alone: one
+     * sync after the open brings them in line with whatever it recovered. */
+    bool booting;
+    uint64_t ticks;
+    uint64_t root_tick; /* ticks at the last root submission (0: none yet) */
+    sl_cluster_forward_t forwards[SL_CLUSTER_FORWARDS_MAX]; /* as the primary */
+    uint64_t nonce_next; /* forwards of this node: nonces never 0, never reused */
+};
+
+/* cluster_forward.c */
+/* A backup's login or logout goes to the primary (cluster.md 10). */
+void sl_cluster_forward_out(sl_cluster_t *c, sl_session_t *s, uint8_t kind);
+/* A Forward frame (26..29) from peer. */
+void sl_cluster_forward_in(sl_cluster_t *c, uint8_t peer, const uint8_t *frame, uint32_t len);
+/* The replica answered client and no session of this node waits for it:
+ * true when it was a forward (the backup is told), false otherwise. */
+bool sl_cluster_forward_reply(sl_cluster_t *c, sl_u128_t client, const uint8_t *frame,
+                              uint32_t size);
+/* Each tick: forwards that waited too long. */
+void sl_cluster_forward_tick(sl_cluster_t *c);
+/* A forwarded Logout of a client whose connection is gone. */
+void sl_cluster_forward_disconnect(sl_cluster_t *c, sl_u128_t client, uint64_t session);
+
+#endif
