@@ -92,8 +92,15 @@ static sl_client_t *client_to(const sb_options_t *o, uint16_t port)
                                 .settle_on_leader = SL_CLIENT_SETTLE_OFF};
     sl_client_t *c = NULL;
     int rc = sl_client_connect("127.0.0.1", port, &opts, &c);
-    if (rc == 0)
+    /* A cluster answers 58 until its group has committed the root user
+     * (about one election after the start): a bounded wait, 60 s. */
+    for (int tries = 0; rc == 0; tries++) {
         rc = sl_client_login(c, o->user, o->password, NULL);
+        if (rc != -SL_ERR_TRANSIENT_NOT_ACCEPTED || tries == 600)
+            break;
+        rc = 0;
+        sb_sleep_ms(100);
+    }
     if (rc != 0)
         sb_die("cannot log in on 127.0.0.1:%u: %s", port, sl_strerror(rc));
     return c;

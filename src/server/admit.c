@@ -276,6 +276,12 @@ void sl_admit_register(sl_session_t *s, const sl_request_header_t *req, sl_span_
     sl_span_t rest;
     if (!login_version(s, req, body, &version, &rest))
         return;
+    if (s->server->cluster && !sl_cluster_ready(s->server->cluster)) {
+        /* A cluster that has not committed its first operation has no
+         * users yet: the credentials cannot be judged, try again. */
+        sl_reply_result(s, req, SL_OP_REGISTER, SL_ERR_TRANSIENT_NOT_ACCEPTED);
+        return;
+    }
     sl_login_password_t p;
     login_verdict_t pw = login_password_parse(rest, &p);
     if (pw == LOGIN_OK) {

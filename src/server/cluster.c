@@ -528,3 +528,10 @@ void sl_cluster_close(sl_cluster_t *c)
         close(c->timer_fd);
     free(c);
 }
+
+bool sl_cluster_ready(const sl_cluster_t *c)
+{
+    sl_vsr_info_t info;
+    sl_vsr_replica_info(c->replica, &info);
+    return info.commit_min > 0;
+}

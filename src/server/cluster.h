@@ -70,6 +70,11 @@ void sl_cluster_submit(sl_cluster_t *c, struct sl_session *s, const sl_request_h
 void sl_cluster_submit_disconnect(sl_cluster_t *c, sl_u128_t client, uint64_t session,
                                   uint32_t user_id);
 
+/* True once this node has applied the group's first operation (the root
+ * user's creation): before that it holds no users, and a login is answered
+ * 58 (try again) rather than "invalid credentials". */
+bool sl_cluster_ready(const sl_cluster_t *c);
+
 /* One roster node as GetClusterMetadata reports it. */
 typedef struct sl_cluster_node_view {
     uint32_t index; /* in cfg.cluster.nodes */

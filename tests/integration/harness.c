@@ -519,15 +519,14 @@ void th_client_options(sl_client_options_t *o)
     o->tls_enabled = mode_tls();
     o->tls_domain = "localhost"; /* the leaf's only name */
     o->tls_ca_file = mode_tls() ? test_certs()->ca : NULL;
+    /* A test talks to the node it dialled (a cluster test may mean a
+     * backup): no leader settlement. test_cluster_settle tests it. */
+    o->settle_on_leader = SL_CLIENT_SETTLE_OFF;
 }
 
 int th_client_connect(uint16_t port, sl_client_t **out)
 {
-    /* A test talks to the node it dialled (a cluster test may mean a
-     * backup): no leader settlement. test_cluster_settle tests it. */
-    sl_client_options_t o = {.connect_timeout_ms = 5000,
-                             .request_timeout_ms = 20000,
-                             .settle_on_leader = SL_CLIENT_SETTLE_OFF};
+    sl_client_options_t o = {.connect_timeout_ms = 5000, .request_timeout_ms = 20000};
     th_client_options(&o);
     return sl_client_connect("127.0.0.1", port, &o, out);
 }
