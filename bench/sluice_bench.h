@@ -36,12 +36,13 @@ typedef struct sb_options {
     int message_bytes;                /* the message figures' payload per message */
     int batch_messages;               /* and messages per request and per poll */
     bool run_rss, run_ping, run_durable, run_messages, run_group;
-    int stall_streams;                /* streams GetStreams lists in the stall figure */
+    int stall_streams; /* streams GetStreams lists in the stall figure */
     bool run_logins, run_partitions, run_stall, run_http;
-    bool run_tls;  /* only with --only tls (it starts two servers of its own) */
-    bool run_otel; /* only with --only otel (four servers of its own) */
-    bool run_ws;   /* only with --only ws (the same, the second reached over WebSocket) */
+    bool run_tls;        /* only with --only tls (it starts two servers of its own) */
+    bool run_otel;       /* only with --only otel (four servers of its own) */
+    bool run_ws;         /* only with --only ws (the same, the second reached over WebSocket) */
     bool run_encryption; /* only with --only encryption (two servers of its own) */
+    bool run_cluster;    /* only with --only cluster (a node and a 3-node cluster of its own) */
 } sb_options_t;
 
 /* --- process plumbing (sluice_bench_proc.c) ------------------------------------- */
@@ -68,6 +69,12 @@ typedef struct sb_sluiced {
  * listens (20 s at most); dies on failure. */
 void sb_sluiced_start(sb_sluiced_t *s, const char *binary, const char *parent_dir, const char *user,
                       const char *password);
+/* The same with extra_config (may be NULL) appended to the generated file
+ * and, for replica_id >= 0, `--replica-id replica_id` on the command line
+ * (a cluster node). */
+void sb_sluiced_start_with(sb_sluiced_t *s, const char *binary, const char *parent_dir,
+                           const char *user, const char *password, const char *extra_config,
+                           int replica_id);
 /* SIGTERM, wait (10 s, then SIGKILL), remove the directory. */
 void sb_sluiced_stop(sb_sluiced_t *s);
 
@@ -250,6 +257,12 @@ void sb_logins_run(const sb_options_t *o, const char *host, uint16_t port);
 /* Ping latency from one client while another runs each heavy request (issue 10), next to
  * pings alone; prints the figures. */
 void sb_stall_run(const sb_options_t *o, const char *host, uint16_t port);
+
+/* --- cluster (sluice_bench_cluster.c) --------------------------------------------- */
+
+/* Metadata operations per second and their latency on one node next to a
+ * 3-node cluster's leader, both started here, rounds alternating. */
+void sb_cluster_run(const sb_options_t *o);
 
 /* --- http (sluice_bench_http.c) --------------------------------------------------- */
 

@@ -147,8 +147,8 @@ static void usage(FILE *f)
             "  --partition-mb M   MB sent per round to each of its topics (default 2000)\n"
             "  --partition-message-bytes B  payload of its 1000 messages per batch (default 1000)\n"
             "  --only LIST        any of rss,ping,durable,messages,group,logins,partitions,\n"
-            "                     stall,http,tls,otel,ws,encryption (default all but\n"
-            "                     partitions, stall, tls, otel, ws and encryption)\n"
+            "                     stall,http,tls,otel,ws,encryption,cluster (default all but\n"
+            "                     partitions, stall, tls, otel, ws, encryption and cluster)\n"
             "  --stall-streams N  streams GetStreams lists in the stall figure (default 20000)\n",
             default_sluiced());
 }
@@ -179,11 +179,12 @@ static void parse_only(sb_options_t *o, const char *list)
     o->run_otel = strstr(list, "otel") != NULL;
     o->run_ws = strstr(list, "ws") != NULL;
     o->run_encryption = strstr(list, "encryption") != NULL;
+    o->run_cluster = strstr(list, "cluster") != NULL;
     if (!o->run_rss && !o->run_ping && !o->run_durable && !o->run_messages && !o->run_group &&
         !o->run_logins && !o->run_partitions && !o->run_stall && !o->run_http && !o->run_tls &&
-        !o->run_otel && !o->run_ws && !o->run_encryption)
+        !o->run_otel && !o->run_ws && !o->run_encryption && !o->run_cluster)
         sb_die("--only takes rss, ping, durable, messages, group, logins, partitions, stall, "
-               "http, tls, otel, ws and/or encryption");
+               "http, tls, otel, ws, encryption and/or cluster");
 }
 
 static void check_options(const sb_options_t *o)
@@ -387,6 +388,8 @@ int main(int argc, char **argv)
         sb_ws_run(&o);
     if (o.run_encryption)
         sb_encryption_run(&o);
+    if (o.run_cluster)
+        sb_cluster_run(&o);
     if (own.pid > 0) {
         sb_memory_t end;
         if (sb_memory_read(own.pid, &end))

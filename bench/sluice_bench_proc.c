@@ -25,7 +25,9 @@ enum {
 };
 
 static pid_t children[CHILDREN_MAX];
-static char temp_dir[256]; /* removed by sb_die */
+/* The directories of the sluiced running now (a figure may run several),
+ * removed by sb_die. */
+static char temp_dirs[CHILDREN_MAX][256];
 static char work_dir[256]; /* another one (sb_temp_track), removed by sb_die too */
 static char log_path[320]; /* sluiced's log, shown by sb_die */
 
@@ -84,7 +86,8 @@ static void kill_children(void)
 static void on_signal(int sig)
 {
     kill_children();
-    remove_tree(temp_dir);
+    for (int i = 0; i < CHILDREN_MAX; i++)
+        remove_tree(temp_dirs[i]);
     remove_tree(work_dir);
     _exit(128 + sig);
 }
@@ -133,7 +136,8 @@ void sb_die(const char *fmt, ...)
     va_end(ap);
     kill_children();
     print_log_tail(log_path);
-    remove_tree(temp_dir);
+    for (int i = 0; i < CHILDREN_MAX; i++)
+        remove_tree(temp_dirs[i]);
     remove_tree(work_dir);
     exit(1);
 }
@@ -152,7 +156,24 @@ void sb_temp_remove(const char *dir)
 
 /* --- sluiced ------------------------------------------------------------------- */
 
-static void write_config(const sb_sluiced_t *s)
+static void temp_dir_track(const char *dir)
+{
+    for (int i = 0; i < CHILDREN_MAX; i++) {
+        if (temp_dirs[i][0] == '\0') {
+            snprintf(temp_dirs[i], sizeof(temp_dirs[i]), "%s", dir);
+            return;
+        }
+    }
+}
+
+static void temp_dir_untrack(const char *dir)
+{
+    for (int i = 0; i < CHILDREN_MAX; i++)
+        if (strcmp(temp_dirs[i], dir) == 0)
+            temp_dirs[i][0] = '\0';
+}
+
+static void write_config(const sb_sluiced_t *s, const char *extra)
 {
     char path[400];
     snprintf(path, sizeof(path), "%s/sluiced.toml", s->dir);
@@ -164,12 +185,16 @@ static void write_config(const sb_sluiced_t *s)
      * any free ports, so several can run at once. */
     fprintf(f, "\n[http]\naddress = \"127.0.0.1:0\"\n");
     fprintf(f, "\n[websocket]\naddress = \"127.0.0.1:0\"\n");
+    if (extra != NULL)
+        fprintf(f, "\n%s", extra);
     fclose(f);
 }
 
 static pid_t spawn(const sb_sluiced_t *s, const char *binary, const char *user,
-                   const char *password)
+                   const char *password, int replica_id)
 {
+    char id[16];
+    snprintf(id, sizeof(id), "%d", replica_id);
     char config[400];
     snprintf(config, sizeof(config), "%s/sluiced.toml", s->dir);
     pid_t pid = fork();
@@ -185,7 +210,10 @@ static pid_t spawn(const sb_sluiced_t *s, const char *binary, const char *user,
         close(fd);
         setenv("IGGY_ROOT_USERNAME", user, 1);
         setenv("IGGY_ROOT_PASSWORD", password, 1);
-        execl(binary, "sluiced", "--config", config, (char *)NULL);
+        if (replica_id >= 0)
+            execl(binary, "sluiced", "--config", config, "--replica-id", id, (char *)NULL);
+        else
+            execl(binary, "sluiced", "--config", config, (char *)NULL);
         _exit(127);
     }
     return pid;
@@ -209,16 +237,23 @@ static uint16_t logged_port(const char *path)
 void sb_sluiced_start(sb_sluiced_t *s, const char *binary, const char *parent_dir, const char *user,
                       const char *password)
 {
+    sb_sluiced_start_with(s, binary, parent_dir, user, password, NULL, -1);
+}
+
+void sb_sluiced_start_with(sb_sluiced_t *s, const char *binary, const char *parent_dir,
+                           const char *user, const char *password, const char *extra_config,
+                           int replica_id)
+{
     memset(s, 0, sizeof(*s));
     snprintf(s->dir, sizeof(s->dir), "%s/sluice-bench-XXXXXX", parent_dir);
     if (!mkdtemp(s->dir))
         sb_die("mkdtemp %s: %s", s->dir, strerror(errno));
-    snprintf(temp_dir, sizeof(temp_dir), "%s", s->dir);
+    temp_dir_track(s->dir);
     snprintf(s->data, sizeof(s->data), "%s/data", s->dir);
     snprintf(s->log, sizeof(s->log), "%s/sluiced.log", s->dir);
     snprintf(log_path, sizeof(log_path), "%s", s->log);
-    write_config(s);
-    s->pid = spawn(s, binary, user, password);
+    write_config(s, extra_config);
+    s->pid = spawn(s, binary, user, password, replica_id);
     sb_child_track(s->pid);
     for (int i = 0; i < START_POLLS; i++) {
         s->port = logged_port(s->log);
@@ -253,8 +288,9 @@ void sb_sluiced_stop(sb_sluiced_t *s)
         s->pid = 0;
     }
     remove_tree(s->dir);
-    temp_dir[0] = '\0';
-    log_path[0] = '\0';
+    temp_dir_untrack(s->dir);
+    if (strcmp(log_path, s->log) == 0)
+        log_path[0] = '\0';
 }
 
 /* --- memory ---------------------------------------------------------------------- */

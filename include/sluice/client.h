@@ -42,6 +42,8 @@
  * header unless asked): reconnecting with exponential backoff and logging in
  * again, bounded replays of transient refusals, and heartbeat pings from
  * sl_client_tick. The rules are listed under "Connection care" below.
+ * One thing is on by default: leader settlement (the same section), which
+ * adds a GetClusterMetadata after each login.
  *
  * Sessions. sl_client_login registers a fresh random 128-bit client id and
  * stores the session epoch of the reply; later requests carry it. Request
@@ -123,9 +125,16 @@ typedef enum sl_client_tls_validate {
     SL_CLIENT_TLS_VALIDATE_OFF = 2, /* accept any certificate: development only */
 } sl_client_tls_validate_t;
 
+/* Whether a client moves to the cluster's leader after a login. */
+typedef enum sl_client_settle {
+    SL_CLIENT_SETTLE_DEFAULT = 0, /* on */
+    SL_CLIENT_SETTLE_ON = 1,
+    SL_CLIENT_SETTLE_OFF = 2, /* stay on the node dialled */
+} sl_client_settle_t;
+
 /* Every field left at 0 (or NULL) takes the default after its comment; a
  * zero-initialised struct (or a NULL pointer) gives a plain TCP client
- * without connection care. */
+ * without connection care, with leader settlement on. */
 typedef struct sl_client_options {
     uint32_t connect_timeout_ms; /* 0: 5000; bounds each dial, also reconnects */
     uint32_t request_timeout_ms; /* 0: 30000; covers sending and the whole reply */
@@ -146,6 +155,8 @@ typedef struct sl_client_options {
     const char *tls_domain;          /* SNI and host name checked; NULL or "": the host dialled */
     const char *tls_ca_file;         /* PEM trust anchors; NULL: the system's default roots */
     sl_client_tls_validate_t tls_validate_certificate; /* 0: on */
+    /* Leader settlement (see "Leader settlement" below). */
+    sl_client_settle_t settle_on_leader; /* 0: on */
 } sl_client_options_t;
 
 /* Connects to host:port (a name or an IPv4/IPv6 literal). options may be
@@ -199,6 +210,30 @@ void sl_client_close(sl_client_t *client);
  * consumer-offset writes (57 there is returned: the partition plane does
  * not deduplicate). Replays wait transient_delay_ms, doubling up to 1 s,
  * and stop after transient_retries; the last refusal is then returned.
+ *
+ * Leader settlement (settle_on_leader, on unless SL_CLIENT_SETTLE_OFF; the
+ * Node SDK's rule, commands.md GetClusterMetadata). After every successful
+ * login (sl_client_login, sl_client_login_token, and the automatic
+ * re-login) the client sends GetClusterMetadata. It stays where it is when
+ * the answer is a non-zero status or does not decode, lists one node, names
+ * no node that is Leader and Healthy, or names as first such node the one
+ * already connected to (the host as given, or the connected peer's
+ * address, and the same port). Otherwise it dials that node's ip and port
+ * (ports.tcp; ports.websocket for the WebSocket transport), logs in there
+ * with the same credentials under a fresh client id, and only then closes
+ * the first connection; if the dial or that login fails it stays on the
+ * first connection, logged in. It asks again on the new node, at most 3
+ * moves per login. Reconnects dial the node it moved to first; when that
+ * fails, the next dials go in turn to the other nodes the last answer that
+ * listed a cluster named (a leader that died), and the re-login there
+ * settles again. A 58
+ * TransientNotAccepted to a metadata command, on a connection to a cluster
+ * of 2 or more nodes, settles again before the replay (when credentials are
+ * remembered: with reconnects on, or with transient_retries and
+ * settlement on); after a move the request is sent under the new session.
+ * The identity a login returns is that of the node it ends on. Clients
+ * handed a socket (no address to compare or dial from) do not settle. The
+ * extra request costs one round trip per login.
  *
  * Heartbeat (heartbeat_interval_ms > 0). The library starts no thread: the
  * application calls sl_client_tick regularly (its poll loop, a timer), from
@@ -281,9 +316,11 @@ typedef struct sl_session_info {
     uint64_t session; /* 0 when not logged in */
     uint64_t request; /* the counter: sent by the next advancing operation */
     uint32_t user_id;
-    uint64_t reconnects; /* successful re-dials since sl_client_connect */
-    uint64_t relogins;   /* automatic logins after a reconnect or a lost session */
-    uint64_t replays;    /* transient refusals replayed */
+    uint64_t reconnects;    /* successful re-dials since sl_client_connect */
+    uint64_t relogins;      /* automatic logins after a reconnect or a lost session */
+    uint64_t replays;       /* transient refusals replayed */
+    uint64_t leader_moves;  /* reconnects to another node named leader (settlement) */
+    uint32_t cluster_nodes; /* nodes listed by the last settlement's GetClusterMetadata; 0: none */
 } sl_session_info_t;
 
 void sl_client_session_info(const sl_client_t *client, sl_session_info_t *out);

@@ -35,6 +35,7 @@ void sl_client_care_init(sl_client_t *c, const sl_client_options_t *o)
     k->transient_retries = o->transient_retries;
     k->transient_delay_ms = or_default(o->transient_delay_ms, SL_CLIENT_TRANSIENT_DELAY_MS_DEFAULT);
     k->heartbeat_interval_ms = o->heartbeat_interval_ms;
+    k->settle = o->settle_on_leader != SL_CLIENT_SETTLE_OFF;
     k->last_send_us = sl_clock_monotonic_us();
     sl_buf_init(&k->saved, c->frame_max);
 }
@@ -76,8 +77,10 @@ int sl_client_care_remember(sl_client_t *c, const char *username, const char *pa
                             const char *token)
 {
     sl_client_care_forget(c);
-    if (!sl_client_reconnect_on(c))
-        return 0; /* nothing to log in again for: keep no secrets */
+    /* Nothing to log in again for (no reconnects, no re-settlement before
+     * a replay): keep no secrets. */
+    if (!sl_client_reconnect_on(c) && !(c->care.settle && c->care.transient_retries > 0))
+        return 0;
     sl_client_care_t *k = &c->care;
     bool ok;
     if (token != NULL) {
@@ -141,13 +144,48 @@ static uint32_t jitter(void)
 
 /* --- reconnecting ------------------------------------------------------------------------ */
 
-static int dial(sl_client_t *c, int *fd)
+/* The address the attempt-th dial of a recovery goes to: the current one
+ * first, then in turn the other nodes the last settlement listed (the
+ * current one may be a leader that died); NULL host: the current one. */
+static sl_client_address_t *dial_target(sl_client_t *c, uint32_t attempt)
 {
+    sl_client_care_t *k = &c->care;
+    if (k->known_count == 0 || attempt == 0)
+        return NULL;
+    /* Bounded by known_count: every entry is looked at once at most. */
+    for (uint32_t i = 0; i < k->known_count; i++) {
+        sl_client_address_t *a = &k->known[(attempt - 1 + i) % k->known_count];
+        if (a->port != k->port || !sl_client_same_host(a->host, k->host))
+            return a;
+    }
+    return NULL;
+}
+
+/* Dials the attempt-th address of a recovery; *to gets the address when it
+ * is not the current one. */
+static int dial(sl_client_t *c, uint32_t attempt, int *fd, sl_client_address_t **to)
+{
+    *to = NULL;
     if (c->care.dial != NULL)
         return c->care.dial(c->care.dial_ctx, fd);
     if (c->care.host == NULL)
         return -SL_ERR_NOT_CONNECTED; /* an adopted socket has no address */
+    *to = dial_target(c, attempt);
+    if (*to != NULL)
+        return sl_client_tcp_connect((*to)->host, (*to)->port, c->connect_timeout_ms, fd);
     return sl_client_tcp_connect(c->care.host, c->care.port, c->connect_timeout_ms, fd);
+}
+
+/* After a dial to another node worked: reconnects and TLS names follow it. */
+static int adopt_address(sl_client_t *c, const sl_client_address_t *to)
+{
+    char *host = strdup(to->host);
+    if (host == NULL)
+        return -SL_ERR_ERROR;
+    free(c->care.host);
+    c->care.host = host;
+    c->care.port = to->port;
+    return 0;
 }
 
 /* Closes the connection and dials until one attempt works or the attempts
@@ -162,9 +200,16 @@ static int redial(sl_client_t *c)
             sleep_ms(c, sl_client_backoff_ms(c->care.reconnect_delay_ms,
                                              c->care.reconnect_delay_max_ms, a - 1, jitter()));
         int fd;
-        rc = dial(c, &fd);
-        if (rc == 0)
+        sl_client_address_t *to;
+        rc = dial(c, a, &fd, &to);
+        if (rc == 0 && to != NULL)
+            rc = sl_client_link_open(c, fd, to->host, to->port);
+        else if (rc == 0)
             rc = sl_client_link_open(c, fd, c->care.host ? c->care.host : "", c->care.port);
+        if (rc == 0 && to != NULL && adopt_address(c, to) != 0) {
+            sl_client_disconnect(c);
+            return -SL_ERR_ERROR;
+        }
         if (rc == 0) {
             c->care.reconnects++;
             return 0;
@@ -215,6 +260,9 @@ static int relogin(sl_client_t *c)
         c->care.relogins++;
     else if (login_refused(rc))
         sl_client_care_forget(c);
+    const sl_client_care_t *k = &c->care;
+    if (rc == 0)
+        rc = sl_client_settle(c, k->username, k->password, k->token, NULL);
     return rc;
 }
 
@@ -337,6 +385,32 @@ static int prepare(sl_client_t *c, uint8_t operation)
     return recover(c, operation, connection_stale(c));
 }
 
+/* Before replaying a 58 to a metadata command on a cluster of 2 or more
+ * nodes: the node may be a backup, so settle on the leader again (the whole
+ * request, header included, survives for the replay). *moved says whether
+ * the request now travels on another connection, under another session. */
+static int resettle(sl_client_t *c, uint8_t operation, const care_attempt_t *a, bool *moved)
+{
+    sl_client_care_t *k = &c->care;
+    *moved = false;
+    if (a->rc != -SL_ERR_TRANSIENT_NOT_ACCEPTED || !sl_op_metadata(operation) ||
+        !sl_client_settle_on(c) || k->cluster_nodes < 2 || !remembered(c))
+        return 0;
+    sl_buf_reset(&k->saved);
+    sl_put_bytes(&k->saved, c->tx.data, c->tx.len);
+    if (!sl_buf_ok(&k->saved))
+        return -SL_ERR_ERROR;
+    uint64_t moves = k->leader_moves;
+    int rc = sl_client_settle(c, k->username, k->password, k->token, NULL);
+    *moved = k->leader_moves != moves;
+    sl_client_results_release(c);
+    sl_buf_reset(&c->tx);
+    sl_put_bytes(&c->tx, k->saved.data, k->saved.len);
+    if (rc == 0 && !sl_buf_ok(&c->tx))
+        rc = -SL_ERR_ERROR;
+    return rc;
+}
+
 int sl_client_care_call(sl_client_t *c, uint8_t operation, uint32_t code, sl_client_reply_t *reply)
 {
     *reply = (sl_client_reply_t){.outcome = SL_CLIENT_REPLY_BAD_FRAME};
@@ -354,7 +428,14 @@ int sl_client_care_call(sl_client_t *c, uint8_t operation, uint32_t code, sl_cli
                                              SL_CLIENT_TRANSIENT_DELAY_MAX_MS, replays, jitter()));
             replays++;
             c->care.replays++;
-            a.rc = sl_client_resend(c, reply, &a.sent, &a.transport);
+            bool moved;
+            rc = resettle(c, operation, &a, &moved);
+            if (rc != 0)
+                return rc;
+            /* Nothing was applied (58), so a request moved to another node
+             * is numbered again under the session there. */
+            a.rc = moved ? sl_client_call_once(c, operation, code, reply, &a.sent, &a.transport)
+                         : sl_client_resend(c, reply, &a.sent, &a.transport);
             continue;
         }
         if (step != CARE_RECOVER || recoveries >= SL_CLIENT_RECOVERIES_MAX)

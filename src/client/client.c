@@ -166,6 +166,8 @@ void sl_client_session_info(const sl_client_t *c, sl_session_info_t *out)
         .reconnects = c->care.reconnects,
         .relogins = c->care.relogins,
         .replays = c->care.replays,
+        .leader_moves = c->care.leader_moves,
+        .cluster_nodes = c->care.cluster_nodes,
     };
 }
 
@@ -336,17 +338,21 @@ static int register_session(sl_client_t *c, sl_identity_t *out)
     c->session.request = 1;
     if (out == NULL)
         return 0;
-    sl_client_conv_t cv = {&c->arena, false};
-    const char *server_version = sl_client_conv_str(&cv, login.server_version);
-    rc = sl_client_conv_end(&cv);
-    if (rc == 0)
-        *out = (sl_identity_t){
-            .user_id = login.user_id,
-            .session = login.session,
-            .server_protocol_version = login.server_protocol_version,
-            .server_version = server_version,
-        };
-    return rc;
+    /* Kept in the client rather than the arena: leader settlement makes more
+     * calls before the login returns, and each would end arena results. A
+     * Name is at most 255 bytes, so it always fits. */
+    size_t n = login.server_version.len;
+    sl_assert(n < sizeof(c->server_version));
+    if (n > 0)
+        memcpy(c->server_version, login.server_version.ptr, n);
+    c->server_version[n] = '\0';
+    *out = (sl_identity_t){
+        .user_id = login.user_id,
+        .session = login.session,
+        .server_protocol_version = login.server_protocol_version,
+        .server_version = c->server_version,
+    };
+    return 0;
 }
 
 /* The SDKs log out before logging in again on a connection (lifecycle.md
@@ -369,9 +375,8 @@ static sl_client_version_t client_version(const sl_client_t *c)
     };
 }
 
-/* The two login bodies; token NULL means username and password. */
-static int login_with(sl_client_t *c, const char *username, const char *password, const char *token,
-                      sl_identity_t *out)
+int sl_client_login_with(sl_client_t *c, const char *username, const char *password,
+                         const char *token, sl_identity_t *out)
 {
     sl_client_call_begin(c);
     int rc;
@@ -402,9 +407,11 @@ static int login_public(sl_client_t *c, const char *username, const char *passwo
     sl_client_care_forget(c);
     int rc = leave_current_session(c);
     if (rc == 0)
-        rc = login_with(c, username, password, token, out);
+        rc = sl_client_login_with(c, username, password, token, out);
     if (rc == 0)
         rc = sl_client_care_remember(c, username, password, token);
+    if (rc == 0)
+        rc = sl_client_settle(c, username, password, token, out);
     return rc;
 }
 
@@ -427,7 +434,7 @@ int sl_client_login_again(sl_client_t *c)
     const sl_client_care_t *k = &c->care;
     if (k->token == NULL && (k->username == NULL || k->password == NULL))
         return -SL_ERR_UNAUTHENTICATED;
-    return login_with(c, k->username, k->password, k->token, NULL);
+    return sl_client_login_with(c, k->username, k->password, k->token, NULL);
 }
 
 int sl_client_logout(sl_client_t *c)

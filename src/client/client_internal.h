@@ -164,6 +164,18 @@ typedef int (*sl_client_dial_t)(void *ctx, int *fd);
 /* Waits ms milliseconds between attempts; tests record instead. */
 typedef void (*sl_client_sleep_t)(void *ctx, uint32_t ms);
 
+/* A host and port to dial; a DNS name is at most 253 bytes. */
+#define SL_CLIENT_HOST_MAX 256u
+/* Nodes remembered from the last settlement, for reconnects: more than a
+ * cluster of 3 or 5 lists; the rest of a larger roster is not needed to
+ * find one node that answers. */
+#define SL_CLIENT_KNOWN_NODES_MAX 8u
+
+typedef struct sl_client_address {
+    char host[SL_CLIENT_HOST_MAX];
+    uint16_t port;
+} sl_client_address_t;
+
 /* Connection care (care.c): settings, what a reconnect needs, counters. */
 typedef struct sl_client_care {
     uint32_t reconnect_attempts;
@@ -184,6 +196,14 @@ typedef struct sl_client_care {
     uint64_t reconnects;
     uint64_t relogins;
     uint64_t replays;
+    bool settle;            /* leader settlement on (settle_on_leader) */
+    uint64_t leader_moves;  /* moves to another node by settlement */
+    uint32_t cluster_nodes; /* nodes listed by the last settlement; 0: none yet */
+    /* The nodes of the last settlement that lists 2 or more (their client
+     * addresses): a reconnect that cannot reach the current node tries
+     * them, so a client whose leader died finds the others. */
+    sl_client_address_t known[SL_CLIENT_KNOWN_NODES_MAX];
+    uint32_t known_count;
     sl_buf_t saved; /* a request body kept while a re-login reuses tx */
     sl_client_dial_t dial;
     void *dial_ctx;
@@ -210,11 +230,11 @@ typedef struct sl_client_link {
     bool tls_validate;
     char tls_domain[SL_CLIENT_TLS_TEXT_MAX];
     char tls_ca_file[SL_CLIENT_TLS_TEXT_MAX];
-    struct ssl_ctx_st *tls_ctx; /* made at the first connect, kept for reconnects */
+    struct ssl_ctx_st *tls_ctx;           /* made at the first connect, kept for reconnects */
     struct bio_method_st *tls_out_method; /* the BIO kind that appends to tls_out */
     sl_buf_t tls_out;                     /* records written, not yet sent */
-    struct ssl_st *ssl;         /* this connection's TLS session, or NULL */
-    sl_client_ws_t *ws;         /* this connection's WebSocket state, or NULL */
+    struct ssl_st *ssl;                   /* this connection's TLS session, or NULL */
+    sl_client_ws_t *ws;                   /* this connection's WebSocket state, or NULL */
 } sl_client_link_t;
 
 struct sl_client {
@@ -233,6 +253,7 @@ struct sl_client {
     sl_buf_t scratch;        /* the encoded user headers of the message being added */
     sl_client_rng_t rng;     /* message ids */
     sl_client_care_t care;
+    char server_version[256]; /* of the last login, for sl_identity_t */
 };
 
 /* Wraps a connected stream socket (tests use one end of a socketpair). The
@@ -274,8 +295,57 @@ int sl_client_resend(sl_client_t *c, sl_client_reply_t *reply, bool *sent, bool 
 /* Whether operation needs a bound session (all but Register and NonReplicated). */
 bool sl_client_needs_session(uint8_t operation);
 /* The login of a re-login, with the remembered credentials: no logout
- * first, nothing remembered again. */
+ * first, nothing remembered again, no settlement (the caller settles). */
 int sl_client_login_again(sl_client_t *c) SL_WUR;
+/* One login exchange on the current connection: the Register body (token
+ * NULL: username and password), a fresh client id, the session bound from
+ * the reply; *out (may be NULL) filled, its server_version in the client. */
+int sl_client_login_with(sl_client_t *c, const char *username, const char *password,
+                         const char *token, sl_identity_t *out) SL_WUR;
+
+/* --- leader settlement (settle.c) ------------------------------------------------- */
+
+/* Moves to another node per settlement: enough for a leader that changed
+ * once while the client moved; a bound so two nodes that name each other
+ * cannot keep a client hopping. */
+#define SL_CLIENT_SETTLE_HOPS_MAX 3u
+
+/* What the settlement decision reads: the GetClusterMetadata call's result
+ * and payload, and where the client is connected. */
+typedef struct sl_client_settle_in {
+    int rc;            /* the call's result: anything but 0 means stay */
+    sl_span_t payload; /* the reply body, decoded here */
+    sl_client_transport_t transport;
+    const char *given_host; /* the host as the application (or a move) gave it */
+    const char *peer_host;  /* the connected peer's numeric address, or NULL */
+    uint16_t port;          /* the port connected to */
+} sl_client_settle_in_t;
+
+/* The decision alone, pure: true with *target when the client should move
+ * to the first node that is Leader and Healthy; false (stay) for a failed
+ * call, a body that does not decode, fewer than 2 nodes, no such node, an
+ * unusable address (empty or too long, port 0), or the node connected to.
+ * *nodes_count gets the nodes listed (0 when the body did not decode).
+ * Decoding uses arena. */
+bool sl_client_settle_decide(const sl_client_settle_in_t *in, sl_arena_t *arena,
+                             sl_client_address_t *target, uint32_t *nodes_count);
+/* The usable client addresses of a GetClusterMetadata reply (ports.tcp, or
+ * ports.websocket for that transport; empty, over-long and port 0 entries
+ * skipped), at most max of them into out; 0 when the body does not decode
+ * or lists fewer than 2 nodes. Pure. */
+uint32_t sl_client_settle_roster(sl_span_t payload, sl_client_transport_t transport,
+                                 sl_arena_t *arena, sl_client_address_t *out, uint32_t max);
+/* Whether two host texts name the same address: literals of one family by
+ * their bytes (::1 and 0::1 agree), names without regard to case. */
+bool sl_client_same_host(const char *a, const char *b);
+/* Settles after a successful login with these credentials (token NULL:
+ * username and password); *out (may be NULL) becomes the identity of the
+ * node it ends on. 0 when it stayed or moved; the error of the
+ * GetClusterMetadata exchange when that closed the connection. */
+int sl_client_settle(sl_client_t *c, const char *username, const char *password, const char *token,
+                     sl_identity_t *out) SL_WUR;
+/* Whether settlement is on for this client (an option, and an address). */
+bool sl_client_settle_on(const sl_client_t *c);
 
 /* --- connection care (care.c) ------------------------------------------------------ */
 

@@ -523,7 +523,11 @@ void th_client_options(sl_client_options_t *o)
 
 int th_client_connect(uint16_t port, sl_client_t **out)
 {
-    sl_client_options_t o = {.connect_timeout_ms = 5000, .request_timeout_ms = 20000};
+    /* A test talks to the node it dialled (a cluster test may mean a
+     * backup): no leader settlement. test_cluster_settle tests it. */
+    sl_client_options_t o = {.connect_timeout_ms = 5000,
+                             .request_timeout_ms = 20000,
+                             .settle_on_leader = SL_CLIENT_SETTLE_OFF};
     th_client_options(&o);
     return sl_client_connect("127.0.0.1", port, &o, out);
 }

@@ -78,7 +78,8 @@ bool th_readable(int fd, int timeout_ms);
  * reason is printed). Closed with sl_client_close. */
 struct sl_client;
 struct sl_client *th_client(uint16_t port, const char *username, const char *password);
-/* sl_client_connect to 127.0.0.1:port through the suite's door (not logged in). */
+/* sl_client_connect to 127.0.0.1:port through the suite's door (not logged
+ * in), with leader settlement off: the client stays on the node dialled. */
 struct sl_client_options;
 void th_client_options(struct sl_client_options *o);
 int th_client_connect(uint16_t port, struct sl_client **out);

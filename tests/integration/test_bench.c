@@ -5,7 +5,8 @@
  * its fields, and that the message counts add up: what producers sent,
  * what consumers received, what they were expected to receive, per actor
  * and per group), and that chart.svg is well-formed XML. No timing is
- * asserted. */
+ * asserted. The earlier figures' --only cluster runs once, tiny, as a
+ * smoke test of its servers and its counts. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <dirent.h>
@@ -624,6 +625,41 @@ static void test_fsync_no_ceiling(void **state)
     assert_null(strstr(output, "vs ceiling"));
 }
 
+/* The ops column of the n-th line of output that starts with prefix; -1
+ * when there is none. */
+static long ops_of_line(const char *prefix, int n)
+{
+    const char *p = output;
+    for (int seen = 0; (p = strstr(p, prefix)) != NULL; p++) {
+        if (p != output && p[-1] != '\n')
+            continue;
+        if (seen++ < n)
+            continue;
+        long ops = -1;
+        return sscanf(p + strlen(prefix), "%ld", &ops) == 1 ? ops : -1;
+    }
+    return -1;
+}
+
+/* --only cluster with tiny counts: a single node and a 3-node cluster of
+ * its own, every figure on both sides, every operation counted. */
+static void test_only_cluster(void **state)
+{
+    (void)state;
+    assert_int_equal(bench("--only cluster --rounds 2 --streams 8"), 0);
+    assert_non_null(strstr(output, "3-node cluster: leader 127.0.0.1:"));
+    assert_non_null(strstr(output, "replicating"));
+    /* 4 cycles of 3 operations per round from one client, 4 clients x 1
+     * cycle, 4 user pairs: over 2 rounds on each side. */
+    const long want[3] = {2 * 4 * 3, 2 * 4 * 1 * 3, 2 * 4 * 2};
+    for (int fig = 0; fig < 3; fig++) {
+        assert_int_equal(ops_of_line("    1 node ", fig), want[fig]);
+        assert_int_equal(ops_of_line("    3 nodes ", fig), want[fig]);
+    }
+    assert_int_equal(ops_of_line("    1 node ", 3), -1);
+    assert_non_null(strstr(output, "3 / 1"));
+}
+
 /* A bad command line: exit 2 and the reason, nothing run. */
 static void test_bad_line(void **state)
 {
@@ -651,6 +687,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ceiling_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_no_ceiling, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_line, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_only_cluster, setup, teardown),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     if (started) {

@@ -1,0 +1,309 @@
+/* libsluice's leader settlement against the real sluiced. A single node
+ * lists itself alone, so after every login (password, token, the re-login
+ * of a reconnect) the client asks GetClusterMetadata and stays: no second
+ * connection, the same session. Three sluiced in cluster mode: a client of
+ * each node ends where that node's answer says (while nothing replicates,
+ * each node lists itself alone and the client stays; once the metadata
+ * group replicates, it moves to the leader). The failover cases (kill -9
+ * of the primary, re-settling on 58) need a replicating cluster and come
+ * with it. */
+#include <setjmp.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+// clang-format off
+#include <cmocka.h>
+// clang-format on
+#include <sluice/client.h>
+#include <sluice/error.h>
+
+#include "harness.h"
+
+static th_server_t srv;
+static sl_client_t *observer; /* counts the server's connections */
+
+static int start(void **state)
+{
+    (void)state;
+    if (!th_start(&srv, NULL))
+        return -1;
+    observer = th_client(srv.port, "iggy", "iggy");
+    return observer != NULL ? 0 : -1;
+}
+
+static int stop(void **state)
+{
+    (void)state;
+    sl_client_close(observer);
+    th_stop(&srv, SIGKILL);
+    th_cleanup(&srv);
+    return 0;
+}
+
+static uint32_t clients_on_server(void)
+{
+    const sl_client_info_t *items;
+    uint32_t count = 0;
+    assert_int_equal(sl_client_get_clients(observer, &items, &count), 0);
+    return count;
+}
+
+/* Waits (bounded) until the server counts want connections: a closed
+ * connection leaves its list a moment after the close. */
+static uint32_t clients_settled_at(uint32_t want)
+{
+    uint32_t n = clients_on_server();
+    for (int i = 0; i < 1000 && n != want; i++) { /* 10 s on a loaded machine */
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+        n = clients_on_server();
+    }
+    return n;
+}
+
+static sl_client_t *connect_with(sl_client_options_t *o)
+{
+    o->connect_timeout_ms = 5000;
+    o->request_timeout_ms = 20000;
+    th_client_options(o);
+    sl_client_t *c = NULL;
+    assert_int_equal(sl_client_connect("127.0.0.1", srv.port, o, &c), 0);
+    return c;
+}
+
+static void assert_stayed(sl_client_t *c, const sl_identity_t *id)
+{
+    sl_session_info_t info;
+    sl_client_session_info(c, &info);
+    assert_true(info.connected);
+    assert_true(info.logged_in);
+    /* The answer was read (one node listed) and nothing moved. */
+    assert_int_equal(info.cluster_nodes, 1);
+    assert_int_equal(info.leader_moves, 0);
+    assert_int_equal(info.reconnects, 0);
+    if (id != NULL)
+        assert_int_equal(info.session, id->session);
+    assert_int_equal(sl_client_ping(c), 0);
+}
+
+static void test_password_login_stays(void **state)
+{
+    (void)state;
+    uint32_t before = clients_settled_at(1);
+    assert_int_equal(before, 1);
+    sl_client_options_t o = {0}; /* settlement is on by default */
+    sl_client_t *c = connect_with(&o);
+    sl_identity_t id;
+    assert_int_equal(sl_client_login(c, "iggy", "iggy", &id), 0);
+    assert_string_not_equal(id.server_version, "");
+    assert_stayed(c, &id);
+    /* One more connection, the client's own: none was dialled beside it. */
+    assert_int_equal(clients_on_server(), before + 1);
+    const sl_client_info_t *me;
+    assert_int_equal(sl_client_get_me(c, &me), 0);
+    assert_int_equal(me->user_id, id.user_id);
+    sl_client_close(c);
+    assert_int_equal(clients_settled_at(before), before);
+}
+
+static void test_token_login_stays(void **state)
+{
+    (void)state;
+    const char *token;
+    assert_int_equal(sl_client_create_token(observer, "settle", 0, &token), 0);
+    char copy[256];
+    snprintf(copy, sizeof(copy), "%s", token);
+    uint32_t before = clients_settled_at(1);
+    sl_client_options_t o = {.settle_on_leader = SL_CLIENT_SETTLE_ON};
+    sl_client_t *c = connect_with(&o);
+    sl_identity_t id;
+    assert_int_equal(sl_client_login_token(c, copy, &id), 0);
+    assert_stayed(c, &id);
+    assert_int_equal(clients_on_server(), before + 1);
+    sl_client_close(c);
+    assert_int_equal(sl_client_delete_token(observer, "settle"), 0);
+}
+
+static void test_relogin_settles_and_stays(void **state)
+{
+    (void)state;
+    uint32_t before = clients_settled_at(1);
+    sl_client_options_t o = {.reconnect_attempts = 5, .reconnect_delay_ms = 20};
+    sl_client_t *c = connect_with(&o);
+    assert_int_equal(sl_client_login(c, "iggy", "iggy", NULL), 0);
+    assert_int_equal(sl_client_reconnect(c), 0);
+    sl_session_info_t info;
+    sl_client_session_info(c, &info);
+    assert_int_equal(info.reconnects, 1);
+    assert_int_equal(info.relogins, 1);
+    assert_int_equal(info.cluster_nodes, 1);
+    assert_int_equal(info.leader_moves, 0);
+    assert_int_equal(sl_client_ping(c), 0);
+    /* The old connection is gone and no other was made. */
+    assert_int_equal(clients_settled_at(before + 1), before + 1);
+    sl_client_close(c);
+}
+
+static void test_settlement_off_asks_nothing(void **state)
+{
+    (void)state;
+    sl_client_options_t o = {.settle_on_leader = SL_CLIENT_SETTLE_OFF};
+    sl_client_t *c = connect_with(&o);
+    assert_int_equal(sl_client_login(c, "iggy", "iggy", NULL), 0);
+    sl_session_info_t info;
+    sl_client_session_info(c, &info);
+    assert_true(info.logged_in);
+    assert_int_equal(info.cluster_nodes, 0); /* no GetClusterMetadata went out */
+    assert_int_equal(info.leader_moves, 0);
+    sl_client_close(c);
+}
+
+/* --- three nodes ---------------------------------------------------------------------- */
+
+#define NODES 3
+/* Polls of 20 ms for a cluster to name a leader: 60 s on a loaded machine. */
+#define LEADER_POLLS_MAX 3000
+
+typedef struct cluster {
+    th_server_t srv[NODES];
+    uint16_t tcp[NODES];
+    char config[4096];
+    char ids[NODES][4];
+    const char *args[NODES][3];
+} cluster_t;
+
+/* A port the kernel hands out now, closed for sluiced to take. */
+static uint16_t free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static void cluster_start(cluster_t *k)
+{
+    size_t at = (size_t)snprintf(k->config, sizeof(k->config),
+                                 "[cluster]\nenabled = true\nname = \"settle\"\n"
+                                 "[cluster.auth]\nenabled = true\n"
+                                 "shared_secret = \"settle-test-secret-settle-test-secret\"\n");
+    for (int i = 0; i < NODES; i++) {
+        k->tcp[i] = free_port();
+        at += (size_t)snprintf(k->config + at, sizeof(k->config) - at,
+                               "[[cluster.nodes]]\nname = \"node-%d\"\nip = \"127.0.0.1\"\n"
+                               "replica_id = %d\nports = { tcp = %u, tcp_replica = %u }\n",
+                               i, i, k->tcp[i], free_port());
+        assert_true(at < sizeof(k->config));
+    }
+    for (int i = 0; i < NODES; i++) {
+        snprintf(k->ids[i], sizeof(k->ids[i]), "%d", i);
+        k->args[i][0] = "--replica-id";
+        k->args[i][1] = k->ids[i];
+        k->args[i][2] = NULL;
+        th_options_t o = {.extra_config = k->config, .args = k->args[i]};
+        if (!th_start(&k->srv[i], &o))
+            exit(77);
+        assert_int_equal(k->srv[i].port, k->tcp[i]);
+    }
+}
+
+static void cluster_stop(cluster_t *k)
+{
+    for (int i = 0; i < NODES; i++) {
+        th_stop(&k->srv[i], SIGTERM);
+        th_cleanup(&k->srv[i]);
+    }
+}
+
+/* What the node on port answers now, asked with settlement off: the nodes
+ * listed, and in *leader the port of the first Leader that is Healthy when
+ * two or more are listed (0: none). */
+static uint32_t answer_of(uint16_t port, uint16_t *leader)
+{
+    sl_client_options_t o = {.settle_on_leader = SL_CLIENT_SETTLE_OFF};
+    o.connect_timeout_ms = 5000;
+    o.request_timeout_ms = 20000;
+    sl_client_t *c = NULL;
+    assert_int_equal(sl_client_connect("127.0.0.1", port, &o, &c), 0);
+    assert_int_equal(sl_client_login(c, "iggy", "iggy", NULL), 0);
+    const sl_cluster_t *m;
+    assert_int_equal(sl_client_get_cluster_metadata(c, &m), 0);
+    uint32_t count = m->nodes_count;
+    *leader = 0;
+    for (uint32_t i = 0; count >= 2 && i < count && *leader == 0; i++)
+        if (m->nodes[i].role == 0 && m->nodes[i].status == 0)
+            *leader = m->nodes[i].tcp_port;
+    sl_client_close(c);
+    return count;
+}
+
+static void test_client_of_each_node_ends_on_the_leader(void **state)
+{
+    (void)state;
+    cluster_t *k = calloc(1, sizeof(*k));
+    assert_non_null(k);
+    cluster_start(k);
+    /* A replicating cluster names its leader after an election; a node
+     * that lists itself alone answers at once. */
+    uint16_t leader = 0;
+    uint32_t count = answer_of(k->tcp[0], &leader);
+    for (int i = 0; i < LEADER_POLLS_MAX && count >= 2 && leader == 0; i++) {
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+        count = answer_of(k->tcp[0], &leader);
+    }
+    for (int i = 0; i < NODES; i++) {
+        count = answer_of(k->tcp[i], &leader);
+        sl_client_options_t o = {0};
+        sl_client_t *c = NULL;
+        o.connect_timeout_ms = 5000;
+        o.request_timeout_ms = 20000;
+        assert_int_equal(sl_client_connect("127.0.0.1", k->tcp[i], &o, &c), 0);
+        assert_int_equal(sl_client_login(c, "iggy", "iggy", NULL), 0);
+        sl_session_info_t info;
+        sl_client_session_info(c, &info);
+        assert_true(info.logged_in);
+        assert_int_equal(info.cluster_nodes, count);
+        if (count < 2) {
+            /* Nothing replicates yet (docs/cluster.md): each node is its
+             * own single server, and the client stays on it. */
+            assert_int_equal(count, 1);
+            assert_int_equal(info.leader_moves, 0);
+        } else {
+            assert_true(leader != 0);
+            assert_int_equal(info.leader_moves, leader != k->tcp[i] ? 1 : 0);
+        }
+        assert_int_equal(sl_client_ping(c), 0);
+        sl_client_close(c);
+    }
+    cluster_stop(k);
+    free(k);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_password_login_stays),
+        cmocka_unit_test(test_token_login_stays),
+        cmocka_unit_test(test_relogin_settles_and_stays),
+        cmocka_unit_test(test_settlement_off_asks_nothing),
+    };
+    int rc = cmocka_run_group_tests(tests, start, stop);
+    const struct CMUnitTest cluster_tests[] = {
+        cmocka_unit_test(test_client_of_each_node_ends_on_the_leader),
+    };
+    return rc + cmocka_run_group_tests(cluster_tests, NULL, NULL);
+}
