@@ -3,8 +3,7 @@
  * on it appears on both backups; a write to a backup is refused with 58; a
  * login on a backup works (forwarded to the primary); kill -9 of the
  * primary elects another and loses nothing acknowledged; the killed node,
- * restarted (its in-memory consensus storage is gone: a lost disk), catches
- * up; a primary cut off from both others cannot commit, and they elect a
+ * restarted over its data directory, catches up; a primary cut off from both others cannot commit, and they elect a
  * new one.
  *
  * Every wait polls with a deadline of a count of polls (a minute or more on
@@ -47,7 +46,7 @@ typedef struct node {
     uint16_t tcp, replica;
     char config[4096];
     char id[4];
-    const char *args[3];
+    const char *args[4];
 } node_t;
 
 static uint16_t free_port(void)
@@ -92,7 +91,9 @@ static void node_run(node_t *n, int id, const char *data_dir)
     snprintf(n->id, sizeof(n->id), "%d", id);
     n->args[0] = "--replica-id";
     n->args[1] = n->id;
-    n->args[2] = NULL;
+    /* A new cluster's first start formats; a restart recovers. */
+    n->args[2] = data_dir ? NULL : "--format-cluster";
+    n->args[3] = NULL;
     th_options_t o = {.extra_config = n->config, .args = n->args, .data_dir = data_dir};
     if (!th_start(&n->srv, &o))
         exit(77);
@@ -311,8 +312,8 @@ static void test_replicated_metadata_and_failover(void **state)
         if (nodes[i].alive)
             wait_stream(&nodes[i], "after-failover", "alice");
 
-    /* The killed node comes back with nothing of the consensus state (its
-     * storage was in memory) and catches up from the others. */
+    /* The killed node comes back over its own data directory and catches
+     * up from the others. */
     node_run(&nodes[leader], leader, nodes[leader].srv.data_dir);
     assert_int_equal(wait_stream(&nodes[leader], "orders", "alice"), stream_id);
     wait_stream(&nodes[leader], "after-failover", NULL);
