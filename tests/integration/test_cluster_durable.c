@@ -9,6 +9,7 @@
  *   - a node whose data directory is wiped, restarted without
  *     --format-cluster, starts as a lost disk, catches up, and then counts
  *     in a quorum;
+ *   - a metadata request too large for a journal slot gets InvalidFormat;
  *   - a roster of one node is refused.
  *
  * Every wait polls with a deadline of a count of polls (a minute or more on
@@ -330,6 +331,36 @@ static void test_wiped_node_rejoins(void **state)
     nodes_stop(nodes);
 }
 
+/* A metadata request whose body would not fit a journal slot (a user with a
+ * permission set past 1 MiB) gets 4 InvalidFormat, and the group goes on. */
+static void test_oversize_request_refused(void **state)
+{
+    (void)state;
+    node_t nodes[NODES];
+    nodes_start(nodes);
+    int leader = wait_leader(nodes, -1);
+    enum { TOPICS = 200000 }; /* about 10 bytes each on the wire */
+    sl_topic_permission_t *topics = calloc(TOPICS, sizeof(*topics));
+    assert_non_null(topics);
+    for (uint32_t i = 0; i < TOPICS; i++)
+        topics[i] = (sl_topic_permission_t){.topic_id = i + 1, .read_topic = true};
+    sl_stream_permission_t stream = {.stream_id = 1, .topics_count = TOPICS, .topics = topics};
+    sl_permission_set_t set = {.streams_count = 1, .streams = &stream};
+    sl_client_t *c = login(&nodes[leader]);
+    assert_int_equal(sl_client_create_user(c, "huge", "secret-3", 1, &set, NULL),
+                     -SL_ERR_INVALID_FORMAT);
+    /* A quarter of it fits, and commits. */
+    stream.topics_count = TOPICS / 4;
+    assert_int_equal(sl_client_create_user(c, "large", "secret-4", 1, &set, NULL), 0);
+    sl_client_close(c);
+    free(topics);
+    create_stream(&nodes[leader], "after-huge");
+    for (int i = 0; i < NODES; i++)
+        wait_meta(&nodes[i], "after-huge", NULL, "large");
+    assert_logged(&nodes[leader].srv, "a metadata request of", true);
+    nodes_stop(nodes);
+}
+
 /* A roster of one node is refused, and says why: the core would not commit
  * a lone replica's journaled tail after a restart. */
 static void test_one_node_roster_refused(void **state)
@@ -360,6 +391,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_restarts_keep_what_was_acknowledged),
         cmocka_unit_test(test_wiped_node_rejoins),
+        cmocka_unit_test(test_oversize_request_refused),
         cmocka_unit_test(test_one_node_roster_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
