@@ -132,9 +132,12 @@ static void nodes_stop(node_t nodes[NODES])
     }
 }
 
+/* Settlement off: every check reads what the node it dialled applied. */
 static sl_client_t *try_login(const node_t *n)
 {
-    sl_client_options_t o = {.connect_timeout_ms = 5000, .request_timeout_ms = 20000};
+    sl_client_options_t o = {.connect_timeout_ms = 5000,
+                             .request_timeout_ms = 20000,
+                             .settle_on_leader = SL_CLIENT_SETTLE_OFF};
     th_client_options(&o);
     sl_client_t *c = NULL;
     if (sl_client_connect("127.0.0.1", n->tcp, &o, &c) != 0)
