@@ -122,7 +122,11 @@ static void nodes_stop(node_t nodes[NODES])
  * user applied there yet, no primary to forward the login to). */
 static sl_client_t *try_login(const node_t *n)
 {
-    sl_client_options_t o = {.connect_timeout_ms = 5000, .request_timeout_ms = 20000};
+    /* Settlement off: the client stays on the node it dialled (a backup's
+     * 58 and what each node applied are the point). */
+    sl_client_options_t o = {.connect_timeout_ms = 5000,
+                             .request_timeout_ms = 20000,
+                             .settle_on_leader = SL_CLIENT_SETTLE_OFF};
     th_client_options(&o);
     sl_client_t *c = NULL;
     if (sl_client_connect("127.0.0.1", n->tcp, &o, &c) != 0)
@@ -278,7 +282,9 @@ static void test_replicated_metadata_and_failover(void **state)
     /* The new user logs in on a backup: credentials checked there, the
      * session committed by the primary. */
     sl_client_t *alice = NULL;
-    sl_client_options_t o = {.connect_timeout_ms = 5000, .request_timeout_ms = 20000};
+    sl_client_options_t o = {.connect_timeout_ms = 5000,
+                             .request_timeout_ms = 20000,
+                             .settle_on_leader = SL_CLIENT_SETTLE_OFF};
     th_client_options(&o);
     assert_int_equal(sl_client_connect("127.0.0.1", nodes[backup].tcp, &o, &alice), 0);
     assert_int_equal(sl_client_login(alice, "alice", "secret-1", NULL), 0);
