@@ -238,8 +238,19 @@ static uint32_t answer_of(uint16_t port, uint16_t *leader)
     o.connect_timeout_ms = 5000;
     o.request_timeout_ms = 20000;
     sl_client_t *c = NULL;
-    assert_int_equal(sl_client_connect("127.0.0.1", port, &o, &c), 0);
-    assert_int_equal(sl_client_login(c, "iggy", "iggy", NULL), 0);
+    /* The root user exists on a node once the first primary's CreateUser
+     * committed and that node applied it: until then, InvalidCredentials. */
+    int rc = -1;
+    for (int i = 0; i < LEADER_POLLS_MAX && rc != 0; i++) {
+        assert_int_equal(sl_client_connect("127.0.0.1", port, &o, &c), 0);
+        rc = sl_client_login(c, "iggy", "iggy", NULL);
+        if (rc != 0) {
+            sl_client_close(c);
+            struct timespec ts = {0, 20 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    assert_int_equal(rc, 0);
     const sl_cluster_t *m;
     assert_int_equal(sl_client_get_cluster_metadata(c, &m), 0);
     uint32_t count = m->nodes_count;
