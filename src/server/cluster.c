@@ -482,7 +482,8 @@ static int open_storage(sl_cluster_t *c, char *err, size_t err_len)
  * it; one without formats only when told (--format-cluster, a new cluster's
  * first start). Otherwise its disk may have been wiped after it voted or
  * acknowledged: it starts as a lost disk (the core rejoins it without
- * voting until a quorum told it the view) and catches up by state transfer. */
+ * voting until a quorum told it the view) and catches up by repair or state
+ * transfer. */
 static int format_if_told(sl_cluster_t *c, const sl_vsr_storage_t *storage, char *err,
                           size_t err_len)
 {
