@@ -211,7 +211,8 @@ static pid_t spawn(const sb_sluiced_t *s, const char *binary, const char *user,
         setenv("IGGY_ROOT_USERNAME", user, 1);
         setenv("IGGY_ROOT_PASSWORD", password, 1);
         if (replica_id >= 0)
-            execl(binary, "sluiced", "--config", config, "--replica-id", id, (char *)NULL);
+            execl(binary, "sluiced", "--config", config, "--replica-id", id, "--format-cluster",
+                  (char *)NULL);
         else
             execl(binary, "sluiced", "--config", config, (char *)NULL);
         _exit(127);

@@ -4,8 +4,9 @@
 # 8100..8102 (each door binds its own address: the roster's http and websocket
 # ports are read but not used yet), data in build/cluster/
 # (one directory per node, kept between runs). Ctrl-C stops all three.
-# Nothing is replicated yet: each node is its own server; the logs show the
-# replica links forming.
+# A node whose data directory does not exist yet is a new cluster's: it starts
+# with --format-cluster; later runs recover each node from its own directory
+# (docs/cluster.md, "Formatting"). rm -r build/cluster to start a new cluster.
 set -eu
 sluiced=${1:-build/sluiced}
 dir=${2:-build/cluster}
@@ -25,8 +26,10 @@ export IGGY_CLUSTER_AUTH_SHARED_SECRET
 pids=""
 trap 'kill $pids 2>/dev/null; wait' INT TERM EXIT
 for i in 0 1 2; do
+    format=""
+    [ -d "$dir/data-$i" ] || format="--format-cluster"
     IGGY_SYSTEM_PATH="$dir/data-$i" IGGY_HTTP_ADDRESS="127.0.0.1:300$i" \
-        IGGY_WEBSOCKET_ADDRESS="127.0.0.1:810$i" "$sluiced" --config "$roster" --replica-id "$i" \
+        IGGY_WEBSOCKET_ADDRESS="127.0.0.1:810$i" "$sluiced" --config "$roster" --replica-id "$i" $format \
         --with-default-root-credentials > "$dir/node-$i.log" 2>&1 &
     pids="$pids $!"
 done

@@ -17,7 +17,7 @@
 #include "base/log.h"
 #include "server/replica_plane.h"
 #include "server/server.h"
-#include "server/vsr_memstore.h"
+#include "server/vsr_storage.h"
 #include "vsr/handshake.h"
 #include "vsr/replica.h"
 #include "wire/cmd_users.h"
@@ -101,8 +101,11 @@ static int machine_restore(void *ctx, sl_span_t snapshot)
         return -1;
     }
     swap_meta(c, m);
-    sl_log_info("cluster: metadata restored from a snapshot at op %llu",
-                (unsigned long long)sl_meta_last_op(c->srv->meta));
+    /* Opening restores its own checkpoint; later, only a state transfer
+     * does (the durability tests tell the two apart by this line). */
+    sl_log_info("cluster: metadata restored from a snapshot at op %llu (%s)",
+                (unsigned long long)sl_meta_last_op(c->srv->meta),
+                c->booting ? "own checkpoint" : "state transfer");
     return 0;
 }
 
@@ -234,9 +237,20 @@ static void bus_reply(void *ctx, sl_u128_t client, const uint8_t *frame, uint32_
 
 /* --- inputs ---------------------------------------------------------------------------- */
 
-static void complete_writes(sl_cluster_t *c)
+static void write_done(void *ctx, uint32_t slot, bool ok)
 {
-    sl_vsr_memstore_complete(c->store, c->replica);
+    sl_cluster_t *c = ctx;
+    sl_vsr_replica_write_done(c->replica, slot, ok);
+}
+
+/* After every call into the replica: one fdatasync makes its journal writes
+ * durable, then it hears of them. A completion may submit more writes (a
+ * repaired prepare): polled again, a bounded number of times; what is left
+ * goes with the next call's poll. */
+void sl_cluster_complete_writes(sl_cluster_t *c)
+{
+    for (int i = 0; i < 8 && sl_vsr_storage_poll(c->store, c, write_done) > 0; i++)
+        continue;
 }
 
 static void on_one_frame(void *ctx, uint8_t peer, const uint8_t *frame, uint32_t len)
@@ -248,7 +262,7 @@ static void on_one_frame(void *ctx, uint8_t peer, const uint8_t *frame, uint32_t
         sl_cluster_forward_in(c, peer, frame, len);
     else
         sl_vsr_replica_on_frame(c->replica, frame, len);
-    complete_writes(c);
+    sl_cluster_complete_writes(c);
 }
 
 void sl_cluster_on_frames(void *ctx, struct sl_loop *loop)
@@ -282,7 +296,7 @@ static void root_due(sl_cluster_t *c, const sl_vsr_info_t *info)
     if (sl_meta_root_entry(&body, sl_span_str(username), sl_span_str(phc), 0, 0, &e) == 0) {
         sl_vsr_request_t r = {.operation = e.operation, .user_id = 0, .body = e.body};
         sl_vsr_replica_request(c->replica, &r);
-        complete_writes(c);
+        sl_cluster_complete_writes(c);
         sl_log_info("cluster: primary of view %u: creating the root user '%s'", info->view,
                     username);
     }
@@ -297,7 +311,7 @@ void sl_cluster_on_timer(void *ctx, struct sl_loop *loop)
     sl_cluster_t *c = srv->cluster;
     c->ticks++;
     sl_vsr_replica_tick(c->replica, sl_clock_realtime_us());
-    complete_writes(c);
+    sl_cluster_complete_writes(c);
     sl_vsr_info_t info;
     sl_vsr_replica_info(c->replica, &info);
     root_due(c, &info);
@@ -308,6 +322,14 @@ void sl_cluster_submit(sl_cluster_t *c, sl_session_t *s, const sl_request_header
                        uint8_t kind, uint8_t operation, uint32_t user_id, sl_span_t body)
 {
     sl_assert(s->vsr_wait == SL_CLUSTER_WAIT_NONE);
+    if (body.len > SL_CLUSTER_META_BODY_MAX) {
+        /* Its prepare would not fit a journal slot (cluster_internal.h). */
+        sl_log_warn("cluster: a metadata request of %zu bytes refused: the metadata group "
+                    "takes at most %u",
+                    body.len, SL_CLUSTER_META_BODY_MAX);
+        sl_reply_result(s, req, operation, SL_ERR_INVALID_FORMAT);
+        return;
+    }
     s->vsr_req = *req;
     s->vsr_nonce = (sl_u128_t){0, 0};
     sl_vsr_info_t info;
@@ -327,7 +349,7 @@ void sl_cluster_submit(sl_cluster_t *c, sl_session_t *s, const sl_request_header
                           .body = body};
     /* The answer may come from inside this call (a refusal, a cached reply). */
     sl_vsr_replica_request(c->replica, &r);
-    complete_writes(c);
+    sl_cluster_complete_writes(c);
 }
 
 void sl_cluster_submit_disconnect(sl_cluster_t *c, sl_u128_t client, uint64_t session,
@@ -345,7 +367,7 @@ void sl_cluster_submit_disconnect(sl_cluster_t *c, sl_u128_t client, uint64_t se
                           .operation = SL_OP_LOGOUT,
                           .user_id = user_id};
     sl_vsr_replica_request(c->replica, &r);
-    complete_writes(c);
+    sl_cluster_complete_writes(c);
 }
 
 /* --- observation ------------------------------------------------------------------------ */
@@ -417,6 +439,16 @@ static int check_config(const sl_config_t *cfg, char *err, size_t err_len)
                  "node: a generated password would differ from node to node");
         return -SL_ERR_INVALID_CONFIGURATION;
     }
+    if (cfg->cluster.nodes_count < 2) {
+        /* The core does not commit a lone replica's journaled tail after a
+         * restart (sl_vsr_replica_open skips a restarted primary's view
+         * change): refused rather than acknowledge what a restart drops. */
+        snprintf(err, err_len,
+                 "cluster mode needs a roster of at least 2 nodes (this one has %u): for one "
+                 "node run sluiced without [cluster] (docs/cluster.md)",
+                 (unsigned)cfg->cluster.nodes_count);
+        return -SL_ERR_INVALID_CONFIGURATION;
+    }
     return check_datadir(cfg, err, err_len);
 }
 
@@ -432,33 +464,81 @@ static int start_timer(sl_cluster_t *c, char *err, size_t err_len)
     return 0;
 }
 
-/* The storage: the in-memory one until the durable one is merged (the one
- * line to change). */
-static int open_replica(sl_cluster_t *c, char *err, size_t err_len)
+/* The metadata group's storage: <data_dir>/metadata/replica/ (vsr_storage.h). */
+static int open_storage(sl_cluster_t *c, char *err, size_t err_len)
 {
-    if (sl_vsr_memstore_create(c->vcfg.journal_slots, &c->store) != 0) {
-        snprintf(err, err_len, "cluster: out of memory");
+    const char *root = c->srv->cfg.system.path;
+    char dir[PATH_MAX];
+    int n = snprintf(dir, sizeof(dir), "%s/%s", root, SL_META_DIR);
+    if (n < 0 || (size_t)n >= sizeof(dir) - sizeof("/replica")) {
+        snprintf(err, err_len, "cluster: the data directory path is too long: %s", root);
+        return -SL_ERR_INVALID_CONFIGURATION;
+    }
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        snprintf(err, err_len, "cluster: cannot create %s: %s", dir, strerror(errno));
+        return -SL_ERR_CANNOT_CREATE_BASE_DIRECTORY;
+    }
+    snprintf(dir + n, sizeof(dir) - (size_t)n, "/replica");
+    sl_vsr_storage_options_t o = {
+        .cluster = c->vcfg.cluster,
+        .group = c->vcfg.group,
+        .slot_count = c->vcfg.journal_slots,
+        .slot_size = sl_vsr_storage_slot_size(SL_CLUSTER_PREPARE_MAX),
+        .artifact_max = c->vcfg.state_max,
+    };
+    return sl_vsr_storage_open(dir, &o, &c->store, err, err_len);
+}
+
+/* docs/cluster.md, "Formatting": a node with a state record recovers from
+ * it; one without formats only when told (--format-cluster, a new cluster's
+ * first start). Otherwise its disk may have been wiped after it voted or
+ * acknowledged: it starts as a lost disk (the core rejoins it without
+ * voting until a quorum told it the view) and catches up by repair or state
+ * transfer. */
+static int format_if_told(sl_cluster_t *c, const sl_vsr_storage_t *storage, char *err,
+                          size_t err_len)
+{
+    bool has_state = storage->read_state(storage->ctx).len != 0;
+    if (has_state) {
+        sl_log_info("cluster: metadata replica recovers from its journal and state record");
+        return 0;
+    }
+    if (!c->srv->cfg.format_cluster) {
+        sl_log_warn("cluster: no consensus state in %s/%s/replica and no --format-cluster: "
+                    "starting as a lost disk (no vote until it has caught up from a quorum)",
+                    c->srv->cfg.system.path, SL_META_DIR);
+        return 0;
+    }
+    if (sl_vsr_replica_format(&c->vcfg, storage) != 0) {
+        snprintf(err, err_len, "cluster: cannot format the replica's storage");
         return -SL_ERR_ERROR;
     }
-    sl_vsr_storage_t storage = sl_vsr_memstore_iface(c->store);
+    sl_log_info("cluster: metadata replica formatted (--format-cluster)");
+    return 0;
+}
+
+static int open_replica(sl_cluster_t *c, char *err, size_t err_len)
+{
+    const char *why = NULL;
+    if (sl_vsr_config_check(&c->vcfg, &why) != 0) {
+        snprintf(err, err_len, "cluster: consensus settings refused: %s", why ? why : "?");
+        return -SL_ERR_INVALID_CONFIGURATION;
+    }
+    int rc = open_storage(c, err, err_len);
+    if (rc != 0)
+        return rc;
+    sl_vsr_storage_t storage = sl_vsr_storage_interface(c->store);
     sl_vsr_bus_t bus = {.ctx = c, .send = bus_send, .reply = bus_reply, .trace = bus_trace};
     sl_vsr_machine_t machine = {.ctx = c,
                                 .apply = machine_apply,
                                 .snapshot = machine_snapshot,
                                 .restore = machine_restore,
                                 .reset = machine_reset};
-    const char *why = NULL;
-    if (sl_vsr_config_check(&c->vcfg, &why) != 0) {
-        snprintf(err, err_len, "cluster: consensus settings refused: %s", why ? why : "?");
-        return -SL_ERR_INVALID_CONFIGURATION;
-    }
-    if (storage.read_state(storage.ctx).len == 0 &&
-        sl_vsr_replica_format(&c->vcfg, &storage) != 0) {
-        snprintf(err, err_len, "cluster: cannot format the replica's storage");
-        return -SL_ERR_ERROR;
-    }
+    rc = format_if_told(c, &storage, err, err_len);
+    if (rc != 0)
+        return rc;
     c->booting = true;
-    int rc = sl_vsr_replica_open(&c->vcfg, &storage, &bus, &machine, &c->replica);
+    rc = sl_vsr_replica_open(&c->vcfg, &storage, &bus, &machine, &c->replica);
     c->booting = false;
     if (rc != 0) {
         snprintf(err, err_len, "cluster: cannot open the metadata replica");
@@ -506,10 +586,9 @@ int sl_cluster_open(sl_server_t *srv, char *err, size_t err_len)
     if (rc != 0)
         return rc; /* sl_server_close frees what was made */
     sl_partitions_sync(&srv->partitions, srv->meta, true);
-    sl_log_info("cluster: metadata replica %u of %u opened: heartbeat timeout %u ms, commit "
-                "every %u ms (in-memory storage: this node rejoins as one with a lost disk "
-                "after a restart)",
-                c->vcfg.replica, c->vcfg.replica_count,
+    sl_log_info("cluster: metadata replica %u of %u opened on %s/%s/replica: heartbeat timeout "
+                "%u ms, commit every %u ms",
+                c->vcfg.replica, c->vcfg.replica_count, cfg->system.path, SL_META_DIR,
                 c->vcfg.heartbeat_timeout_ticks * SL_CLUSTER_TICK_MS,
                 c->vcfg.commit_interval_ticks * SL_CLUSTER_TICK_MS);
     return 0;
@@ -523,7 +602,8 @@ void sl_cluster_close(sl_cluster_t *c)
     if (c->replica)
         sl_vsr_replica_close(c->replica);
     sl_replica_plane_stop(c->plane);
-    sl_vsr_memstore_destroy(c->store);
+    if (c->store)
+        sl_vsr_storage_close(c->store);
     if (c->timer_fd >= 0)
         close(c->timer_fd);
     free(c);

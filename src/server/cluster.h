@@ -12,7 +12,7 @@
  *
  * In cluster mode the single-node metadata store (meta/store.h) is not
  * opened: the replica's journal is the log, and its storage is
- * server/vsr_memstore.h for now. Single-node mode never creates any of this:
+ * server/vsr_storage.h over <data_dir>/metadata/replica/. Single-node mode never creates any of this:
  * srv->cluster stays NULL and every path is as it was. */
 #ifndef SL_SERVER_CLUSTER_H
 #define SL_SERVER_CLUSTER_H

@@ -209,7 +209,7 @@ static void submit_forward(sl_cluster_t *c, uint8_t peer, uint8_t kind, sl_u128_
     }
     *f = (sl_cluster_forward_t){true, kind, peer, client, nonce, c->ticks};
     sl_vsr_replica_request(c->replica, req);
-    sl_vsr_memstore_complete(c->store, c->replica);
+    sl_cluster_complete_writes(c);
 }
 
 static void on_forward_register(sl_cluster_t *c, uint8_t peer, const sl_vsr_forward_register_t *r)

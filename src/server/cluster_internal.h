@@ -5,7 +5,7 @@
 #include "server/cluster.h"
 #include "server/replica_plane.h"
 #include "server/server.h"
-#include "server/vsr_memstore.h"
+#include "server/vsr_storage.h"
 #include "vsr/replica.h"
 
 /* Forwards a primary has submitted for a backup and not yet answered. */
@@ -14,6 +14,16 @@
  * before its client gets 58 (and re-issues); and how long a primary keeps a
  * forward it has not answered. */
 #define SL_CLUSTER_FORWARD_TIMEOUT_TICKS 500u
+
+/* The largest metadata body admitted to the group. The biggest real ones
+ * are a CreateUser or UpdatePermissions with a permission map per stream and
+ * topic, far below this; a larger one is refused at admission (InvalidFormat)
+ * so the journal's slots stay 1 MiB (1024 of them: a 1 GiB sparse ring). */
+#define SL_CLUSTER_META_BODY_MAX (1024u * 1024u - 4096u)
+/* The largest prepare the metadata group journals: the header and the
+ * largest body and the replica's 8-byte journal seal (vsr_storage.h adds
+ * its slot header). */
+#define SL_CLUSTER_PREPARE_MAX (SL_HEADER_SIZE + SL_CLUSTER_META_BODY_MAX + 8u)
 
 typedef struct sl_cluster_forward {
     bool used;
@@ -27,7 +37,7 @@ typedef struct sl_cluster_forward {
 struct sl_cluster {
     sl_server_t *srv;
     sl_replica_plane_t *plane;
-    sl_vsr_memstore_t *store;
+    sl_vsr_storage_dir_t *store; /* <data_dir>/metadata/replica/ */
     sl_vsr_replica_t *replica;
     sl_vsr_config_t vcfg;
     int timer_fd;
@@ -39,6 +49,10 @@ struct sl_cluster {
     sl_cluster_forward_t forwards[SL_CLUSTER_FORWARDS_MAX]; /* as the primary */
     uint64_t nonce_next; /* forwards of this node: nonces never 0, never reused */
 };
+
+/* cluster.c */
+/* Delivers the storage's journal completions: after every replica call. */
+void sl_cluster_complete_writes(sl_cluster_t *c);
 
 /* cluster_forward.c */
 /* A backup's login or logout goes to the primary (cluster.md 10). */

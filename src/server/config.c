@@ -1700,12 +1700,15 @@ void sl_config_print(FILE *f, const sl_config_t *cfg)
 /* --- the command line ---------------------------------------------------------------- */
 
 static const char usage_text[] =
-    "usage: sluiced [--config PATH] [--replica-id N] [--with-default-root-credentials]\n"
-    "               [--print-config] [--help] [--version]\n"
+    "usage: sluiced [--config PATH] [--replica-id N [--format-cluster]]\n"
+    "               [--with-default-root-credentials] [--print-config] [--help] [--version]\n"
     "\n"
     "  --config PATH                    read settings from a TOML file\n"
     "  --replica-id N                   in cluster mode, this process is the\n"
     "                                   [[cluster.nodes]] entry with replica_id N\n"
+    "  --format-cluster                 in cluster mode, format this node's consensus\n"
+    "                                   storage when it has none: only on a new cluster's\n"
+    "                                   first start (docs/cluster.md, \"Formatting\")\n"
     "  --with-default-root-credentials  root user iggy/iggy unless IGGY_ROOT_USERNAME or\n"
     "                                   IGGY_ROOT_PASSWORD say otherwise (development only)\n"
     "  --print-config                   print the effective settings as TOML and exit\n"
@@ -1718,6 +1721,7 @@ static const char usage_text[] =
 typedef struct cli {
     const char *config_path;
     const char *replica_id; /* the text after --replica-id, NULL without */
+    bool format_cluster;
     bool default_root;
     bool print_config;
     bool help;
@@ -1741,6 +1745,8 @@ static int parse_args(int argc, char **argv, cli_t *cli, char *err, size_t err_l
             cli->replica_id = argv[++i];
         } else if (strncmp(a, "--replica-id=", 13) == 0 && a[13] != '\0') {
             cli->replica_id = a + 13;
+        } else if (strcmp(a, "--format-cluster") == 0) {
+            cli->format_cluster = true;
         } else if (strcmp(a, "--with-default-root-credentials") == 0) {
             cli->default_root = true;
         } else if (strcmp(a, "--print-config") == 0) {
@@ -1831,6 +1837,9 @@ int sl_config_load(sl_config_t *cfg, int argc, char **argv, FILE *out, char *err
         apply_default_root(cfg);
     if (cli.replica_id && (rc = parse_replica_id(cfg, cli.replica_id, err, err_len)))
         return rc;
+    if (cli.format_cluster && !cli.replica_id)
+        return fail(err, err_len, "--format-cluster is for a cluster node: give --replica-id N");
+    cfg->format_cluster = cli.format_cluster;
     if ((rc = sl_config_validate(cfg, err, err_len)))
         return rc;
     if ((rc = use_roster_port(cfg, err, err_len)))

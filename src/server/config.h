@@ -231,6 +231,9 @@ typedef struct sl_config {
     /* --replica-id N: which roster entry this process is. Not a setting. */
     bool replica_id_given;
     uint32_t replica_id;
+    /* --format-cluster: a node without a consensus state record formats one
+     * (docs/cluster.md, "Formatting"). Not a setting. */
+    bool format_cluster;
 } sl_config_t;
 
 typedef enum sl_setting_type {

@@ -86,7 +86,7 @@ typedef struct node {
     th_server_t srv;
     char config[4096];
     char id[4];
-    const char *args[3];
+    const char *args[4];
 } node_t;
 
 static void node_start(node_t *n, int id, const node_ports_t ports[NODES],
@@ -96,7 +96,8 @@ static void node_start(node_t *n, int id, const node_ports_t ports[NODES],
     snprintf(n->id, sizeof(n->id), "%d", id);
     n->args[0] = "--replica-id";
     n->args[1] = n->id;
-    n->args[2] = NULL;
+    n->args[2] = "--format-cluster"; /* a new cluster's first start */
+    n->args[3] = NULL;
     th_options_t o = {.extra_config = n->config, .args = n->args};
     if (!th_start(&n->srv, &o))
         exit(77);

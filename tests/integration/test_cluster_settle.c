@@ -180,7 +180,7 @@ typedef struct cluster {
     uint16_t tcp[NODES];
     char config[4096];
     char ids[NODES][4];
-    const char *args[NODES][3];
+    const char *args[NODES][4];
 } cluster_t;
 
 /* A port the kernel hands out now, closed for sluiced to take. */
@@ -215,7 +215,8 @@ static void cluster_start(cluster_t *k)
         snprintf(k->ids[i], sizeof(k->ids[i]), "%d", i);
         k->args[i][0] = "--replica-id";
         k->args[i][1] = k->ids[i];
-        k->args[i][2] = NULL;
+        k->args[i][2] = "--format-cluster"; /* a new cluster's first start */
+        k->args[i][3] = NULL;
         th_options_t o = {.extra_config = k->config, .args = k->args[i]};
         if (!th_start(&k->srv[i], &o))
             exit(77);

@@ -1534,6 +1534,34 @@ static void expect_invalid_timing(const char *keys, const char *want)
     assert_contains(r.err, want);
 }
 
+/* --format-cluster: set with --replica-id, refused without it. */
+static void test_format_cluster_flag(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/sluice-config-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    write_file(path, roster);
+    sl_config_t cfg;
+    const char *with[] = {"--config", path, "--replica-id", "1", "--format-cluster", NULL};
+    loaded_t r = load(&cfg, with);
+    free(r.out);
+    assert_int_equal(r.rc, 0);
+    assert_true(cfg.format_cluster);
+    const char *plain[] = {"--config", path, "--replica-id", "1", NULL};
+    r = load(&cfg, plain);
+    free(r.out);
+    assert_int_equal(r.rc, 0);
+    assert_false(cfg.format_cluster);
+    const char *alone[] = {"--config", path, "--format-cluster", NULL};
+    r = load(&cfg, alone);
+    free(r.out);
+    unlink(path);
+    assert_int_not_equal(r.rc, 0);
+    assert_contains(r.err, "--format-cluster is for a cluster node: give --replica-id N");
+}
+
 static void test_cluster_validation(void **state)
 {
     (void)state;
@@ -1707,6 +1735,7 @@ int main(void)
         cmocka_unit_test_setup(test_node_table_shape, clear_env),
         cmocka_unit_test_setup(test_cluster_roster, clear_env),
         cmocka_unit_test_setup(test_cluster_validation, clear_env),
+        cmocka_unit_test_setup(test_format_cluster_flag, clear_env),
         cmocka_unit_test_setup(test_cluster_load, clear_env),
         cmocka_unit_test_setup(test_print_config_flag, clear_env),
         cmocka_unit_test_setup(test_sample_config_is_current, clear_env),
