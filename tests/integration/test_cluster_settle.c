@@ -309,6 +309,90 @@ static void test_client_of_each_node_ends_on_the_leader(void **state)
     free(k);
 }
 
+/* A client with reconnects on follows the leader through its death: it
+ * settled on the leader, the leader is killed, the next write reconnects to
+ * another node of the last cluster answer, settles on the new leader once
+ * one is elected, and commits there (a backup would answer it 58). */
+static void test_client_follows_the_leader_through_failover(void **state)
+{
+    (void)state;
+    cluster_t *k = calloc(1, sizeof(*k));
+    assert_non_null(k);
+    cluster_start(k);
+    uint16_t leader = 0;
+    answer_of(k->tcp[0], &leader);
+    for (int i = 0; i < LEADER_POLLS_MAX && leader == 0; i++) {
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+        answer_of(k->tcp[0], &leader);
+    }
+    assert_true(leader != 0);
+    int dead = 0, dial = 0;
+    for (int i = 0; i < NODES; i++)
+        if (k->tcp[i] == leader)
+            dead = i;
+    dial = (dead + 1) % NODES;
+    sl_client_options_t o = {.connect_timeout_ms = 5000,
+                             .request_timeout_ms = 20000,
+                             .reconnect_attempts = 10,
+                             .reconnect_delay_ms = 100,
+                             .reconnect_delay_max_ms = 1000,
+                             .transient_retries = 10};
+    sl_client_t *c = NULL;
+    assert_int_equal(sl_client_connect("127.0.0.1", k->tcp[dial], &o, &c), 0);
+    assert_int_equal(login_root(c), 0);
+    sl_session_info_t info;
+    sl_client_session_info(c, &info);
+    assert_int_equal(info.leader_moves, 1);
+    assert_int_equal(sl_client_create_stream(c, "before", NULL), 0);
+
+    th_stop(&k->srv[dead], SIGKILL);
+    /* The survivors elect a new leader after cluster.heartbeat_timeout (5 s)
+     * and a view change: a call may fail while no node takes writes, so
+     * the write is retried, up to 120 s on a loaded machine. */
+    int rc = -1;
+    for (int i = 0; i < 120 && rc != 0; i++) {
+        rc = sl_client_create_stream(c, "after", NULL);
+        if (rc == -SL_ERR_STREAM_NAME_ALREADY_EXISTS)
+            rc = 0; /* an earlier try committed and its reply was lost */
+        if (rc != 0)
+            sleep(1);
+    }
+    assert_int_equal(rc, 0);
+    sl_client_session_info(c, &info);
+    assert_true(info.leader_moves >= 1);
+    assert_true(info.reconnects >= 1);
+    /* Both streams are on the survivors. */
+    for (int i = 0; i < NODES; i++) {
+        if (i == dead)
+            continue;
+        sl_client_t *r = th_client(k->tcp[i], "iggy", "iggy");
+        assert_non_null(r);
+        const sl_stream_t *items = NULL;
+        uint32_t count = 0;
+        int found = 0;
+        for (int tries = 0; tries < 600 && found < 2; tries++) {
+            assert_int_equal(sl_client_get_streams(r, &items, &count), 0);
+            found = 0;
+            for (uint32_t j = 0; j < count; j++)
+                found += strcmp(items[j].name, "before") == 0 || strcmp(items[j].name, "after") == 0;
+            if (found < 2) {
+                struct timespec ts = {0, 100 * 1000000L};
+                nanosleep(&ts, NULL);
+            }
+        }
+        assert_int_equal(found, 2);
+        sl_client_close(r);
+    }
+    sl_client_close(c);
+    for (int i = 0; i < NODES; i++) {
+        if (i != dead)
+            th_stop(&k->srv[i], SIGTERM);
+        th_cleanup(&k->srv[i]);
+    }
+    free(k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -320,6 +404,7 @@ int main(void)
     int rc = cmocka_run_group_tests(tests, start, stop);
     const struct CMUnitTest cluster_tests[] = {
         cmocka_unit_test(test_client_of_each_node_ends_on_the_leader),
+        cmocka_unit_test(test_client_follows_the_leader_through_failover),
     };
     return rc + cmocka_run_group_tests(cluster_tests, NULL, NULL);
 }
