@@ -371,6 +371,15 @@ static void on_turn_end(void *ctx, sl_loop_t *loop)
     sl_messages_commit_staged(ctx);
 }
 
+bool sl_session_login_overdue(uint64_t unbound_since_us, uint64_t now_us, uint64_t limit_us)
+{
+    /* Unsigned time: a stamp after now_us would wrap the difference into an
+     * age of centuries, and close a session that lost its login a moment
+     * ago (an eviction or logout whose reply was still being written when
+     * the tick came) before its next request could be answered. */
+    return now_us > unbound_since_us && now_us - unbound_since_us > limit_us;
+}
+
 /* tcp.login_timeout: a connection without a login holds a slot only so
  * long. A login waiting for the hash pool is the server's time, not the
  * client's: it is not closed meanwhile. */
@@ -379,9 +388,9 @@ static void login_timeouts(sl_server_t *srv, uint64_t now)
     uint64_t limit = srv->cfg.tcp.login_timeout_us;
     for (uint32_t i = 0; i < srv->sessions_count; i++) {
         sl_session_t *s = srv->sessions[i];
-        sl_session_sync_login(s);
+        sl_session_sync_login(s); /* may stamp unbound_since_us after now */
         if (s->bound || s->internal || s->hash_job || sl_conn_closing(s->conn) ||
-            now - s->unbound_since_us <= limit)
+            !sl_session_login_overdue(s->unbound_since_us, now, limit))
             continue;
         sl_log_info("connection %u (%s): closed: no login within %llu s", s->id,
                     sl_conn_peer(s->conn), (unsigned long long)(limit / 1000000u));

@@ -369,6 +369,12 @@ void sl_hashing_cancel(sl_session_t *s);
  * (after each reply, on a rebind that unbinds another session, each tick). */
 void sl_session_sync_login(sl_session_t *s);
 
+/* server.c: whether a connection without a login since unbound_since_us has
+ * overstayed tcp.login_timeout (limit_us) at now_us. A stamp later than now_us
+ * is not overdue: the tick reads now_us once and then stamps the sessions that
+ * lost their login since the last reply (sl_session_sync_login), later. */
+bool sl_session_login_overdue(uint64_t unbound_since_us, uint64_t now_us, uint64_t limit_us);
+
 /* reply_budget.c: the bytes held by replies until they are written, across
  * the server (message_bus.reply_memory_max; docs/configuration.md,
  * "Memory"). A session's reply buffer counts at its capacity once that is

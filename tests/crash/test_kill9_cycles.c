@@ -231,7 +231,7 @@ typedef struct worker {
     pthread_t thread;
     sl_client_t *c;
     bool failed;
-    char error[512];
+    char error[1024];
     /* producers: the batch in flight when the connection died */
     bool pending;
     uint32_t pending_slot;
@@ -364,6 +364,67 @@ static bool check_polled(worker_t *w, slot_t *s, const sl_polled_messages_t *out
     return true;
 }
 
+/* Appends the members of the consumer's group and their partitions, as the server lists them
+ * now, to out. */
+static void describe_members(worker_t *w, consumer_model_t *cm, char *out, size_t cap)
+{
+    const sl_consumer_group_t *g = NULL;
+    const char *topic = slots[cm->first_slot].topic;
+    int rc = sl_client_get_consumer_group(w->c, sl_id_name(stream), sl_id_name(topic),
+                                          sl_id_name(group_names[cm == &consumers[G_STORE]]), &g);
+    size_t len = strlen(out);
+    if (rc != 0 || g == NULL) {
+        snprintf(out + len, cap - len, "; GetConsumerGroup: %d", rc);
+        return;
+    }
+    len += (size_t)snprintf(out + len, cap - len, "; group id %u, members", g->id);
+    for (uint32_t i = 0; i < g->members_count && len < cap; i++) {
+        const sl_consumer_group_member_t *m = &g->members[i];
+        len += (size_t)snprintf(out + len, cap - len, " %u:[", m->id);
+        for (uint32_t k = 0; k < m->partitions_count && len < cap; k++)
+            len += (size_t)snprintf(out + len, cap - len, k ? ",%u" : "%u", m->partitions[k]);
+        if (len < cap)
+            len += (size_t)snprintf(out + len, cap - len, "]");
+    }
+}
+
+/* Within a cycle a group's offset only grows (auto-commit never goes back), so a poll with
+ * Next that starts at or below where the group stood when the cycle began is wrong the moment
+ * it is answered. Reported at once, while the server still runs, with what the server says
+ * now (check_ranges, after the kill, could only say that it happened). */
+static void group_poll_went_back(worker_t *w, consumer_model_t *cm, uint32_t si,
+                                 const sl_polled_messages_t *out, uint64_t first, uint64_t last)
+{
+    slot_t *s = &slots[si];
+    pthread_mutex_lock(&cm->mu);
+    int64_t start = cm->cycle_start[si];
+    pthread_mutex_unlock(&cm->mu);
+    if (start < 0 || first > (uint64_t)start)
+        return;
+    char detail[400] = "";
+    sl_consumer_offset_t off;
+    int rc = sl_client_get_consumer_offset(w->c, cm->ref, sl_id_name(stream), sl_id_name(s->topic),
+                                           s->partition, &off);
+    if (rc != 0)
+        snprintf(detail, sizeof(detail), "GetConsumerOffset now: %d", rc);
+    else if (!off.found)
+        snprintf(detail, sizeof(detail), "GetConsumerOffset now: none stored");
+    else
+        snprintf(detail, sizeof(detail),
+                 "GetConsumerOffset now: %" PRIu64 " (partition %u, current %" PRIu64 ")",
+                 off.stored_offset, off.partition_id, off.current_offset);
+    const sl_client_info_t *me = NULL;
+    size_t len = strlen(detail);
+    if (sl_client_get_me(w->c, &me) == 0 && me)
+        snprintf(detail + len, sizeof(detail) - len, "; this member is client %u", me->client_id);
+    describe_members(w, cm, detail, sizeof(detail));
+    wfail(w,
+          "%s on %s/%u: a poll with Next read %" PRIu64 "..%" PRIu64 " where the group stood at "
+          "%" PRId64 " when the cycle began (reply: partition %u, current offset %" PRIu64 "); %s",
+          cm->name, s->topic, s->partition, first, last, start, out->partition_id,
+          out->current_offset, detail);
+}
+
 /* A consumer's next step on one slot; false when the worker stops. */
 static bool consume_slot(worker_t *w, consumer_model_t *cm, uint32_t si, bool *resync)
 {
@@ -386,6 +447,16 @@ static bool consume_slot(worker_t *w, consumer_model_t *cm, uint32_t si, bool *r
         return true;
     uint64_t first = out.messages[0].offset;
     uint64_t last = first + out.count - 1;
+    if (out.partition_id != s->partition) {
+        wfail(w, "%s on %s/%u: the poll's reply is for partition %u (%u messages from %" PRIu64 ")",
+              cm->name, s->topic, s->partition, out.partition_id, out.count, first);
+        return false;
+    }
+    if (cm->group && !cm->explicit_store) {
+        group_poll_went_back(w, cm, si, &out, first, last);
+        if (w->failed)
+            return false;
+    }
     /* A single consumer is one thread: its polls continue exactly at its offset. Group polls
      * of two members are checked as ranges at the end of the cycle. */
     if (!cm->group && first != from) {
@@ -641,9 +712,10 @@ static void check_ranges(consumer_model_t *cm)
         uint64_t next = (uint64_t)(cm->cycle_start[si] + 1);
         for (uint32_t i = 0; i < n; i++) {
             if (r[i].first != next)
-                fail_msg(
-                    "%s on %s/%u: a poll read %" PRIu64 "..%" PRIu64 " where %" PRIu64 " was next",
-                    cm->name, slots[si].topic, slots[si].partition, r[i].first, r[i].last, next);
+                fail_msg("%s on %s/%u: a poll read %" PRIu64 "..%" PRIu64 " where %" PRIu64
+                         " was next\n(the server's data stays in %s, its log in %s)",
+                         cm->name, slots[si].topic, slots[si].partition, r[i].first, r[i].last,
+                         next, srv.data_dir, srv.log_path);
             next = r[i].last + 1;
         }
         cm->ranges_count[si] = 0;
@@ -786,7 +858,8 @@ static void run_cycle(uint64_t *rng, uint64_t *acked_batches)
         fail_msg("sluiced ended with status %d before the kill:\n%s", status, th_log(&srv));
     for (uint32_t i = 0; i < WORKERS; i++) {
         if (w[i].failed)
-            fail_msg("worker %u: %s", i, w[i].error);
+            fail_msg("worker %u: %s\n(the server's data stays in %s, its log in %s)", i, w[i].error,
+                     srv.data_dir, srv.log_path);
         if (w[i].pending)
             inflight[inflight_count++] =
                 (inflight_t){w[i].pending_slot, w[i].pending_first, w[i].pending_count};
