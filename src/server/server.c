@@ -422,7 +422,9 @@ static void on_tick(void *ctx, sl_loop_t *loop)
         orphans_release(srv);
     for (uint32_t i = 0; i < srv->sessions_count; i++) {
         sl_session_t *s = srv->sessions[i];
-        if (!s->bound || now - s->last_seen_us <= limit)
+        /* sl_http_tick above may have dispatched for a session since now
+         * was read: a stamp after now is not stale (unsigned time). */
+        if (!s->bound || s->last_seen_us >= now || now - s->last_seen_us <= limit)
             continue;
         const sl_meta_client_t *c = sl_meta_client_find(srv->meta, s->client);
         if (!c || c->memberships == 0)
