@@ -371,13 +371,13 @@ static void on_turn_end(void *ctx, sl_loop_t *loop)
     sl_messages_commit_staged(ctx);
 }
 
-bool sl_session_login_overdue(uint64_t unbound_since_us, uint64_t now_us, uint64_t limit_us)
+bool sl_session_overdue(uint64_t since_us, uint64_t now_us, uint64_t limit_us)
 {
     /* Unsigned time: a stamp after now_us would wrap the difference into an
      * age of centuries, and close a session that lost its login a moment
      * ago (an eviction or logout whose reply was still being written when
      * the tick came) before its next request could be answered. */
-    return now_us > unbound_since_us && now_us - unbound_since_us > limit_us;
+    return now_us > since_us && now_us - since_us > limit_us;
 }
 
 /* tcp.login_timeout: a connection without a login holds a slot only so
@@ -390,7 +390,7 @@ static void login_timeouts(sl_server_t *srv, uint64_t now)
         sl_session_t *s = srv->sessions[i];
         sl_session_sync_login(s); /* may stamp unbound_since_us after now */
         if (s->bound || s->internal || s->hash_job || sl_conn_closing(s->conn) ||
-            !sl_session_login_overdue(s->unbound_since_us, now, limit))
+            !sl_session_overdue(s->unbound_since_us, now, limit))
             continue;
         sl_log_info("connection %u (%s): closed: no login within %llu s", s->id,
                     sl_conn_peer(s->conn), (unsigned long long)(limit / 1000000u));
@@ -423,8 +423,8 @@ static void on_tick(void *ctx, sl_loop_t *loop)
     for (uint32_t i = 0; i < srv->sessions_count; i++) {
         sl_session_t *s = srv->sessions[i];
         /* sl_http_tick above may have dispatched for a session since now
-         * was read: a stamp after now is not stale (unsigned time). */
-        if (!s->bound || s->last_seen_us >= now || now - s->last_seen_us <= limit)
+         * was read: its stamp is after now, and fresh. */
+        if (!s->bound || !sl_session_overdue(s->last_seen_us, now, limit))
             continue;
         const sl_meta_client_t *c = sl_meta_client_find(srv->meta, s->client);
         if (!c || c->memberships == 0)

@@ -369,11 +369,13 @@ void sl_hashing_cancel(sl_session_t *s);
  * (after each reply, on a rebind that unbinds another session, each tick). */
 void sl_session_sync_login(sl_session_t *s);
 
-/* server.c: whether a connection without a login since unbound_since_us has
- * overstayed tcp.login_timeout (limit_us) at now_us. A stamp later than now_us
- * is not overdue: the tick reads now_us once and then stamps the sessions that
- * lost their login since the last reply (sl_session_sync_login), later. */
-bool sl_session_login_overdue(uint64_t unbound_since_us, uint64_t now_us, uint64_t limit_us);
+/* server.c: whether a stamp `since_us` is more than limit_us old at now_us:
+ * a connection without a login since then has overstayed tcp.login_timeout,
+ * a bound session last seen then has missed its heartbeats. A stamp later
+ * than now_us is not overdue: the tick reads now_us once and then stamps
+ * sessions (sl_session_sync_login; requests the HTTP door dispatches in
+ * sl_http_tick), later. */
+bool sl_session_overdue(uint64_t since_us, uint64_t now_us, uint64_t limit_us);
 
 /* reply_budget.c: the bytes held by replies until they are written, across
  * the server (message_bus.reply_memory_max; docs/configuration.md,

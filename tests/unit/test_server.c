@@ -15,11 +15,11 @@ static void test_login_overdue_after_the_limit(void **state)
 {
     (void)state;
     uint64_t since = 5000000000u;
-    assert_false(sl_session_login_overdue(since, since, LIMIT_US));
-    assert_false(sl_session_login_overdue(since, since + 1, LIMIT_US));
-    assert_false(sl_session_login_overdue(since, since + LIMIT_US, LIMIT_US));
-    assert_true(sl_session_login_overdue(since, since + LIMIT_US + 1, LIMIT_US));
-    assert_true(sl_session_login_overdue(0, UINT64_MAX, LIMIT_US));
+    assert_false(sl_session_overdue(since, since, LIMIT_US));
+    assert_false(sl_session_overdue(since, since + 1, LIMIT_US));
+    assert_false(sl_session_overdue(since, since + LIMIT_US, LIMIT_US));
+    assert_true(sl_session_overdue(since, since + LIMIT_US + 1, LIMIT_US));
+    assert_true(sl_session_overdue(0, UINT64_MAX, LIMIT_US));
 }
 
 /* The stamp taken after the tick's clock read, by a microsecond or by a slow turn's worth. */
@@ -27,10 +27,10 @@ static void test_login_stamped_after_now_is_not_overdue(void **state)
 {
     (void)state;
     uint64_t now = 5000000000u;
-    assert_false(sl_session_login_overdue(now + 1, now, LIMIT_US));
-    assert_false(sl_session_login_overdue(now + 250000, now, LIMIT_US));
-    assert_false(sl_session_login_overdue(now + LIMIT_US + 1, now, LIMIT_US));
-    assert_false(sl_session_login_overdue(UINT64_MAX, 0, LIMIT_US));
+    assert_false(sl_session_overdue(now + 1, now, LIMIT_US));
+    assert_false(sl_session_overdue(now + 250000, now, LIMIT_US));
+    assert_false(sl_session_overdue(now + LIMIT_US + 1, now, LIMIT_US));
+    assert_false(sl_session_overdue(UINT64_MAX, 0, LIMIT_US));
 }
 
 int main(void)
