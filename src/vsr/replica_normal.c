@@ -238,20 +238,31 @@ void vsr_on_prepare(sl_vsr_replica_t *r, const sl_vsr_frame_t *f, const uint8_t 
     if (op <= r->commit_min)
         return;
     vsr_entry_t *e = vsr_entry(r, op);
+    /* The same view has one prepare per op, and its log is one hash chain
+     * (a 0 parent is an unsealed link after a state-transferred checkpoint:
+     * no information). A canonical entry can still disagree: a peer in a
+     * later view vouches for its committed ops in any view (repair), so
+     * this replica may hold a later view's op where its own view's primary
+     * prepared one that was cut. Its view is stale then; the prepare is
+     * dropped (never acknowledged) and a StartView sorts the log out. */
     if (vsr_known(r, op) && e->canonical) {
-        /* The same view has one prepare per op. */
-        sl_assert(sl_u128_eq(e->identity, f->h.checksum));
+        if (!sl_u128_eq(e->identity, f->h.checksum)) {
+            vsr_trace(r, "prepare %llu differs from a committed op vouched for: stale view",
+                      (unsigned long long)op);
+            return;
+        }
         if (vsr_present(r, op))
             vsr_send_prepare_ok(r, op);
         else
             vsr_journal_write(r, raw, f->body);
         return;
     }
-    /* The same view's log is one hash chain (a 0 parent is an unsealed link
-     * after a state-transferred checkpoint: no information). */
     if (op == r->op + 1 && vsr_known(r, r->op) && vsr_entry(r, r->op)->canonical &&
-        !sl_u128_is_zero(p->parent))
-        sl_assert(sl_u128_eq(vsr_entry(r, r->op)->identity, p->parent));
+        !sl_u128_is_zero(p->parent) && !sl_u128_eq(vsr_entry(r, r->op)->identity, p->parent)) {
+        vsr_trace(r, "prepare %llu does not chain to a committed op vouched for: stale view",
+                  (unsigned long long)op);
+        return;
+    }
     vsr_log_set(r, raw, true);
     if (op > r->op)
         r->op = op;
