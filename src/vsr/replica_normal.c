@@ -130,6 +130,12 @@ static void prepare_request(sl_vsr_replica_t *r, const sl_vsr_request_t *req)
     uint8_t next = (uint8_t)((r->cfg.replica + 1) % r->cfg.replica_count);
     if (next != r->cfg.replica)
         vsr_send_bytes(r, next, r->body.data, r->body.len);
+    /* Backups the chain is failing to reach get it straight away (a star
+     * around the break); a duplicate from the chain is harmless. */
+    for (uint8_t i = 0; i < r->cfg.replica_count; i++) {
+        if (i != r->cfg.replica && i != next && r->ticks < r->star_until[i])
+            vsr_send_bytes(r, i, r->body.data, r->body.len);
+    }
 }
 
 /* framing.md 6.1's preflight for a non-Register request: true when it is
@@ -467,7 +473,8 @@ static void primary_heartbeat(sl_vsr_replica_t *r)
 }
 
 /* Resends prepares of the pipeline that a quorum has not acknowledged,
- * straight to each backup that has not (the chain may be broken). */
+ * straight to each backup that has not (the chain may be broken), and
+ * marks those backups for direct sends of new prepares (star_until). */
 static void primary_resend(sl_vsr_replica_t *r)
 {
     uint32_t sent = 0;
@@ -486,9 +493,13 @@ static void primary_resend(sl_vsr_replica_t *r)
         if (!sl_buf_ok(&r->body))
             continue;
         sl_store_u32(r->body.data + 52, r->view); /* the identity does not cover the view */
+        /* A backup still without it after a resend period: the chain does
+         * not reach it, so new prepares go to it directly for a while. */
         for (uint8_t i = 0; i < r->cfg.replica_count; i++) {
-            if (i != r->cfg.replica && !(e->acks & (1u << i)))
+            if (i != r->cfg.replica && !(e->acks & (1u << i))) {
                 vsr_send_bytes(r, i, r->body.data, r->body.len);
+                r->star_until[i] = r->ticks + (uint64_t)VSR_STAR_RESENDS * r->cfg.resend_ticks;
+            }
         }
     }
 }
