@@ -114,6 +114,9 @@ struct sl_vsr_replica {
     uint64_t heartbeat_seq;
     uint64_t heartbeat_tick;
     uint64_t progress_tick; /* last time the pipeline committed or was empty */
+    /* Per backup: until this tick new prepares also go straight to it,
+     * because a resend found the chain not reaching it (0: chain only). */
+    uint64_t star_until[SL_VSR_REPLICAS_MAX];
     /* backup: last sign of life from the primary */
     uint64_t primary_tick;
     uint64_t primary_heartbeat;
@@ -159,6 +162,12 @@ struct sl_vsr_replica {
     uint64_t nonce_counter;
     uint64_t frames_dropped;
 };
+
+/* A backup the chain failed to reach gets new prepares straight from the
+ * primary for this many resend periods; then the chain alone is tried again
+ * (a chain still broken costs one resend wait per such period, not one per
+ * prepare). */
+#define VSR_STAR_RESENDS 20u
 
 /* --- helpers (replica.c) ----------------------------------------------------------------- */
 

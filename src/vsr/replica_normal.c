@@ -130,6 +130,12 @@ static void prepare_request(sl_vsr_replica_t *r, const sl_vsr_request_t *req)
     uint8_t next = (uint8_t)((r->cfg.replica + 1) % r->cfg.replica_count);
     if (next != r->cfg.replica)
         vsr_send_bytes(r, next, r->body.data, r->body.len);
+    /* Backups the chain is failing to reach get it straight away (a star
+     * around the break); a duplicate from the chain is harmless. */
+    for (uint8_t i = 0; i < r->cfg.replica_count; i++) {
+        if (i != r->cfg.replica && i != next && r->ticks < r->star_until[i])
+            vsr_send_bytes(r, i, r->body.data, r->body.len);
+    }
 }
 
 /* framing.md 6.1's preflight for a non-Register request: true when it is
@@ -238,20 +244,31 @@ void vsr_on_prepare(sl_vsr_replica_t *r, const sl_vsr_frame_t *f, const uint8_t 
     if (op <= r->commit_min)
         return;
     vsr_entry_t *e = vsr_entry(r, op);
+    /* The same view has one prepare per op, and its log is one hash chain
+     * (a 0 parent is an unsealed link after a state-transferred checkpoint:
+     * no information). A canonical entry can still disagree: a peer in a
+     * later view vouches for its committed ops in any view (repair), so
+     * this replica may hold a later view's op where its own view's primary
+     * prepared one that was cut. Its view is stale then; the prepare is
+     * dropped (never acknowledged) and a StartView sorts the log out. */
     if (vsr_known(r, op) && e->canonical) {
-        /* The same view has one prepare per op. */
-        sl_assert(sl_u128_eq(e->identity, f->h.checksum));
+        if (!sl_u128_eq(e->identity, f->h.checksum)) {
+            vsr_trace(r, "prepare %llu differs from a committed op vouched for: stale view",
+                      (unsigned long long)op);
+            return;
+        }
         if (vsr_present(r, op))
             vsr_send_prepare_ok(r, op);
         else
             vsr_journal_write(r, raw, f->body);
         return;
     }
-    /* The same view's log is one hash chain (a 0 parent is an unsealed link
-     * after a state-transferred checkpoint: no information). */
     if (op == r->op + 1 && vsr_known(r, r->op) && vsr_entry(r, r->op)->canonical &&
-        !sl_u128_is_zero(p->parent))
-        sl_assert(sl_u128_eq(vsr_entry(r, r->op)->identity, p->parent));
+        !sl_u128_is_zero(p->parent) && !sl_u128_eq(vsr_entry(r, r->op)->identity, p->parent)) {
+        vsr_trace(r, "prepare %llu does not chain to a committed op vouched for: stale view",
+                  (unsigned long long)op);
+        return;
+    }
     vsr_log_set(r, raw, true);
     if (op > r->op)
         r->op = op;
@@ -456,7 +473,8 @@ static void primary_heartbeat(sl_vsr_replica_t *r)
 }
 
 /* Resends prepares of the pipeline that a quorum has not acknowledged,
- * straight to each backup that has not (the chain may be broken). */
+ * straight to each backup that has not (the chain may be broken), and
+ * marks those backups for direct sends of new prepares (star_until). */
 static void primary_resend(sl_vsr_replica_t *r)
 {
     uint32_t sent = 0;
@@ -475,9 +493,13 @@ static void primary_resend(sl_vsr_replica_t *r)
         if (!sl_buf_ok(&r->body))
             continue;
         sl_store_u32(r->body.data + 52, r->view); /* the identity does not cover the view */
+        /* A backup still without it after a resend period: the chain does
+         * not reach it, so new prepares go to it directly for a while. */
         for (uint8_t i = 0; i < r->cfg.replica_count; i++) {
-            if (i != r->cfg.replica && !(e->acks & (1u << i)))
+            if (i != r->cfg.replica && !(e->acks & (1u << i))) {
                 vsr_send_bytes(r, i, r->body.data, r->body.len);
+                r->star_until[i] = r->ticks + (uint64_t)VSR_STAR_RESENDS * r->cfg.resend_ticks;
+            }
         }
     }
 }

@@ -546,6 +546,7 @@ static void become_normal(sl_vsr_replica_t *r)
     r->repair_busy = false;
     r->heartbeat_seq = 0;
     r->anchor_op = 0;
+    memset(r->star_until, 0, sizeof(r->star_until)); /* a new view starts on the chain */
 }
 
 static void install_as_primary(sl_vsr_replica_t *r, const choice_t *c)
