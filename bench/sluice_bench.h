@@ -108,6 +108,9 @@ uint64_t sb_process_cpu_ns(pid_t pid);
 
 /* Sleeps for ms milliseconds. */
 void sb_sleep_ms(unsigned ms);
+/* A loopback port the kernel hands out now, closed for a server to take;
+ * dies when none can be had. */
+uint16_t sb_free_port(void);
 
 /* --- statistics (sluice_bench_stats.c) ----------------------------------------- */
 

@@ -49,19 +49,6 @@ typedef struct side {
 
 /* A port the kernel hands out now, closed for sluiced to take (the window
  * in which another process could take it is a few milliseconds). */
-static uint16_t free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0)
-        sb_die("cannot find a free port: %s", strerror(errno));
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 /* Polls of 100 ms while a new cluster elects and creates its root user. */
 #define SB_CLUSTER_POLLS_MAX 600
 
@@ -166,8 +153,8 @@ static void side_open(side_t *s, const sb_options_t *o, int which)
     }
     uint16_t tcp[NODES], replica[NODES];
     for (int i = 0; i < NODES; i++) {
-        tcp[i] = free_port();
-        replica[i] = free_port();
+        tcp[i] = sb_free_port();
+        replica[i] = sb_free_port();
     }
     char config[CONFIG_MAX];
     roster(config, sizeof(config), tcp, replica);

@@ -459,19 +459,6 @@ static bool find_binary(const char *name, char *out, size_t len)
     return false;
 }
 
-static uint16_t free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0)
-        sb_die("no free port: %s", strerror(errno));
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 static bool listening(uint16_t port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -492,7 +479,7 @@ bool sb_peer_start(sb_target_t target, const char *parent, bool fsync, sb_peer_t
         snprintf(why, why_len, "%s is not installed (Debian: apt-get install %s)", name, name);
         return false;
     }
-    *out = (sb_peer_t){.target = target, .port = free_port()};
+    *out = (sb_peer_t){.target = target, .port = sb_free_port()};
     snprintf(out->dir, sizeof(out->dir), "%s/%s", parent, sb_target_name(target));
     if (mkdir(out->dir, 0700) != 0 && errno != EEXIST) {
         snprintf(why, why_len, "mkdir %s: %s", out->dir, strerror(errno));

@@ -547,3 +547,35 @@ struct sl_client *th_client(uint16_t port, const char *username, const char *pas
     }
     return c;
 }
+
+struct sl_client *th_client_when_ready(th_server_t *srv, uint16_t port)
+{
+    for (int i = 0; i < 900; i++) {
+        sl_client_t *c = NULL;
+        if (th_client_connect(port, &c) == 0) {
+            if (sl_client_login(c, "iggy", "iggy", NULL) == 0)
+                return c;
+            sl_client_close(c);
+        }
+        struct timespec ts = {0, 100 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    fprintf(stderr, "harness: no login on the node on port %u; its log:\n%s\n", port,
+            th_log(srv));
+    return NULL;
+}
+
+uint16_t th_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+        fprintf(stderr, "harness: no free loopback port: %s\n", strerror(errno));
+        abort();
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}

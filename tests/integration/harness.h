@@ -78,6 +78,15 @@ bool th_readable(int fd, int timeout_ms);
  * reason is printed). Closed with sl_client_close. */
 struct sl_client;
 struct sl_client *th_client(uint16_t port, const char *username, const char *password);
+/* th_client as iggy/iggy, retried every 100 ms for up to 90 s while the node
+ * cannot log anyone in yet (a cluster node before its group's first commit,
+ * or with no primary to forward the login to); NULL on giving up, with srv's
+ * log printed. Leader settlement off, as th_client_connect. */
+struct sl_client *th_client_when_ready(th_server_t *srv, uint16_t port);
+/* A loopback port the kernel hands out now: bound to find it, closed for a
+ * sluiced to take (another process could take it in between; the window is
+ * milliseconds). Aborts the test program when none can be had. */
+uint16_t th_free_port(void);
 /* sl_client_connect to 127.0.0.1:port through the suite's door (not logged
  * in), with leader settlement off: the client stays on the node dialled. */
 struct sl_client_options;

@@ -41,27 +41,11 @@ typedef struct node_ports {
     uint16_t replica;
 } node_ports_t;
 
-/* Ports the kernel hands out now: bound to find one, closed for sluiced to
- * take. Another process could take one in between; the ephemeral range is
- * large and the window a few milliseconds. */
-static uint16_t free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 static void pick_ports(node_ports_t ports[NODES])
 {
     for (int i = 0; i < NODES; i++) {
-        ports[i].tcp = free_port();
-        ports[i].replica = free_port();
+        ports[i].tcp = th_free_port();
+        ports[i].replica = th_free_port();
     }
 }
 

@@ -53,19 +53,6 @@ typedef struct node {
     const char *args[4];
 } node_t;
 
-static uint16_t free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 static void pause_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -108,8 +95,8 @@ static void nodes_start(node_t nodes[NODES])
 {
     memset(nodes, 0, sizeof(node_t) * NODES);
     for (int i = 0; i < NODES; i++) {
-        nodes[i].tcp = free_port();
-        nodes[i].replica = free_port();
+        nodes[i].tcp = th_free_port();
+        nodes[i].replica = th_free_port();
     }
     for (int i = 0; i < NODES; i++)
         node_config(nodes, i);
@@ -132,15 +119,14 @@ static void nodes_stop(node_t nodes[NODES])
     }
 }
 
-/* Settlement off: every check reads what the node it dialled applied. */
+/* A logged-in client of node n, or NULL while it cannot log in yet (no root
+ * user applied there yet, no primary to forward the login to). Settlement
+ * off (th_client_connect): the client stays on the node it dialled, whose
+ * answers are the point. */
 static sl_client_t *try_login(const node_t *n)
 {
-    sl_client_options_t o = {.connect_timeout_ms = 5000,
-                             .request_timeout_ms = 20000,
-                             .settle_on_leader = SL_CLIENT_SETTLE_OFF};
-    th_client_options(&o);
     sl_client_t *c = NULL;
-    if (sl_client_connect("127.0.0.1", n->tcp, &o, &c) != 0)
+    if (th_client_connect(n->tcp, &c) != 0)
         return NULL;
     if (sl_client_login(c, "iggy", "iggy", NULL) != 0) {
         sl_client_close(c);
@@ -151,15 +137,9 @@ static sl_client_t *try_login(const node_t *n)
 
 static sl_client_t *login(const node_t *n)
 {
-    for (int i = 0; i < POLLS_MAX; i++) {
-        sl_client_t *c = try_login(n);
-        if (c)
-            return c;
-        pause_ms(100);
-    }
-    fprintf(stderr, "log of node on port %u:\n%s\n", n->tcp, th_log((th_server_t *)&n->srv));
-    fail_msg("no login on the node on port %u", n->tcp);
-    return NULL;
+    sl_client_t *c = th_client_when_ready((th_server_t *)&n->srv, n->tcp);
+    assert_non_null(c);
+    return c;
 }
 
 /* The index of the node n reports as Leader when it reports exactly one,
@@ -415,7 +395,7 @@ static void test_one_node_roster_refused(void **state)
              "[cluster.auth]\nenabled = true\nshared_secret = \"%s\"\n"
              "[[cluster.nodes]]\nname = \"node-0\"\nip = \"127.0.0.1\"\n"
              "replica_id = 0\nports = { tcp = %u, tcp_replica = %u }\n",
-             secret, free_port(), free_port());
+             secret, th_free_port(), th_free_port());
     const char *args[] = {"--replica-id", "0", "--format-cluster", NULL};
     th_options_t o = {.extra_config = config, .args = args};
     th_server_t srv;

@@ -51,19 +51,6 @@ typedef struct node {
     const char *args[4];
 } node_t;
 
-static uint16_t free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 static void pause_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -125,17 +112,13 @@ static void nodes_stop(node_t nodes[NODES])
 }
 
 /* A logged-in client of node n, or NULL while it cannot log in yet (no root
- * user applied there yet, no primary to forward the login to). */
+ * user applied there yet, no primary to forward the login to). Settlement
+ * off (th_client_connect): the client stays on the node it dialled, whose
+ * answers are the point. */
 static sl_client_t *try_login(const node_t *n)
 {
-    /* Settlement off: the client stays on the node it dialled (a backup's
-     * 58 and what each node applied are the point). */
-    sl_client_options_t o = {.connect_timeout_ms = 5000,
-                             .request_timeout_ms = 20000,
-                             .settle_on_leader = SL_CLIENT_SETTLE_OFF};
-    th_client_options(&o);
     sl_client_t *c = NULL;
-    if (sl_client_connect("127.0.0.1", n->tcp, &o, &c) != 0)
+    if (th_client_connect(n->tcp, &c) != 0)
         return NULL;
     if (sl_client_login(c, "iggy", "iggy", NULL) != 0) {
         sl_client_close(c);
@@ -146,15 +129,9 @@ static sl_client_t *try_login(const node_t *n)
 
 static sl_client_t *login(const node_t *n)
 {
-    for (int i = 0; i < POLLS_MAX; i++) {
-        sl_client_t *c = try_login(n);
-        if (c)
-            return c;
-        pause_ms(100);
-    }
-    fprintf(stderr, "log of node on port %u:\n%s\n", n->tcp, th_log((th_server_t *)&n->srv));
-    fail_msg("no login on the node on port %u", n->tcp);
-    return NULL;
+    sl_client_t *c = th_client_when_ready((th_server_t *)&n->srv, n->tcp);
+    assert_non_null(c);
+    return c;
 }
 
 /* The index of the node n reports as Leader when it reports exactly one,
@@ -248,8 +225,8 @@ static void test_replicated_metadata_and_failover(void **state)
     node_t nodes[NODES];
     memset(nodes, 0, sizeof(nodes));
     for (int i = 0; i < NODES; i++) {
-        nodes[i].tcp = free_port();
-        nodes[i].replica = free_port();
+        nodes[i].tcp = th_free_port();
+        nodes[i].replica = th_free_port();
     }
     uint16_t seen[NODES][NODES];
     for (int i = 0; i < NODES; i++)
@@ -340,8 +317,8 @@ static void test_partitioned_primary(void **state)
     node_t nodes[NODES];
     memset(nodes, 0, sizeof(nodes));
     for (int i = 0; i < NODES; i++) {
-        nodes[i].tcp = free_port();
-        nodes[i].replica = free_port();
+        nodes[i].tcp = th_free_port();
+        nodes[i].replica = th_free_port();
     }
     th_proxy_t *proxy[NODES][NODES] = {{NULL}};
     uint16_t seen[NODES][NODES];
@@ -468,8 +445,8 @@ static void test_refusals(void **state)
     memset(nodes, 0, sizeof(nodes));
     uint16_t seen[NODES];
     for (int i = 0; i < NODES; i++) {
-        nodes[i].tcp = free_port();
-        seen[i] = nodes[i].replica = free_port();
+        nodes[i].tcp = th_free_port();
+        seen[i] = nodes[i].replica = th_free_port();
     }
     node_config(nodes, 0, seen);
 

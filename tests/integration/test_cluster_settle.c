@@ -183,20 +183,6 @@ typedef struct cluster {
     const char *args[NODES][4];
 } cluster_t;
 
-/* A port the kernel hands out now, closed for sluiced to take. */
-static uint16_t free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 static void cluster_start(cluster_t *k)
 {
     size_t at = (size_t)snprintf(k->config, sizeof(k->config),
@@ -204,11 +190,11 @@ static void cluster_start(cluster_t *k)
                                  "[cluster.auth]\nenabled = true\n"
                                  "shared_secret = \"settle-test-secret-settle-test-secret\"\n");
     for (int i = 0; i < NODES; i++) {
-        k->tcp[i] = free_port();
+        k->tcp[i] = th_free_port();
         at += (size_t)snprintf(k->config + at, sizeof(k->config) - at,
                                "[[cluster.nodes]]\nname = \"node-%d\"\nip = \"127.0.0.1\"\n"
                                "replica_id = %d\nports = { tcp = %u, tcp_replica = %u }\n",
-                               i, i, k->tcp[i], free_port());
+                               i, i, k->tcp[i], th_free_port());
         assert_true(at < sizeof(k->config));
     }
     for (int i = 0; i < NODES; i++) {
