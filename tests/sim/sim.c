@@ -489,10 +489,14 @@ static int run_seed(const sim_options_t *opt, bool report)
         if (s->opt.partitions)
             fprintf(out,
                     "  %u partition groups: %llu batches acknowledged, %llu take-overs, "
-                    "%llu prepares refused\n",
+                    "%llu prepares refused, %llu accepted, heads %llu applied / %llu "
+                    "journaled, %llu state transfers\n",
                     s->npgroups, (unsigned long long)s->stats.batches_acked,
-                    (unsigned long long)s->stats.take_overs,
-                    (unsigned long long)pgroups_refused(s));
+                    (unsigned long long)s->stats.take_overs, (unsigned long long)pgroups_refused(s),
+                    (unsigned long long)s->stats.accepts,
+                    (unsigned long long)s->stats.heads_applied,
+                    (unsigned long long)s->stats.heads_journal,
+                    (unsigned long long)s->stats.pstate_transfers);
         describe(s, out);
         if (s->opt.partitions)
             pgroups_describe(s, out);
@@ -507,7 +511,9 @@ static int run_seed(const sim_options_t *opt, bool report)
 /* --- many seeds
  * ------------------------------------------------------------------------------------ */
 
-static const char *bug_names[] = {"commit-quorum", "nack-quorum", "canonical-by-op"};
+static const char *bug_names[] = {"commit-quorum", "nack-quorum", "canonical-by-op",
+                                  "head-applied"};
+#define BUGS (sizeof(bug_names) / sizeof(bug_names[0]))
 
 static void print_replay(const sim_options_t *opt)
 {
@@ -517,7 +523,7 @@ static void print_replay(const sim_options_t *opt)
         fprintf(stderr, " SIM_ARGS='--replicas %u", opt->replicas);
         args = true;
     }
-    for (unsigned i = 0; i < 3; i++) {
+    for (unsigned i = 0; i < BUGS; i++) {
         if (opt->bugs & (1u << i)) {
             fprintf(stderr, "%s--bug %s", args ? " " : " SIM_ARGS='", bug_names[i]);
             args = true;
@@ -656,7 +662,8 @@ static uint64_t run_range(sim_options_t opt, seed_set_t *set, unsigned jobs, boo
 static int usage(void)
 {
     fprintf(stderr, "usage: sl_sim --seed N | --seeds A-B | --seeds COUNT | --seed-list N,A-B,...\n"
-                    "       [--replicas 3|5] [--bug commit-quorum|nack-quorum|canonical-by-op]\n"
+                    "       [--replicas 3|5]\n"
+                    "       [--bug commit-quorum|nack-quorum|canonical-by-op|head-applied]\n"
                     "       [--jobs J] [--ticks FAULT_TICKS] [--expect-failure]\n"
                     "       [--dump-at TICK] [--partitions] [--verbose]\n");
     return 2;
@@ -692,9 +699,9 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--bug") && v) {
             unsigned k = 0;
-            while (k < 3 && strcmp(v, bug_names[k]) != 0)
+            while (k < BUGS && strcmp(v, bug_names[k]) != 0)
                 k++;
-            if (k == 3)
+            if (k == BUGS)
                 return usage();
             opt.bugs |= 1u << k;
             i++;

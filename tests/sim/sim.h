@@ -413,6 +413,10 @@ struct sim {
         uint64_t crashes, wipes, partitions, corruptions, replies, view_changes;
         uint64_t state_transfers;
         uint64_t take_overs, batches_acked, prepares_refused;
+        /* partition groups: prepare hook calls whose head was the applied
+         * state / a journaled body; accept calls that said yes; state
+         * transfers installed */
+        uint64_t heads_applied, heads_journal, accepts, pstate_transfers;
     } stats;
 };
 
