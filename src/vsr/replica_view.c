@@ -443,6 +443,30 @@ static void trace_undecided(sl_vsr_replica_t *r, const choice_t *c, uint64_t op,
 
 static void install_as_primary(sl_vsr_replica_t *r, const choice_t *c);
 
+/* Whether every committed op of the chosen window that this replica has not
+ * applied has a header or a known identity. One that has neither (each
+ * DoViewChange so far is blank there: its senders never had it, or dropped
+ * the entry when a state transfer moved their window) could never be
+ * repaired in the new view: no peer would vouch for it and nothing would
+ * name its identity, while the Commit heartbeat keeps the view alive. The
+ * replicas that committed it include one of any quorum but not
+ * necessarily of the DoViewChanges here: wait for more (or for the view
+ * change to time out to the next primary). */
+static bool committed_known(sl_vsr_replica_t *r, const choice_t *c)
+{
+    uint64_t from = r->commit_min + 1 > c->lo ? r->commit_min + 1 : c->lo;
+    uint64_t to = c->commit < c->op ? c->commit : c->op;
+    for (uint64_t op = from; op <= to && op > 0; op++) {
+        uint32_t k = (uint32_t)(op - c->lo);
+        if (c->hdr[k] == NULL && !c->cid_known[k]) {
+            vsr_trace(r, "view change: committed op %llu unknown to every DoViewChange so far",
+                      (unsigned long long)op);
+            return false;
+        }
+    }
+    return true;
+}
+
 static void try_decide(sl_vsr_replica_t *r)
 {
     if (r->status != SL_VSR_STATUS_VIEW_CHANGE || vsr_primary_of(r, r->view) != r->cfg.replica ||
@@ -469,6 +493,8 @@ static void try_decide(sl_vsr_replica_t *r)
             break;
         }
     }
+    if (!committed_known(r, &c))
+        return;
     /* A primary whose journal window cannot hold the chosen log's head (its
      * checkpoint lags far behind) would send a StartView without the headers
      * of the newest ops: it lets the view time out to the next replica. */
