@@ -454,7 +454,11 @@ static void install_as_primary(sl_vsr_replica_t *r, const choice_t *c);
  * name its identity, while the Commit heartbeat kept the view alive. The
  * replicas that committed it include one of any quorum, but not
  * necessarily of the DoViewChanges here: wait for more (or for the view
- * change to time out to the next primary). */
+ * change to time out to the next primary). A replica recovering from a
+ * faulty journal slot sends none until a StartView names its log, so this
+ * waits in vain if it alone holds the op with one dropped entry beside it
+ * (two faults at once); installing would not do better there unless it
+ * still knew the op committed. */
 static bool committed_known(sl_vsr_replica_t *r, const choice_t *c)
 {
     uint64_t from = r->commit_min + 1 > c->lo ? r->commit_min + 1 : c->lo;
@@ -511,7 +515,8 @@ static void try_decide(sl_vsr_replica_t *r)
             break;
         }
     }
-    if (!committed_known(r, &c))
+    /* With every replica's DoViewChange in, no more can come: install. */
+    if (have < r->cfg.replica_count && !committed_known(r, &c))
         return;
     /* A primary whose journal window cannot hold the chosen log's head (its
      * checkpoint lags far behind) would send a StartView without the headers
