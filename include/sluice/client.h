@@ -1111,8 +1111,14 @@ int sl_client_flush_unsaved_buffer(sl_client_t *client, sl_id_t stream, sl_id_t 
  * Rules:
  * - At most SL_CLIENT_IN_FLIGHT_MAX requests are in flight, all sends or
  *   all polls (a large request behind a large reply could leave both ends
- *   waiting for the other to read). A submit beyond that, or of the other
- *   kind, returns -SL_ERR_INVALID_COMMAND and sends nothing.
+ *   waiting for the other to read). A send submitted while another is on
+ *   the wire is built and numbered at once but written only when the
+ *   reply before it has been read (by the collect of that send): written
+ *   earlier, its bytes would wait in a full receive window and be pushed
+ *   through the loopback stack by the server's reads, which cost sluiced
+ *   more CPU than the overlap saves. So two sends are in flight at most:
+ *   one on the wire, one built behind it. A submit beyond the limit, or of
+ *   the other kind, returns -SL_ERR_INVALID_COMMAND and sends nothing.
  * - Each submit returns a ticket (1, 2, 3... per client); collect returns
  *   the result of the oldest request in flight and its ticket, so every
  *   submitted request is collected exactly once, in submit order, with its
@@ -1123,10 +1129,13 @@ int sl_client_flush_unsaved_buffer(sl_client_t *client, sl_id_t stream, sl_id_t 
  *   login, the raw calls, sl_client_reconnect) returns
  *   -SL_ERR_INVALID_COMMAND without sending: collect first.
  *   sl_client_tick does nothing then (the connection is in use) and
- *   returns 0. The
- *   previous call's results stay valid across a submit (the request is
- *   built apart from them), so a poll's messages can be read while the
- *   next poll is in flight; a collect ends them, like any call.
+ *   returns 0.
+ * - The previous call's results stay valid across a submit (the request
+ *   is built apart from them), so a poll's messages can be read while the
+ *   next poll is in flight; a collect ends them, like any call. (Except
+ *   when the submit finds the connection or the session lost and
+ *   connection care dials or logs in again first: that ends them. A
+ *   chained poll never runs care.)
  * - A server verdict for one request (a status, a result section, an
  *   undecodable payload, a checksum mismatch of a poll) is that request's
  *   collect result; the requests behind it are not affected.
@@ -1153,8 +1162,9 @@ enum { SL_CLIENT_IN_FLIGHT_MAX = 4 };
 uint32_t sl_client_in_flight(const sl_client_t *client);
 
 /* Commits the open batch (sl_client_send_begin, sl_client_send_add) as
- * sl_client_send_commit does, but returns once the request is written,
- * with *ticket. Errors: those of commit that happen before sending
+ * sl_client_send_commit does, but returns once the request is written
+ * (or, behind a send on the wire, built and held: see above), with
+ * *ticket. Errors: those of commit that happen before sending
  * (-SL_ERR_INVALID_COMMAND, -SL_ERR_INVALID_MESSAGES_COUNT), the pipe
  * rules above, a failed write (-SL_ERR_DISCONNECTED, -SL_ERR_TASK_TIMEOUT,
  * -SL_ERR_NOT_CONNECTED). The batch is closed whatever the outcome. */

@@ -77,6 +77,7 @@ static void init_buffers(sl_client_t *c)
     sl_buf_init(&c->tx, c->frame_max);
     sl_buf_init(&c->rx, (size_t)c->frame_max + SL_CLIENT_PAGE);
     sl_buf_init(&c->scratch, SL_USER_HEADERS_MAX);
+    sl_buf_init(&c->pipe.held, c->frame_max);
     sl_arena_init(&c->arena, SL_CLIENT_ARENA_CHUNK, (size_t)c->frame_max * SL_CLIENT_ARENA_FACTOR);
 }
 
@@ -148,6 +149,7 @@ void sl_client_close(sl_client_t *c)
     sl_buf_free(&c->tx);
     sl_buf_free(&c->rx);
     sl_buf_free(&c->scratch);
+    sl_buf_free(&c->pipe.held);
     sl_arena_free(&c->arena);
     sl_client_care_free(c);
     free(c);

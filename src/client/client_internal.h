@@ -257,8 +257,15 @@ typedef struct sl_client_pipe {
     sl_client_flight_t flights[SL_CLIENT_IN_FLIGHT_MAX]; /* a ring from head */
     uint32_t head;
     uint32_t count; /* in the ring, cut ones included */
-    uint32_t live;  /* not cut: their replies are still on the stream */
+    uint32_t live;  /* not cut: their replies are still to come, or still to be written */
     uint64_t tickets; /* the last ticket handed out */
+    /* A send submitted while another is on the wire is built and numbered
+     * but held in `held` (the newest entry) until the reply before it has
+     * been read: writing it at once would leave its bytes to be pushed
+     * through the loopback stack by the server's own reads (a full receive
+     * window), which cost sluiced more CPU per batch than the overlap won. */
+    bool holding;
+    sl_buf_t held;
 } sl_client_pipe_t;
 
 struct sl_client {
@@ -362,6 +369,12 @@ int sl_client_care_prepare(sl_client_t *c, uint8_t operation) SL_WUR;
 int sl_client_poll_receive(sl_client_t *c, uint64_t *ticket, sl_client_flight_t *flight,
                            sl_poll_messages_reply_t *w) SL_WUR;
 bool sl_client_poll_next_offset(const sl_poll_messages_reply_t *w, uint64_t *next);
+/* sl_client_poll_submit, with connection care only when care is set (a
+ * recovery reuses the buffers a reply being returned lives in). */
+int sl_client_poll_submit_care(sl_client_t *c, bool care, sl_consumer_ref_t consumer,
+                               sl_id_t stream, sl_id_t topic, uint32_t partition,
+                               sl_poll_strategy_t strategy, uint32_t count, bool auto_commit,
+                               uint64_t *ticket) SL_WUR;
 int sl_client_poll_result(sl_client_t *c, const sl_poll_messages_reply_t *w,
                           sl_polled_messages_t *out) SL_WUR;
 

@@ -204,8 +204,10 @@ static void submit_ahead(sl_message_consumer_t *cn, const part_t *read, uint64_t
     uint64_t from = q == read ? next : q->next;
     uint64_t ticket;
     bool auto_commit = cn->o.commit == SL_CONSUMER_COMMIT_AUTO;
-    if (sl_client_poll_submit(cn->client, ref_of(cn), cn->o.stream, cn->o.topic, q->id,
-                              sl_poll_offset(from), cn->o.batch_count, auto_commit, &ticket) != 0)
+    /* No connection care: the reply being returned must survive. */
+    if (sl_client_poll_submit_care(cn->client, false, ref_of(cn), cn->o.stream, cn->o.topic, q->id,
+                                   sl_poll_offset(from), cn->o.batch_count, auto_commit,
+                                   &ticket) != 0)
         return;
     cn->ahead_ticket = ticket;
     cn->ahead_id = q->id;

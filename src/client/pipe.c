@@ -35,6 +35,7 @@ static void pipe_cut(sl_client_t *c, int rc)
             f->cut = rc;
     }
     c->pipe.live = 0;
+    c->pipe.holding = false; /* never written: nothing of it was stored */
 }
 
 /* What a submit checks before it writes anything. */
@@ -48,6 +49,31 @@ static int submit_allowed(const sl_client_t *c, uint8_t operation)
      * request only after its reply is written). */
     if (p->count > 0 && p->flights[p->head].operation != operation)
         return -SL_ERR_INVALID_COMMAND;
+    /* One send waits behind the one on the wire, no more. */
+    if (p->holding)
+        return -SL_ERR_INVALID_COMMAND;
+    return 0;
+}
+
+/* Whether this request waits for the reply before it (sends only: a poll
+ * request is small, and its reply is read by the client's own calls). */
+static bool must_hold(const sl_client_t *c, uint8_t operation)
+{
+    return operation == SL_OP_SEND_MESSAGES && c->pipe.live > 0;
+}
+
+/* Writes a request; a failure closes the connection and cuts every
+ * request before it (none of their replies can come now). */
+static int pipe_write(sl_client_t *c, const sl_buf_t *request)
+{
+    int rc = sl_client_link_send(c, request->data, request->len,
+                                 sl_client_deadline(c->request_timeout_ms));
+    if (rc != 0) {
+        sl_client_disconnect(c);
+        pipe_cut(c, -SL_ERR_DISCONNECTED);
+        return rc;
+    }
+    c->care.last_send_us = sl_clock_monotonic_us();
     return 0;
 }
 
@@ -71,15 +97,18 @@ int sl_client_pipe_submit(sl_client_t *c, uint8_t operation, uint32_t code, uint
     rc = sl_client_frame_finish(&c->tx, &c->session, operation, code, c->frame_max);
     if (rc != 0)
         return rc;
-    rc = sl_client_link_send(c, c->tx.data, c->tx.len, sl_client_deadline(c->request_timeout_ms));
-    if (rc != 0) {
-        /* Part of a frame may have left: the stream is unusable, and the
-         * requests before this one will never be answered on it. */
-        sl_client_disconnect(c);
-        pipe_cut(c, -SL_ERR_DISCONNECTED);
-        return rc;
+    bool hold = must_hold(c, operation);
+    if (hold) {
+        /* tx is free again for the caller's next batch. */
+        sl_buf_t swap = c->pipe.held;
+        c->pipe.held = c->tx;
+        c->tx = swap;
+        c->pipe.holding = true;
+    } else {
+        rc = pipe_write(c, &c->tx);
+        if (rc != 0)
+            return rc;
     }
-    c->care.last_send_us = sl_clock_monotonic_us();
     sl_client_flight_t *f = flight_at(c, c->pipe.count);
     f->ticket = ++c->pipe.tickets;
     f->operation = operation;
@@ -106,6 +135,20 @@ static void pipe_pop(sl_client_t *c, sl_client_flight_t *out)
     c->pipe.count--;
     if (out->cut == 0)
         c->pipe.live--;
+}
+
+/* The reply before the held send is in: the send is written now, before
+ * that reply is decoded, so the server can read it at once. A failure is
+ * the held send's outcome (the cut), not the collect's. */
+static void write_held(sl_client_t *c)
+{
+    c->pipe.holding = false;
+    int rc = pipe_write(c, &c->pipe.held);
+    (void)rc;
+    if (c->pipe.held.cap > SL_CLIENT_KEEP_BYTES) {
+        sl_buf_free(&c->pipe.held);
+        sl_buf_init(&c->pipe.held, c->frame_max);
+    }
 }
 
 /* Reads and processes the oldest live entry's reply. */
@@ -153,6 +196,8 @@ int sl_client_pipe_collect(sl_client_t *c, uint8_t operation, sl_client_flight_t
         pipe_cut(c, -SL_ERR_DISCONNECTED);
         return -SL_ERR_INVALID_COMMAND;
     }
+    if (c->pipe.holding && c->pipe.live == 1)
+        write_held(c);
     return rc;
 }
 
