@@ -4,7 +4,8 @@
  * still get their own outcomes; a lost connection reports every request in
  * flight; chained polls and the pipelined consumer read every message once,
  * in order; the pipelined producer (foreground and background) stores its
- * batches in order. */
+ * batches in order. tests/integration/CMakeLists.txt runs it through the
+ * TLS and WebSocket doors too (the requests pipelined through each). */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -265,8 +266,8 @@ static void test_submit_reconnects(void **state)
 {
     (void)state;
     th_proxy_t *proxy = th_proxy_start(srv.port);
-    sl_client_options_t o = {.reconnect_attempts = 5, .reconnect_delay_ms = 10,
-                             .settle_on_leader = SL_CLIENT_SETTLE_OFF};
+    sl_client_options_t o = {.reconnect_attempts = 5, .reconnect_delay_ms = 10};
+    th_client_options(&o); /* the door under test */
     sl_client_t *c = NULL;
     assert_int_equal(sl_client_connect("127.0.0.1", th_proxy_port(proxy), &o, &c), 0);
     assert_int_equal(sl_client_login(c, "iggy", "iggy", NULL), 0);
@@ -472,7 +473,8 @@ static void test_pipelined_producer(void **state)
     o.batch_done_ctx = &bg;
     o.linger_ms = 2;
     sl_credentials_t cred = {.username = "iggy", .password = "iggy"};
-    sl_client_options_t co = {.settle_on_leader = SL_CLIENT_SETTLE_OFF};
+    sl_client_options_t co = {0};
+    th_client_options(&co);
     assert_int_equal(sl_producer_open_background("127.0.0.1", srv.port, &co, &cred, &o, &p), 0);
     produce(p, 5000);
     assert_int_equal(sl_producer_flush(p), 0);
