@@ -1150,7 +1150,8 @@ int sl_client_flush_unsaved_buffer(sl_client_t *client, sl_id_t stream, sl_id_t 
  *   connection that was lost is dialled again and the session logged in
  *   again before the request is written, as for a lockstep call. A submit
  *   whose request could not be written returns the error and is not in
- *   flight (no ticket): nothing of it was stored.
+ *   flight (no ticket): nothing of it was stored. A held send whose write
+ *   fails when its turn comes is collected with -SL_ERR_DISCONNECTED.
  * Request numbers advance per submit exactly as for the lockstep calls.
  */
 
@@ -1174,9 +1175,11 @@ int sl_client_send_messages_submit(sl_client_t *client, sl_id_t stream, sl_id_t 
                                    sl_send_partitioning_t partitioning,
                                    const sl_send_message_t *messages, uint32_t count,
                                    uint64_t *ticket) SL_CLIENT_WUR;
-/* The reply to the oldest send in flight: *ticket (always set when a send
- * was in flight) says which, the return value and *out (may be NULL; only
- * written on success) are what sl_client_send_commit would have given. */
+/* The reply to the oldest send in flight: *ticket says which (0 when no
+ * send was in flight: -SL_ERR_INVALID_COMMAND), the return value and *out
+ * (may be NULL; only written on success) are what sl_client_send_commit
+ * would have given. Reading this reply is also what writes the send held
+ * behind it. */
 int sl_client_send_collect(sl_client_t *client, uint64_t *ticket,
                            sl_send_result_t *out) SL_CLIENT_WUR;
 
@@ -1186,8 +1189,9 @@ int sl_client_poll_submit(sl_client_t *client, sl_consumer_ref_t consumer, sl_id
                           uint32_t count, bool auto_commit, uint64_t *ticket) SL_CLIENT_WUR;
 /* The reply to the oldest poll in flight, checked as sl_client_poll_messages
  * checks it; *ticket as for sends. With chain set and a poll by offset
- * that returned messages, the same poll from the offset after the last
- * message returned is submitted before the reply's checksums are verified,
+ * that returned messages, the same poll from the offset after them (the
+ * first one's offset plus their count: a partition's offsets are dense)
+ * is submitted before the reply's checksums are verified,
  * so the server reads the next batch while this one is checked and used;
  * *chained gets its ticket (0 when none was submitted: no messages, not a
  * poll by offset, the pipe full, or the submit failed; a failed chained

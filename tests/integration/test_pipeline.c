@@ -409,6 +409,42 @@ static void test_pipelined_consumer(void **state)
     sl_client_close(c);
 }
 
+/* Auto-commit: the server stores the offset of the poll in flight when it
+ * serves it; closing the consumer with that poll unread stores the last
+ * offset returned again, so the next reader does not skip the batch. */
+static void test_dropped_poll_gives_its_batch_back(void **state)
+{
+    (void)state;
+    sl_client_t *c = connect_root(srv.port);
+    make_topic(c, "pd", "t");
+    fill(c, "pd", 1000, 250);
+    sl_consumer_options_t o = {.stream = sl_id_name("pd"), .topic = sl_id_name("t"),
+                               .consumer_id = sl_id_name("reader"), .partition = 0,
+                               .batch_count = 100, .pipeline = true};
+    sl_message_consumer_t *cn = NULL;
+    assert_int_equal(sl_consumer_open(c, &o, &cn), 0);
+    sl_polled_messages_t out;
+    assert_int_equal(sl_consumer_poll(cn, 1000, &out), 0);
+    assert_int_equal(out.count, 100);
+    assert_int_equal(out.messages[99].offset, 99);
+    assert_int_equal(sl_client_in_flight(c), 1); /* messages 100..199, auto-committed */
+    sl_consumer_close(cn);
+    sl_consumer_offset_t off;
+    assert_int_equal(sl_client_get_consumer_offset(c, sl_consumer_single(sl_id_name("reader")),
+                                                   sl_id_name("pd"), sl_id_name("t"), 0, &off),
+                     0);
+    assert_true(off.found);
+    assert_int_equal(off.stored_offset, 99);
+    /* A new reader continues at 100. */
+    assert_int_equal(sl_consumer_open(c, &o, &cn), 0);
+    assert_int_equal(sl_consumer_poll(cn, 1000, &out), 0);
+    assert_true(out.count > 0);
+    assert_int_equal(out.messages[0].offset, 100);
+    sl_consumer_close(cn);
+    assert_int_equal(sl_client_delete_stream(c, sl_id_name("pd")), 0);
+    sl_client_close(c);
+}
+
 typedef struct reports {
     uint32_t count, messages, errors;
     uint64_t next_offset;
@@ -497,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_submit_reconnects),
         cmocka_unit_test(test_chained_polls_read_everything_once),
         cmocka_unit_test(test_pipelined_consumer),
+        cmocka_unit_test(test_dropped_poll_gives_its_batch_back),
         cmocka_unit_test(test_pipelined_producer),
     };
     return cmocka_run_group_tests(tests, start, stop);
