@@ -218,11 +218,10 @@ static size_t pipe_poll(msg_ctx_t *m, bool chain)
     if (sl_client_in_flight(m->lib) == 0) {
         if (!chain)
             return 0;
-        int rc = sl_client_poll_submit(m->lib, sl_consumer_single(sl_id_num(1)),
-                                       sl_id_name(m->stream), sl_id_name(topic_names[TOPIC_PLAIN]),
-                                       SL_PARTITION_NONE,
-                                       sl_poll_offset(m->next_offset[FIG_PIPE_POLL]), m->count,
-                                       false, &ticket);
+        int rc = sl_client_poll_submit(
+            m->lib, sl_consumer_single(sl_id_num(1)), sl_id_name(m->stream),
+            sl_id_name(topic_names[TOPIC_PLAIN]), SL_PARTITION_NONE,
+            sl_poll_offset(m->next_offset[FIG_PIPE_POLL]), m->count, false, &ticket);
         if (rc != 0)
             sb_die("sl_client_poll_submit: %s", sl_strerror(rc));
     }
@@ -247,10 +246,9 @@ static void pipe_collect(msg_ctx_t *m)
 static size_t trip_pipe_send(msg_ctx_t *m)
 {
     uint64_t ticket;
-    int rc = sl_client_send_messages_submit(m->lib, sl_id_name(m->stream),
-                                            sl_id_name(topic_names[TOPIC_PLAIN]),
-                                            sl_partitioning_balanced(), m->messages, m->count,
-                                            &ticket);
+    int rc = sl_client_send_messages_submit(
+        m->lib, sl_id_name(m->stream), sl_id_name(topic_names[TOPIC_PLAIN]),
+        sl_partitioning_balanced(), m->messages, m->count, &ticket);
     if (rc != 0)
         sb_die("sl_client_send_messages_submit: %s", sl_strerror(rc));
     if (sl_client_in_flight(m->lib) > 1)

@@ -684,15 +684,16 @@ int sl_client_poll_submit_care(sl_client_t *c, bool care, sl_consumer_ref_t cons
 {
     *ticket = 0;
     /* Only the request is begun: the previous call's results stay. */
-    int rc = poll_encode(c, false, consumer, stream, topic, partition, strategy, count, auto_commit);
+    int rc =
+        poll_encode(c, false, consumer, stream, topic, partition, strategy, count, auto_commit);
     if (rc != 0)
         return rc;
     return sl_client_pipe_submit(c, SL_OP_NON_REPLICATED, SL_CMD_POLL_MESSAGES, 0, care, ticket);
 }
 
-int sl_client_poll_submit(sl_client_t *c, sl_consumer_ref_t consumer, sl_id_t stream,
-                          sl_id_t topic, uint32_t partition, sl_poll_strategy_t strategy,
-                          uint32_t count, bool auto_commit, uint64_t *ticket)
+int sl_client_poll_submit(sl_client_t *c, sl_consumer_ref_t consumer, sl_id_t stream, sl_id_t topic,
+                          uint32_t partition, sl_poll_strategy_t strategy, uint32_t count,
+                          bool auto_commit, uint64_t *ticket)
 {
     return sl_client_poll_submit_care(c, true, consumer, stream, topic, partition, strategy, count,
                                       auto_commit, ticket);

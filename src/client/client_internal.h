@@ -245,19 +245,19 @@ typedef struct sl_client_link {
 
 typedef struct sl_client_flight {
     uint64_t ticket;
-    uint8_t operation;  /* SL_OP_SEND_MESSAGES, or SL_OP_NON_REPLICATED: a poll */
-    uint64_t request;   /* the number in its header, which the reply echoes */
-    uint32_t messages;  /* a send: messages in its batch */
-    int cut;            /* 0, or what its collect returns: the connection was lost */
-    uint32_t body_len;  /* a poll: its request body */
+    uint8_t operation; /* SL_OP_SEND_MESSAGES, or SL_OP_NON_REPLICATED: a poll */
+    uint64_t request;  /* the number in its header, which the reply echoes */
+    uint32_t messages; /* a send: messages in its batch */
+    int cut;           /* 0, or what its collect returns: the connection was lost */
+    uint32_t body_len; /* a poll: its request body */
     uint8_t body[SL_CLIENT_POLL_BODY_MAX];
 } sl_client_flight_t;
 
 typedef struct sl_client_pipe {
     sl_client_flight_t flights[SL_CLIENT_IN_FLIGHT_MAX]; /* a ring from head */
     uint32_t head;
-    uint32_t count; /* in the ring, cut ones included */
-    uint32_t live;  /* not cut: their replies are still to come, or still to be written */
+    uint32_t count;   /* in the ring, cut ones included */
+    uint32_t live;    /* not cut: their replies are still to come, or still to be written */
     uint64_t tickets; /* the last ticket handed out */
     /* A send submitted while another is on the wire is built and numbered
      * but held in `held` (the newest entry) until the reply before it has

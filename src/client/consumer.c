@@ -187,8 +187,8 @@ static int drop_ahead(sl_message_consumer_t *cn)
     for (uint32_t i = 0; i < cn->count; i++)
         if (cn->parts[i].id == cn->ahead_id && cn->parts[i].known && cn->parts[i].next > 0)
             return sl_client_store_consumer_offset(cn->client, ref_of(cn), cn->o.stream,
-                                                   cn->o.topic, cn->ahead_id,
-                                                   cn->parts[i].next - 1, SL_ACK_LEVEL_QUORUM);
+                                                   cn->o.topic, cn->ahead_id, cn->parts[i].next - 1,
+                                                   SL_ACK_LEVEL_QUORUM);
     return 0;
 }
 
@@ -221,8 +221,8 @@ static int poll_reply(sl_message_consumer_t *cn, part_t *p, sl_polled_messages_t
 {
     sl_poll_strategy_t from = p->known ? sl_poll_offset(p->next) : sl_poll_next();
     bool auto_commit = cn->o.commit == SL_CONSUMER_COMMIT_AUTO;
-    bool mine = cn->ahead_ticket != 0 && cn->ahead_id == p->id && p->known &&
-                cn->ahead_offset == p->next;
+    bool mine =
+        cn->ahead_ticket != 0 && cn->ahead_id == p->id && p->known && cn->ahead_offset == p->next;
     if (!mine) {
         int rc = drop_ahead(cn);
         if (rc != 0)

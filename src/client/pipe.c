@@ -92,7 +92,7 @@ int sl_client_pipe_submit(sl_client_t *c, uint8_t operation, uint32_t code, uint
         return -SL_ERR_UNAUTHENTICATED;
     size_t body_len = c->tx.len - SL_HEADER_SIZE;
     if (operation == SL_OP_NON_REPLICATED && body_len > SL_CLIENT_POLL_BODY_MAX)
-        return -SL_ERR_INVALID_COMMAND; /* the encoder's bounds make this impossible */
+        return -SL_ERR_INVALID_COMMAND;    /* the encoder's bounds make this impossible */
     uint64_t request = c->session.request; /* the number frame_finish gives it */
     rc = sl_client_frame_finish(&c->tx, &c->session, operation, code, c->frame_max);
     if (rc != 0)

@@ -238,8 +238,7 @@ static int batch_end(sl_producer_t *p, uint32_t partition_id, uint32_t count, in
         batch_finished(p, partition_id, count, rc, &res, record_bytes);
         return before != 0 ? before : rc;
     }
-    p->flights[p->flights_count++] =
-        (flight_t){ticket, partition_id, count, record_bytes};
+    p->flights[p->flights_count++] = (flight_t){ticket, partition_id, count, record_bytes};
     return p->flights_count == PRODUCER_IN_FLIGHT ? collect_one(p) : 0;
 }
 

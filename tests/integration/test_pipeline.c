@@ -356,9 +356,13 @@ static void test_chained_polls_read_everything_once(void **state)
  * message returned. */
 static void consume_all(sl_client_t *c, const char *stream, uint8_t commit, uint32_t total)
 {
-    sl_consumer_options_t o = {.stream = sl_id_name(stream), .topic = sl_id_name("t"),
-                               .consumer_id = sl_id_name("reader"), .partition = 0,
-                               .commit = commit, .batch_count = 128, .idle_ms = 5,
+    sl_consumer_options_t o = {.stream = sl_id_name(stream),
+                               .topic = sl_id_name("t"),
+                               .consumer_id = sl_id_name("reader"),
+                               .partition = 0,
+                               .commit = commit,
+                               .batch_count = 128,
+                               .idle_ms = 5,
                                .pipeline = true};
     sl_message_consumer_t *cn = NULL;
     assert_int_equal(sl_consumer_open(c, &o, &cn), 0);
@@ -418,9 +422,12 @@ static void test_dropped_poll_gives_its_batch_back(void **state)
     sl_client_t *c = connect_root(srv.port);
     make_topic(c, "pd", "t");
     fill(c, "pd", 1000, 250);
-    sl_consumer_options_t o = {.stream = sl_id_name("pd"), .topic = sl_id_name("t"),
-                               .consumer_id = sl_id_name("reader"), .partition = 0,
-                               .batch_count = 100, .pipeline = true};
+    sl_consumer_options_t o = {.stream = sl_id_name("pd"),
+                               .topic = sl_id_name("t"),
+                               .consumer_id = sl_id_name("reader"),
+                               .partition = 0,
+                               .batch_count = 100,
+                               .pipeline = true};
     sl_message_consumer_t *cn = NULL;
     assert_int_equal(sl_consumer_open(c, &o, &cn), 0);
     sl_polled_messages_t out;
@@ -482,10 +489,15 @@ static void test_pipelined_producer(void **state)
     sl_client_t *c = connect_root(srv.port);
     make_topic(c, "pf", "t");
     reports_t fg = {.in_order = true};
-    sl_producer_options_t o = {.stream = sl_id_name("pf"), .topic = sl_id_name("t"),
-                               .partitioning = SL_PRODUCER_PARTITION, .partition_id = 0,
-                               .batch_count = 97, .linger_ms = 1000, .batch_done = on_batch,
-                               .batch_done_ctx = &fg, .pipeline = true};
+    sl_producer_options_t o = {.stream = sl_id_name("pf"),
+                               .topic = sl_id_name("t"),
+                               .partitioning = SL_PRODUCER_PARTITION,
+                               .partition_id = 0,
+                               .batch_count = 97,
+                               .linger_ms = 1000,
+                               .batch_done = on_batch,
+                               .batch_done_ctx = &fg,
+                               .pipeline = true};
     sl_producer_t *p = NULL;
     assert_int_equal(sl_producer_open(c, &o, &p), 0);
     produce(p, 3000);

@@ -149,9 +149,9 @@ static void test_busy_client_writes_nothing_else(void **state)
     assert_int_equal(sl_client_tick(t.client), 0);
     assert_int_equal(sl_client_ping(t.client), -SL_ERR_INVALID_COMMAND);
     sl_raw_reply_t raw;
-    assert_int_equal(sl_client_request_raw(t.client, SL_OP_NON_REPLICATED, SL_CMD_PING, NULL, 0,
-                                           &raw),
-                     -SL_ERR_INVALID_COMMAND);
+    assert_int_equal(
+        sl_client_request_raw(t.client, SL_OP_NON_REPLICATED, SL_CMD_PING, NULL, 0, &raw),
+        -SL_ERR_INVALID_COMMAND);
     assert_int_equal(sl_client_reconnect(t.client), -SL_ERR_INVALID_COMMAND);
     /* Nothing was written after the send. */
     uint8_t byte;
