@@ -95,6 +95,10 @@ typedef struct sl_consumer_options {
      *   those messages: a crash can lose two batches rather than one (still
      *   at most once). A poll that is dropped has the last returned offset
      *   stored again, so dropping loses nothing.
+     * Single consumers only: group members ignore it and poll lockstep
+     * (a rebalance could give a partition to another member while a poll
+     * of it is in flight and already auto-committed by the server, and
+     * that batch would be skipped or read twice).
      * false: lockstep, one poll per round trip. */
     bool pipeline;
 } sl_consumer_options_t;

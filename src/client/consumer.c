@@ -228,7 +228,10 @@ static int poll_reply(sl_message_consumer_t *cn, part_t *p, sl_polled_messages_t
         if (rc != 0)
             return rc;
     }
-    if (!cn->o.pipeline)
+    /* Group members poll lockstep: a rebalance can give the partition to
+     * another member while a poll of it is in flight (and auto-committed
+     * by the server), which would skip that batch or read it twice. */
+    if (!cn->o.pipeline || cn->o.kind != SL_CONSUMER_KIND_SINGLE)
         return sl_client_poll_messages(cn->client, ref_of(cn), cn->o.stream, cn->o.topic, p->id,
                                        from, cn->o.batch_count, auto_commit, out);
     uint64_t ticket;
