@@ -3,7 +3,11 @@
  * --message-bytes choose another shape) to a 1-partition topic,
  * one consumer polling them back, and the producer again on a topic with
  * enforce_fsync; each next to the bare sink (sluice_bench_sink.c) driven by
- * the same lockstep client loop, the figures taking turns in slices. */
+ * the same lockstep client loop, the figures taking turns in slices. The
+ * producer and the consumer run three ways against sluiced: a raw socket
+ * resending a prebuilt frame (or ignoring the reply), libsluice lockstep,
+ * and libsluice pipelined (the next batch built, or the last reply
+ * verified, while a request is in flight; client.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,14 +32,16 @@ enum {
     FIG_SINK_WRITE,
     FIG_RAW_SEND,
     FIG_LIB_SEND,
+    FIG_PIPE_SEND,
     FIG_SINK_READ,
     FIG_RAW_POLL,
     FIG_LIB_POLL,
+    FIG_PIPE_POLL,
     FIG_SINK_SYNC,
     FIG_RAW_SEND_SYNC,
     FIG_LIB_SEND_SYNC,
     FIGS,
-    FIGS_PER_GROUP = 3, /* a baseline and two ways of driving sluiced */
+    FIGS_PER_GROUP_MAX = 4, /* a baseline and up to three ways of driving sluiced */
 };
 
 enum { TOPIC_PLAIN, TOPIC_FSYNC, TOPICS };
@@ -49,9 +55,11 @@ static const struct {
     {"sink: recv + write() (baseline)", FIG_SINK_WRITE, TOPIC_PLAIN},
     {"sluiced SendMessages, raw socket, prebuilt frame", FIG_SINK_WRITE, TOPIC_PLAIN},
     {"sluiced SendMessages, libsluice send_messages", FIG_SINK_WRITE, TOPIC_PLAIN},
+    {"sluiced SendMessages, libsluice pipelined", FIG_SINK_WRITE, TOPIC_PLAIN},
     {"sink: 256 B request, pread() + send (baseline)", FIG_SINK_READ, TOPIC_PLAIN},
     {"sluiced PollMessages, raw socket, no checks", FIG_SINK_READ, TOPIC_PLAIN},
     {"sluiced PollMessages, libsluice poll_messages", FIG_SINK_READ, TOPIC_PLAIN},
+    {"sluiced PollMessages, libsluice pipelined", FIG_SINK_READ, TOPIC_PLAIN},
     {"sink: recv + write() + fdatasync (baseline)", FIG_SINK_SYNC, TOPIC_FSYNC},
     {"sluiced SendMessages fsync topic, raw socket", FIG_SINK_SYNC, TOPIC_FSYNC},
     {"sluiced SendMessages fsync topic, libsluice", FIG_SINK_SYNC, TOPIC_FSYNC},
@@ -176,6 +184,19 @@ static size_t trip_raw_poll(msg_ctx_t *m)
     return size;
 }
 
+/* The size of a poll reply: header, prefix, one record header per batch,
+ * frames; and the consumer's cursor moved past its messages (back to 0 at
+ * the end of the data, as the raw consumer does). */
+static size_t polled(msg_ctx_t *m, int fig, const sl_polled_messages_t *out)
+{
+    m->next_offset[fig] = out->count ? m->next_offset[fig] + out->count : 0;
+    size_t size = SL_HEADER_SIZE + SL_POLL_REPLY_PREFIX_SIZE +
+                  (size_t)SL_BATCH_HEADER_SIZE * ((out->count + m->count - 1) / m->count);
+    for (uint32_t i = 0; i < out->count; i++)
+        size += SL_FRAME_HEADER_SIZE + out->messages[i].payload_len + out->messages[i].headers_len;
+    return size;
+}
+
 static size_t trip_lib_poll(msg_ctx_t *m)
 {
     sl_polled_messages_t out;
@@ -185,13 +206,66 @@ static size_t trip_lib_poll(msg_ctx_t *m)
         sl_poll_offset(m->next_offset[FIG_LIB_POLL]), m->count, false, &out);
     if (rc != 0)
         sb_die("sl_client_poll_messages: %s", sl_strerror(rc));
-    m->next_offset[FIG_LIB_POLL] = out.count ? m->next_offset[FIG_LIB_POLL] + out.count : 0;
-    /* The reply's size: header, prefix, one record header per batch, frames. */
-    size_t size = SL_HEADER_SIZE + SL_POLL_REPLY_PREFIX_SIZE +
-                  (size_t)SL_BATCH_HEADER_SIZE * ((out.count + m->count - 1) / m->count);
-    for (uint32_t i = 0; i < out.count; i++)
-        size += SL_FRAME_HEADER_SIZE + out.messages[i].payload_len + out.messages[i].headers_len;
-    return size;
+    return polled(m, FIG_LIB_POLL, &out);
+}
+
+/* A pipelined poll trip: collect the poll in flight (submitting one when
+ * none is), which chains the next poll before verifying this reply. chain
+ * false: the last collect of a slice, leaving nothing in flight. */
+static size_t pipe_poll(msg_ctx_t *m, bool chain)
+{
+    uint64_t ticket, chained = 0;
+    if (sl_client_in_flight(m->lib) == 0) {
+        if (!chain)
+            return 0;
+        int rc = sl_client_poll_submit(
+            m->lib, sl_consumer_single(sl_id_num(1)), sl_id_name(m->stream),
+            sl_id_name(topic_names[TOPIC_PLAIN]), SL_PARTITION_NONE,
+            sl_poll_offset(m->next_offset[FIG_PIPE_POLL]), m->count, false, &ticket);
+        if (rc != 0)
+            sb_die("sl_client_poll_submit: %s", sl_strerror(rc));
+    }
+    sl_polled_messages_t out;
+    int rc = sl_client_poll_collect(m->lib, chain, &ticket, &chained, &out);
+    if (rc != 0)
+        sb_die("sl_client_poll_collect: %s", sl_strerror(rc));
+    return polled(m, FIG_PIPE_POLL, &out);
+}
+
+/* A pipelined send trip: submit this batch, then collect the one before
+ * it (which the server handled while this one was built). */
+static void pipe_collect(msg_ctx_t *m)
+{
+    uint64_t ticket;
+    sl_send_result_t r;
+    int rc = sl_client_send_collect(m->lib, &ticket, &r);
+    if (rc != 0)
+        sb_die("sl_client_send_collect: %s", sl_strerror(rc));
+}
+
+static size_t trip_pipe_send(msg_ctx_t *m)
+{
+    uint64_t ticket;
+    int rc = sl_client_send_messages_submit(
+        m->lib, sl_id_name(m->stream), sl_id_name(topic_names[TOPIC_PLAIN]),
+        sl_partitioning_balanced(), m->messages, m->count, &ticket);
+    if (rc != 0)
+        sb_die("sl_client_send_messages_submit: %s", sl_strerror(rc));
+    if (sl_client_in_flight(m->lib) > 1)
+        pipe_collect(m);
+    return m->send_len;
+}
+
+/* The end of a pipelined slice: what is still in flight is collected
+ * inside the slice's time (a poll's reply counts its bytes). */
+static size_t pipe_drain(msg_ctx_t *m, int fig)
+{
+    size_t bytes = 0;
+    if (fig == FIG_PIPE_POLL)
+        return pipe_poll(m, false);
+    while (fig == FIG_PIPE_SEND && sl_client_in_flight(m->lib) > 0)
+        pipe_collect(m);
+    return bytes;
 }
 
 static size_t trip_lib_send(msg_ctx_t *m, int topic)
@@ -221,6 +295,10 @@ static size_t trip(msg_ctx_t *m, int fig)
     case FIG_LIB_SEND:
     case FIG_LIB_SEND_SYNC:
         return trip_lib_send(m, figures[fig].topic);
+    case FIG_PIPE_SEND:
+        return trip_pipe_send(m);
+    case FIG_PIPE_POLL:
+        return pipe_poll(m, true);
     case FIG_SINK_READ:
         sb_sink_frame(read_req, SL_HEADER_SIZE, SB_SINK_READ, m->poll_reply_body);
         return sb_frame_trip(&m->sink, read_req, sizeof(read_req));
@@ -245,6 +323,10 @@ static sb_rate_t run_figure(msg_ctx_t *m, int fig, double seconds, uint64_t *byt
         if (lat)
             sb_lat_push(lat, now - t0);
         trips++;
+    }
+    if (fig == FIG_PIPE_SEND || fig == FIG_PIPE_POLL) {
+        *bytes += pipe_drain(m, fig);
+        now = sl_clock_monotonic_ns();
     }
     return (sb_rate_t){trips, now - start};
 }
@@ -295,18 +377,18 @@ static void topics_reset(msg_ctx_t *m)
 /* One group (a baseline and the two sluiced figures measured against it):
  * each gets o->message_seconds in SLICES slices, taking turns in rotating
  * order so a slow spell of the shared machine lands on all three alike. */
-static void group_round(msg_ctx_t *m, int first, int r)
+static void group_round(msg_ctx_t *m, int first, int figs, int r)
 {
-    sb_rate_t total[FIGS_PER_GROUP];
-    uint64_t bytes[FIGS_PER_GROUP], cpu[FIGS_PER_GROUP], client[FIGS_PER_GROUP];
+    sb_rate_t total[FIGS_PER_GROUP_MAX];
+    uint64_t bytes[FIGS_PER_GROUP_MAX], cpu[FIGS_PER_GROUP_MAX], client[FIGS_PER_GROUP_MAX];
     memset(total, 0, sizeof(total));
     memset(bytes, 0, sizeof(bytes));
     memset(cpu, 0, sizeof(cpu));
     memset(client, 0, sizeof(client));
     double slice = m->o->message_seconds / SLICES;
     for (int s = 0; s < SLICES; s++) {
-        for (int k = 0; k < FIGS_PER_GROUP; k++) {
-            int i = (s + k) % FIGS_PER_GROUP, fig = first + i;
+        for (int k = 0; k < figs; k++) {
+            int i = (s + k) % figs, fig = first + i;
             pid_t pid = i == 0 ? m->sink_pid : m->server_pid;
             uint64_t before = sb_process_cpu_ns(pid), own = sl_clock_thread_cpu_ns();
             sb_rate_t x = run_figure(m, fig, slice, &bytes[i], &m->lat[fig]);
@@ -316,7 +398,7 @@ static void group_round(msg_ctx_t *m, int first, int r)
             total[i].elapsed_ns += x.elapsed_ns;
         }
     }
-    for (int i = 0; i < FIGS_PER_GROUP; i++) {
+    for (int i = 0; i < figs; i++) {
         int fig = first + i;
         m->rate[fig][r] =
             total[i].elapsed_ns ? (double)bytes[i] * 1e9 / (double)total[i].elapsed_ns : 0.0;
@@ -331,9 +413,10 @@ static void messages_round(msg_ctx_t *m, int r, const uint8_t *region, uint8_t *
 {
     topics_reset(m);
     m->copy_rate[r] = copy_bandwidth(region, dst, (size_t)m->count * m->size, 0.1);
-    group_round(m, FIG_SINK_WRITE, r); /* producers first: the consumers read their data */
-    group_round(m, FIG_SINK_READ, r);
-    group_round(m, FIG_SINK_SYNC, r);
+    /* Producers first: the consumers read their data. */
+    group_round(m, FIG_SINK_WRITE, FIG_SINK_READ - FIG_SINK_WRITE, r);
+    group_round(m, FIG_SINK_READ, FIG_SINK_SYNC - FIG_SINK_READ, r);
+    group_round(m, FIG_SINK_SYNC, FIGS - FIG_SINK_SYNC, r);
 }
 
 /* --- output --------------------------------------------------------------------------- */
@@ -392,8 +475,30 @@ static const char *met(bool ok)
     return ok ? "met" : "MISSED";
 }
 
+/* Issue 14, shape 5: libsluice (lockstep, pipelined) against the raw
+ * socket of the same rounds, per round and the median, with the bench's
+ * own CPU per trip. */
+static void print_vs_raw(msg_ctx_t *m, int rounds, int raw, int lib, const char *what)
+{
+    for (int fig = lib; fig <= lib + 1; fig++) {
+        double v[ROUNDS_MAX];
+        printf("  %s, libsluice %s / raw socket, per round:", what,
+               fig == lib ? "lockstep" : "pipelined");
+        for (int r = 0; r < rounds; r++) {
+            v[r] = m->rate[raw][r] > 0 ? m->rate[fig][r] / m->rate[raw][r] : 0.0;
+            printf(" %.2f", v[r]);
+        }
+        double ratio = sb_median(v, rounds);
+        printf("; median %.2f, aim >= 0.90 %s; bench CPU per trip %.0f us (raw %.0f us)\n", ratio,
+               met(ratio >= 0.90), median_of(m->client_us[fig], rounds),
+               median_of(m->client_us[raw], rounds));
+    }
+}
+
 static void print_aims(msg_ctx_t *m, int rounds)
 {
+    print_vs_raw(m, rounds, FIG_RAW_SEND, FIG_LIB_SEND, "produce");
+    print_vs_raw(m, rounds, FIG_RAW_POLL, FIG_LIB_POLL, "consume");
     for (int fig = FIG_RAW_SEND; fig <= FIG_LIB_SEND; fig++) {
         sb_lat_t *l = &m->lat[fig];
         double p99 = (double)sb_percentile(l->ns, l->n, 0.99) / 1e6;

@@ -34,7 +34,8 @@
  *
  * Connection model. One TCP connection per client, one request in flight
  * (lockstep): each call sends one request and blocks until its reply, an
- * eviction, an error or the request timeout. The socket stays in blocking
+ * eviction, an error or the request timeout. Sends and polls can also be
+ * pipelined (submit now, collect later: "pipelined sends and polls"). The socket stays in blocking
  * mode; every wait is bounded by poll(). TCP_NODELAY is set.
  *
  * Connection care is opt-in through sl_client_options_t (all off by
@@ -1093,6 +1094,112 @@ int sl_client_delete_consumer_offset(sl_client_t *client, sl_consumer_ref_t cons
  * enforce_fsync option. Offered for servers that do. */
 int sl_client_flush_unsaved_buffer(sl_client_t *client, sl_id_t stream, sl_id_t topic,
                                    uint32_t partition_id, bool fsync) SL_CLIENT_WUR;
+
+/* --- pipelined sends and polls -----------------------------------------------------
+ *
+ * The calls above are lockstep: the client builds a request, sends it, and
+ * waits for its reply, so the work of building (every frame checksum, the
+ * batch checksum, the payload copies, the ids) and of verifying a polled
+ * reply adds to every round trip. The calls below split a send or a poll
+ * into submit (build and write the request, return once the kernel has it)
+ * and collect (read and check the reply of the oldest request in flight),
+ * so the next batch can be built, or the last reply verified and read,
+ * while the server works on the request in flight. sluiced (and Iggy)
+ * answer the requests of one connection in the order they arrived, so the
+ * replies are matched to requests by order (framing.md 1).
+ *
+ * Rules:
+ * - At most SL_CLIENT_IN_FLIGHT_MAX requests are in flight, all sends or
+ *   all polls (a large request behind a large reply could leave both ends
+ *   waiting for the other to read). A send submitted while another is on
+ *   the wire is built and numbered at once but written only when the
+ *   reply before it has been read (by the collect of that send): written
+ *   earlier, its bytes would wait in a full receive window and be pushed
+ *   through the loopback stack by the server's reads, which cost sluiced
+ *   more CPU than the overlap saves. So two sends are in flight at most:
+ *   one on the wire, one built behind it. A submit beyond the limit, or of
+ *   the other kind, returns -SL_ERR_INVALID_COMMAND and sends nothing.
+ * - Each submit returns a ticket (1, 2, 3... per client); collect returns
+ *   the result of the oldest request in flight and its ticket, so every
+ *   submitted request is collected exactly once, in submit order, with its
+ *   own outcome. Collecting with nothing in flight, or the other kind,
+ *   returns -SL_ERR_INVALID_COMMAND.
+ * - While a request is in flight every other call on the client that
+ *   talks to the server (a lockstep send or poll, a metadata call, a
+ *   login, the raw calls, sl_client_reconnect) returns
+ *   -SL_ERR_INVALID_COMMAND without sending: collect first.
+ *   sl_client_tick does nothing then (the connection is in use) and
+ *   returns 0.
+ * - The previous call's results stay valid across a submit (the request
+ *   is built apart from them), so a poll's messages can be read while the
+ *   next poll is in flight; a collect ends them, like any call. (Except
+ *   when the submit finds the connection or the session lost and
+ *   connection care dials or logs in again first: that ends them. A
+ *   chained poll never runs care.)
+ * - A server verdict for one request (a status, a result section, an
+ *   undecodable payload, a checksum mismatch of a poll) is that request's
+ *   collect result; the requests behind it are not affected.
+ * - A failure of the connection (socket error, end of stream, timeout, a
+ *   reply that breaks framing, an eviction) closes it; the request whose
+ *   reply was being read gets that error and every request still in
+ *   flight behind it gets -SL_ERR_DISCONNECTED when collected: their
+ *   outcome is unknown (a send may have been stored). Nothing is replayed
+ *   in the pipe (a replay would reorder the batches): a 57 or 58 refusal
+ *   is returned as it came.
+ * - Connection care applies when a submit finds nothing in flight: a
+ *   connection that was lost is dialled again and the session logged in
+ *   again before the request is written, as for a lockstep call. A submit
+ *   whose request could not be written returns the error and is not in
+ *   flight (no ticket): nothing of it was stored. A held send whose write
+ *   fails when its turn comes is collected with -SL_ERR_DISCONNECTED.
+ * Request numbers advance per submit exactly as for the lockstep calls.
+ */
+
+/* Requests one client keeps in flight at most. */
+enum { SL_CLIENT_IN_FLIGHT_MAX = 4 };
+
+/* Requests submitted and not collected yet (those cut by a lost
+ * connection included: they still have an outcome to collect). */
+uint32_t sl_client_in_flight(const sl_client_t *client);
+
+/* Commits the open batch (sl_client_send_begin, sl_client_send_add) as
+ * sl_client_send_commit does, but returns once the request is written
+ * (or, behind a send on the wire, built and held: see above), with
+ * *ticket. Errors: those of commit that happen before sending
+ * (-SL_ERR_INVALID_COMMAND, -SL_ERR_INVALID_MESSAGES_COUNT), the pipe
+ * rules above, a failed write (-SL_ERR_DISCONNECTED, -SL_ERR_TASK_TIMEOUT,
+ * -SL_ERR_NOT_CONNECTED). The batch is closed whatever the outcome. */
+int sl_client_send_submit(sl_client_t *client, uint64_t *ticket) SL_CLIENT_WUR;
+/* sl_client_send_messages, submitted: begin, an add per message, submit. */
+int sl_client_send_messages_submit(sl_client_t *client, sl_id_t stream, sl_id_t topic,
+                                   sl_send_partitioning_t partitioning,
+                                   const sl_send_message_t *messages, uint32_t count,
+                                   uint64_t *ticket) SL_CLIENT_WUR;
+/* The reply to the oldest send in flight: *ticket says which (0 when no
+ * send was in flight: -SL_ERR_INVALID_COMMAND), the return value and *out
+ * (may be NULL; only written on success) are what sl_client_send_commit
+ * would have given. Reading this reply is also what writes the send held
+ * behind it. */
+int sl_client_send_collect(sl_client_t *client, uint64_t *ticket,
+                           sl_send_result_t *out) SL_CLIENT_WUR;
+
+/* sl_client_poll_messages, submitted. */
+int sl_client_poll_submit(sl_client_t *client, sl_consumer_ref_t consumer, sl_id_t stream,
+                          sl_id_t topic, uint32_t partition, sl_poll_strategy_t strategy,
+                          uint32_t count, bool auto_commit, uint64_t *ticket) SL_CLIENT_WUR;
+/* The reply to the oldest poll in flight, checked as sl_client_poll_messages
+ * checks it; *ticket as for sends. With chain set and a poll by offset
+ * that returned messages, the same poll from the offset after them (the
+ * first one's offset plus their count: a partition's offsets are dense)
+ * is submitted before the reply's checksums are verified,
+ * so the server reads the next batch while this one is checked and used;
+ * *chained gets its ticket (0 when none was submitted: no messages, not a
+ * poll by offset, the pipe full, or the submit failed; a failed chained
+ * submit is not this collect's error). *chained may be NULL when chain is
+ * false. A reply that fails its checks still leaves the chained poll in
+ * flight: collect it (and drop it when the position must not move). */
+int sl_client_poll_collect(sl_client_t *client, bool chain, uint64_t *ticket, uint64_t *chained,
+                           sl_polled_messages_t *out) SL_CLIENT_WUR;
 
 /* --- raw access (tests, the command-line tool) --------------------------------
  *

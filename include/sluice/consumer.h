@@ -79,6 +79,28 @@ typedef struct sl_consumer_options {
      * 0: 100. The client is ticked (heartbeat, reconnect) between rounds. */
     uint32_t idle_ms;
     uint32_t resync_interval_ms; /* group: sync at least this often; 0: 1000 */
+    /* Pipelining (client.h, "pipelined sends and polls"): when a poll
+     * returns messages, the poll the next round makes (the same partition
+     * from after them, or the next partition from its position) is put in
+     * flight before their checksums are verified, so the server reads and
+     * sends the next batch while this one is checked and used. The next
+     * sl_consumer_poll collects it; when it no longer fits (the position
+     * did not move there: a failed check; a sync; a commit; close) it is
+     * collected and dropped. What changes with it:
+     * - between consumer calls a poll may be in flight, and other calls on
+     *   the borrowed client return -SL_ERR_INVALID_COMMAND until the next
+     *   sl_consumer_poll, sl_consumer_commit or sl_consumer_close;
+     * - with SL_CONSUMER_COMMIT_AUTO the server stores the offset of the
+     *   poll in flight when it serves it, before the application has seen
+     *   those messages: a crash can lose two batches rather than one (still
+     *   at most once). A poll that is dropped has the last returned offset
+     *   stored again, so dropping loses nothing.
+     * Single consumers only: group members ignore it and poll lockstep
+     * (a rebalance could give a partition to another member while a poll
+     * of it is in flight and already auto-committed by the server, and
+     * that batch would be skipped or read twice).
+     * false: lockstep, one poll per round trip. */
+    bool pipeline;
 } sl_consumer_options_t;
 
 /* Opens a consumer on client (logged in; borrowed). Single consumers over

@@ -102,6 +102,24 @@ typedef struct sl_producer_options {
     uint32_t send_timeout_ms;
     void *batch_done_ctx;
     sl_producer_batch_done_t batch_done; /* NULL: no reports */
+    /* Pipelining (client.h, "pipelined sends and polls"): a batch is
+     * written and its reply collected only after the next batch has been
+     * built and written behind it, so the client's work on a batch (frame
+     * and batch checksums, copies, ids) overlaps the previous batch's trip.
+     * Two batches are in flight at most; the server stores them in order,
+     * and reports come in order. What changes with it:
+     * - a 57/58 refusal is reported, not replayed (a replay would reorder
+     *   batches); reconnects still happen before a batch when none is in
+     *   flight;
+     * - a lost connection fails every batch in flight (outcome unknown, as
+     *   for a lost reply);
+     * - foreground: the last batch a call sent may still be in flight when
+     *   it returns. Its error is returned by the producer call that
+     *   collects it (a later send that sends a batch, tick, flush or
+     *   close), and reported then. Until a tick or a flush the borrowed
+     *   client is busy: other calls on it return -SL_ERR_INVALID_COMMAND.
+     * false: lockstep, one batch per round trip. */
+    bool pipeline;
 } sl_producer_options_t;
 
 /* Credentials of the background producer's own connection: a token, or a

@@ -423,7 +423,9 @@ void sl_client_send_abandon(sl_client_t *c)
     c->batch.open = false;
 }
 
-int sl_client_send_commit(sl_client_t *c, sl_send_result_t *out)
+/* Closes the open batch and completes its record in tx: counts,
+ * timestamps, checksums. *count gets its messages. */
+static int batch_seal(sl_client_t *c, uint32_t *count)
 {
     if (!c->batch.open)
         return -SL_ERR_INVALID_COMMAND;
@@ -432,14 +434,16 @@ int sl_client_send_commit(sl_client_t *c, sl_send_result_t *out)
     int rc = sl_batch_finish(&c->batch.bb, &record);
     if (rc != 0)
         return rc;
-    uint32_t count = c->batch.bb.count;
-    sl_buf_patch_u32(&c->tx, c->batch.count_at, count);
-    sl_client_results_release(c);
-    sl_span_t payload;
-    rc = sl_client_run(c, 0, SL_OP_SEND_MESSAGES, SL_CMD_SEND_MESSAGES, &payload);
+    *count = c->batch.bb.count;
+    sl_buf_patch_u32(&c->tx, c->batch.count_at, *count);
+    return 0;
+}
+
+/* The public result of a SendMessages reply payload. */
+static int send_result(sl_client_t *c, sl_span_t payload, uint32_t count, sl_send_result_t *out)
+{
     sl_send_messages_reply_t w;
-    if (rc == 0)
-        rc = sl_send_messages_reply_decode(payload, &c->arena, &w);
+    int rc = sl_send_messages_reply_decode(payload, &c->arena, &w);
     if (rc != 0 || out == NULL)
         return rc;
     *out = (sl_send_result_t){.confirmed = w.count > 0, .messages_count = count};
@@ -454,9 +458,23 @@ int sl_client_send_commit(sl_client_t *c, sl_send_result_t *out)
     return 0;
 }
 
-int sl_client_send_messages(sl_client_t *c, sl_id_t stream, sl_id_t topic,
-                            sl_send_partitioning_t partitioning, const sl_send_message_t *messages,
-                            uint32_t count, sl_send_result_t *out)
+int sl_client_send_commit(sl_client_t *c, sl_send_result_t *out)
+{
+    uint32_t count = 0;
+    int rc = batch_seal(c, &count);
+    if (rc != 0)
+        return rc;
+    sl_client_results_release(c);
+    sl_span_t payload;
+    rc = sl_client_run(c, 0, SL_OP_SEND_MESSAGES, SL_CMD_SEND_MESSAGES, &payload);
+    return rc != 0 ? rc : send_result(c, payload, count, out);
+}
+
+/* begin and an add per message into tx, with the request space reserved
+ * up front; on an add error the batch is abandoned. */
+static int batch_build(sl_client_t *c, sl_id_t stream, sl_id_t topic,
+                       sl_send_partitioning_t partitioning, const sl_send_message_t *messages,
+                       uint32_t count)
 {
     if (count == 0)
         return -SL_ERR_INVALID_MESSAGES_COUNT;
@@ -485,11 +503,49 @@ int sl_client_send_messages(sl_client_t *c, sl_id_t stream, sl_id_t topic,
         if (rc == 0)
             rc = add_message(c, &messages[i], now_us, fresh);
     }
-    if (rc != 0) {
+    if (rc != 0)
         sl_client_send_abandon(c);
+    return rc;
+}
+
+int sl_client_send_messages(sl_client_t *c, sl_id_t stream, sl_id_t topic,
+                            sl_send_partitioning_t partitioning, const sl_send_message_t *messages,
+                            uint32_t count, sl_send_result_t *out)
+{
+    int rc = batch_build(c, stream, topic, partitioning, messages, count);
+    return rc != 0 ? rc : sl_client_send_commit(c, out);
+}
+
+/* --- pipelined sends (client.h, "pipelined sends and polls") ----------------------------- */
+
+int sl_client_send_submit(sl_client_t *c, uint64_t *ticket)
+{
+    *ticket = 0;
+    uint32_t count = 0;
+    int rc = batch_seal(c, &count);
+    if (rc != 0)
         return rc;
-    }
-    return sl_client_send_commit(c, out);
+    /* The previous call's results stay: the request is built apart. */
+    return sl_client_pipe_submit(c, SL_OP_SEND_MESSAGES, SL_CMD_SEND_MESSAGES, count, true, ticket);
+}
+
+int sl_client_send_messages_submit(sl_client_t *c, sl_id_t stream, sl_id_t topic,
+                                   sl_send_partitioning_t partitioning,
+                                   const sl_send_message_t *messages, uint32_t count,
+                                   uint64_t *ticket)
+{
+    *ticket = 0;
+    int rc = batch_build(c, stream, topic, partitioning, messages, count);
+    return rc != 0 ? rc : sl_client_send_submit(c, ticket);
+}
+
+int sl_client_send_collect(sl_client_t *c, uint64_t *ticket, sl_send_result_t *out)
+{
+    sl_client_flight_t f;
+    sl_client_reply_t r;
+    int rc = sl_client_pipe_collect(c, SL_OP_SEND_MESSAGES, &f, &r);
+    *ticket = f.ticket;
+    return rc != 0 ? rc : send_result(c, r.payload, f.messages, out);
 }
 
 /* --- polling ------------------------------------------------------------------------ */
@@ -562,9 +618,12 @@ static int polled_convert(sl_client_t *c, const sl_poll_messages_reply_t *w,
     return 0;
 }
 
-int sl_client_poll_messages(sl_client_t *c, sl_consumer_ref_t consumer, sl_id_t stream,
-                            sl_id_t topic, uint32_t partition, sl_poll_strategy_t strategy,
-                            uint32_t count, bool auto_commit, sl_polled_messages_t *out)
+/* Encodes a PollMessages request into tx. Arguments are checked first;
+ * then a lockstep call (call set) begins, ending the previous results, or
+ * a submit begins only the request. */
+static int poll_encode(sl_client_t *c, bool call, sl_consumer_ref_t consumer, sl_id_t stream,
+                       sl_id_t topic, uint32_t partition, sl_poll_strategy_t strategy,
+                       uint32_t count, bool auto_commit)
 {
     sl_poll_messages_request_t req = {
         .partition = opt_partition(partition),
@@ -574,29 +633,144 @@ int sl_client_poll_messages(sl_client_t *c, sl_consumer_ref_t consumer, sl_id_t 
     };
     if (!wire_target(consumer, stream, topic, &req.consumer, &req.stream_id, &req.topic_id))
         return -SL_ERR_INVALID_COMMAND;
-    sl_client_call_begin(c);
-    sl_span_t payload;
-    int rc = sl_client_run(c, sl_poll_messages_request_encode(&c->tx, &req), SL_OP_NON_REPLICATED,
-                           SL_CMD_POLL_MESSAGES, &payload);
-    sl_poll_messages_reply_t w;
-    if (rc == 0)
-        rc = sl_poll_messages_reply_decode(payload, &c->arena, &w);
-    if (rc != 0)
-        return rc;
-    sl_polled_messages_t res = {.partition_id = w.partition_id, .current_offset = w.current_offset};
-    if (w.partition_id == SL_POLL_RESYNC_PARTITION) {
+    if (call)
+        sl_client_call_begin(c);
+    else
+        sl_client_request_begin(c);
+    return sl_poll_messages_request_encode(&c->tx, &req);
+}
+
+/* The public result of a decoded PollMessages reply: every record
+ * verified, the messages listed in the arena. */
+int sl_client_poll_result(sl_client_t *c, const sl_poll_messages_reply_t *w,
+                          sl_polled_messages_t *out)
+{
+    sl_polled_messages_t res = {.partition_id = w->partition_id,
+                                .current_offset = w->current_offset};
+    if (w->partition_id == SL_POLL_RESYNC_PARTITION) {
         /* The sentinel comes with the empty result only. */
-        if (w.messages_count != 0 || w.records.len != 0)
+        if (w->messages_count != 0 || w->records.len != 0)
             return -SL_ERR_INVALID_FORMAT;
         res.resync_required = true;
     } else {
-        rc = polled_convert(c, &w, &res.messages);
+        int rc = polled_convert(c, w, &res.messages);
         if (rc != 0)
             return rc;
-        res.count = w.messages_count;
+        res.count = w->messages_count;
     }
     *out = res;
     return 0;
+}
+
+int sl_client_poll_messages(sl_client_t *c, sl_consumer_ref_t consumer, sl_id_t stream,
+                            sl_id_t topic, uint32_t partition, sl_poll_strategy_t strategy,
+                            uint32_t count, bool auto_commit, sl_polled_messages_t *out)
+{
+    int rc = poll_encode(c, true, consumer, stream, topic, partition, strategy, count, auto_commit);
+    sl_span_t payload;
+    rc = sl_client_run(c, rc, SL_OP_NON_REPLICATED, SL_CMD_POLL_MESSAGES, &payload);
+    sl_poll_messages_reply_t w;
+    if (rc == 0)
+        rc = sl_poll_messages_reply_decode(payload, &c->arena, &w);
+    return rc != 0 ? rc : sl_client_poll_result(c, &w, out);
+}
+
+/* --- pipelined polls ------------------------------------------------------------------ */
+
+int sl_client_poll_submit_care(sl_client_t *c, bool care, sl_consumer_ref_t consumer,
+                               sl_id_t stream, sl_id_t topic, uint32_t partition,
+                               sl_poll_strategy_t strategy, uint32_t count, bool auto_commit,
+                               uint64_t *ticket)
+{
+    *ticket = 0;
+    /* Only the request is begun: the previous call's results stay. */
+    int rc =
+        poll_encode(c, false, consumer, stream, topic, partition, strategy, count, auto_commit);
+    if (rc != 0)
+        return rc;
+    return sl_client_pipe_submit(c, SL_OP_NON_REPLICATED, SL_CMD_POLL_MESSAGES, 0, care, ticket);
+}
+
+int sl_client_poll_submit(sl_client_t *c, sl_consumer_ref_t consumer, sl_id_t stream, sl_id_t topic,
+                          uint32_t partition, sl_poll_strategy_t strategy, uint32_t count,
+                          bool auto_commit, uint64_t *ticket)
+{
+    return sl_client_poll_submit_care(c, true, consumer, stream, topic, partition, strategy, count,
+                                      auto_commit, ticket);
+}
+
+/* A poll request body ends with the strategy (kind u8, value u64), the
+ * count (u32) and the auto-commit flag (u8), encodings.md 6. */
+enum { POLL_TAIL_STRATEGY = 1 + 8 + 4 + 1 };
+
+bool sl_client_poll_next_offset(const sl_poll_messages_reply_t *w, uint64_t *next)
+{
+    if (w->messages_count == 0 || w->partition_id == SL_POLL_RESYNC_PARTITION)
+        return false;
+    sl_record_iter_t records = sl_record_iter(w->records);
+    sl_span_t record;
+    sl_message_t first;
+    if (!sl_record_next(&records, &record))
+        return false;
+    sl_frame_iter_t it = sl_frame_iter(record);
+    if (!sl_frame_next(&it, &first))
+        return false;
+    *next = first.offset + w->messages_count;
+    return true;
+}
+
+/* Submits the poll of flight again from the offset after the reply w's
+ * messages, when it was a poll by offset that returned any; *chained gets
+ * the ticket (0: none submitted). */
+static void poll_chain(sl_client_t *c, const sl_client_flight_t *flight,
+                       const sl_poll_messages_reply_t *w, uint64_t *chained)
+{
+    *chained = 0;
+    uint64_t next;
+    if (flight->body_len < POLL_TAIL_STRATEGY ||
+        flight->body[flight->body_len - POLL_TAIL_STRATEGY] != SL_STRATEGY_OFFSET ||
+        !sl_client_poll_next_offset(w, &next))
+        return;
+    sl_client_request_begin(c);
+    uint8_t *body = sl_buf_extend(&c->tx, flight->body_len);
+    if (body == NULL)
+        return;
+    memcpy(body, flight->body, flight->body_len);
+    sl_store_u64(body + flight->body_len - POLL_TAIL_STRATEGY + 1, next);
+    /* No connection care here: a recovery would reuse the buffers that
+     * hold the reply being returned. */
+    if (sl_client_pipe_submit(c, SL_OP_NON_REPLICATED, SL_CMD_POLL_MESSAGES, 0, false, chained) !=
+        0)
+        *chained = 0;
+}
+
+int sl_client_poll_receive(sl_client_t *c, uint64_t *ticket, sl_client_flight_t *flight,
+                           sl_poll_messages_reply_t *w)
+{
+    sl_client_reply_t r;
+    int rc = sl_client_pipe_collect(c, SL_OP_NON_REPLICATED, flight, &r);
+    *ticket = flight->ticket;
+    if (rc == 0)
+        rc = sl_poll_messages_reply_decode(r.payload, &c->arena, w);
+    return rc;
+}
+
+int sl_client_poll_collect(sl_client_t *c, bool chain, uint64_t *ticket, uint64_t *chained,
+                           sl_polled_messages_t *out)
+{
+    if (chained != NULL)
+        *chained = 0;
+    *ticket = 0;
+    if (chain && chained == NULL)
+        return -SL_ERR_INVALID_COMMAND;
+    sl_client_flight_t f;
+    sl_poll_messages_reply_t w;
+    int rc = sl_client_poll_receive(c, ticket, &f, &w);
+    if (rc != 0)
+        return rc;
+    if (chain)
+        poll_chain(c, &f, &w, chained);
+    return sl_client_poll_result(c, &w, out);
 }
 
 /* --- consumer offsets --------------------------------------------------------------- */

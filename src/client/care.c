@@ -300,6 +300,8 @@ static int recover(sl_client_t *c, uint8_t operation, bool stale)
 
 int sl_client_reconnect(sl_client_t *c)
 {
+    if (sl_client_pipe_busy(c))
+        return -SL_ERR_INVALID_COMMAND; /* collect the requests in flight first */
     if (c->batch.open)
         sl_client_send_abandon(c);
     sl_client_call_begin(c);
@@ -378,7 +380,7 @@ static care_step_t classify(sl_client_t *c, uint8_t operation, const care_attemp
 /* Before sending: a connection lost while idle is replaced, and a session
  * lost earlier is logged in again (only with reconnects on; a Logout is
  * never the reason to reconnect). */
-static int prepare(sl_client_t *c, uint8_t operation)
+int sl_client_care_prepare(sl_client_t *c, uint8_t operation)
 {
     if (!sl_client_reconnect_on(c) || operation == SL_OP_LOGOUT)
         return 0;
@@ -414,7 +416,7 @@ static int resettle(sl_client_t *c, uint8_t operation, const care_attempt_t *a, 
 int sl_client_care_call(sl_client_t *c, uint8_t operation, uint32_t code, sl_client_reply_t *reply)
 {
     *reply = (sl_client_reply_t){.outcome = SL_CLIENT_REPLY_BAD_FRAME};
-    int rc = prepare(c, operation);
+    int rc = sl_client_care_prepare(c, operation);
     if (rc != 0)
         return rc;
     uint32_t replays = 0, recoveries = 0;
@@ -457,6 +459,8 @@ int sl_client_tick(sl_client_t *c)
 {
     if (c->batch.open)
         return 0; /* a ping would abandon the batch being built */
+    if (sl_client_pipe_busy(c))
+        return 0; /* the connection is in use: requests are in flight */
     if (sl_client_reconnect_on(c)) {
         bool stale = connection_stale(c);
         if (stale || (remembered(c) && c->session.session == 0)) {

@@ -77,6 +77,7 @@ static void init_buffers(sl_client_t *c)
     sl_buf_init(&c->tx, c->frame_max);
     sl_buf_init(&c->rx, (size_t)c->frame_max + SL_CLIENT_PAGE);
     sl_buf_init(&c->scratch, SL_USER_HEADERS_MAX);
+    sl_buf_init(&c->pipe.held, c->frame_max);
     sl_arena_init(&c->arena, SL_CLIENT_ARENA_CHUNK, (size_t)c->frame_max * SL_CLIENT_ARENA_FACTOR);
 }
 
@@ -148,6 +149,7 @@ void sl_client_close(sl_client_t *c)
     sl_buf_free(&c->tx);
     sl_buf_free(&c->rx);
     sl_buf_free(&c->scratch);
+    sl_buf_free(&c->pipe.held);
     sl_arena_free(&c->arena);
     sl_client_care_free(c);
     free(c);
@@ -207,8 +209,7 @@ void sl_client_call_begin(sl_client_t *c)
     sl_client_request_begin(c);
 }
 
-/* Side effects of a processed reply on the client's state. */
-static void apply_outcome(sl_client_t *c, const sl_client_reply_t *r)
+void sl_client_reply_apply(sl_client_t *c, const sl_client_reply_t *r)
 {
     if (r->outcome == SL_CLIENT_REPLY_EVICTED)
         sl_client_session_reset(&c->session);
@@ -255,7 +256,7 @@ int sl_client_resend(sl_client_t *c, sl_client_reply_t *reply, bool *sent, bool 
         return rc;
     }
     rc = sl_client_reply_process(frame, c->frame_max, reply);
-    apply_outcome(c, reply);
+    sl_client_reply_apply(c, reply);
     return rc;
 }
 
@@ -280,6 +281,11 @@ int sl_client_call_once(sl_client_t *c, uint8_t operation, uint32_t code, sl_cli
 
 int sl_client_call(sl_client_t *c, uint8_t operation, uint32_t code, sl_client_reply_t *reply)
 {
+    /* The next reply on the stream belongs to a pipelined request. */
+    if (sl_client_pipe_busy(c)) {
+        *reply = (sl_client_reply_t){.outcome = SL_CLIENT_REPLY_BAD_FRAME};
+        return -SL_ERR_INVALID_COMMAND;
+    }
     if (sl_client_care_on(c) && !c->care.recovering)
         return sl_client_care_call(c, operation, code, reply);
     bool transport;
@@ -485,7 +491,7 @@ static int raw_result(sl_client_t *c, sl_span_t frame, sl_raw_reply_t *out)
 {
     sl_client_reply_t r;
     int error = sl_client_reply_process(frame, c->frame_max, &r);
-    apply_outcome(c, &r);
+    sl_client_reply_apply(c, &r);
     if (r.outcome == SL_CLIENT_REPLY_BAD_FRAME)
         return error;
     raw_from_reply(&r, error, out);
@@ -497,6 +503,8 @@ int sl_client_request_raw(sl_client_t *c, uint8_t operation, uint32_t code, cons
 {
     if (c->fd < 0)
         return -SL_ERR_NOT_CONNECTED;
+    if (sl_client_pipe_busy(c))
+        return -SL_ERR_INVALID_COMMAND;
     sl_client_call_begin(c);
     sl_put_bytes(&c->tx, body, body_len);
     int rc = sl_client_frame_finish(&c->tx, &c->session, operation, code, c->frame_max);
@@ -512,6 +520,8 @@ int sl_client_send_bytes(sl_client_t *c, const void *bytes, size_t len)
 {
     if (c->fd < 0)
         return -SL_ERR_NOT_CONNECTED;
+    if (sl_client_pipe_busy(c))
+        return -SL_ERR_INVALID_COMMAND;
     int rc = sl_client_link_send(c, bytes, len, sl_client_deadline(c->request_timeout_ms));
     if (rc != 0)
         sl_client_disconnect(c);
@@ -522,6 +532,8 @@ int sl_client_recv_frame(sl_client_t *c, sl_raw_reply_t *out)
 {
     if (c->fd < 0)
         return -SL_ERR_NOT_CONNECTED;
+    if (sl_client_pipe_busy(c))
+        return -SL_ERR_INVALID_COMMAND;
     sl_client_call_begin(c);
     sl_span_t frame;
     int rc = sl_client_read_frame(c, sl_client_deadline(c->request_timeout_ms), &frame);

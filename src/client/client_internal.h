@@ -237,6 +237,37 @@ typedef struct sl_client_link {
     sl_client_ws_t *ws;                   /* this connection's WebSocket state, or NULL */
 } sl_client_link_t;
 
+/* Requests in flight (pipe.c): submitted, reply not collected yet. A poll
+ * keeps its request body so that a chained poll can be the same request
+ * from a later offset; the largest body is three identifiers of 1 + 1 +
+ * 255 bytes, the partition, the strategy, the count and the flag. */
+#define SL_CLIENT_POLL_BODY_MAX 1024u
+
+typedef struct sl_client_flight {
+    uint64_t ticket;
+    uint8_t operation; /* SL_OP_SEND_MESSAGES, or SL_OP_NON_REPLICATED: a poll */
+    uint64_t request;  /* the number in its header, which the reply echoes */
+    uint32_t messages; /* a send: messages in its batch */
+    int cut;           /* 0, or what its collect returns: the connection was lost */
+    uint32_t body_len; /* a poll: its request body */
+    uint8_t body[SL_CLIENT_POLL_BODY_MAX];
+} sl_client_flight_t;
+
+typedef struct sl_client_pipe {
+    sl_client_flight_t flights[SL_CLIENT_IN_FLIGHT_MAX]; /* a ring from head */
+    uint32_t head;
+    uint32_t count;   /* in the ring, cut ones included */
+    uint32_t live;    /* not cut: their replies are still to come, or still to be written */
+    uint64_t tickets; /* the last ticket handed out */
+    /* A send submitted while another is on the wire is built and numbered
+     * but held in `held` (the newest entry) until the reply before it has
+     * been read: writing it at once would leave its bytes to be pushed
+     * through the loopback stack by the server's own reads (a full receive
+     * window), which cost sluiced more CPU per batch than the overlap won. */
+    bool holding;
+    sl_buf_t held;
+} sl_client_pipe_t;
+
 struct sl_client {
     int fd; /* -1 once closed after a transport or framing error */
     sl_client_link_t link;
@@ -254,6 +285,7 @@ struct sl_client {
     sl_client_rng_t rng;     /* message ids */
     sl_client_care_t care;
     char server_version[256]; /* of the last login, for sl_identity_t */
+    sl_client_pipe_t pipe;    /* pipelined sends and polls */
 };
 
 /* Wraps a connected stream socket (tests use one end of a socketpair). The
@@ -302,6 +334,49 @@ int sl_client_login_again(sl_client_t *c) SL_WUR;
  * the reply; *out (may be NULL) filled, its server_version in the client. */
 int sl_client_login_with(sl_client_t *c, const char *username, const char *password,
                          const char *token, sl_identity_t *out) SL_WUR;
+
+/* --- pipelined requests (pipe.c) ---------------------------------------------------- */
+
+/* Whether requests are in flight whose replies are still to be read from
+ * the connection: every lockstep exchange is refused then. */
+bool sl_client_pipe_busy(const sl_client_t *c);
+/* Numbers and writes the request in c->tx (header reserved, body built)
+ * without waiting for its reply, and lists it in flight: 0 with *ticket,
+ * or the error (nothing listed). care: run connection care first when
+ * nothing is in flight (off for a chained poll, whose reply being read
+ * must survive). A poll's request body is kept in its entry; messages:
+ * a send's message count. */
+int sl_client_pipe_submit(sl_client_t *c, uint8_t operation, uint32_t code, uint32_t messages,
+                          bool care, uint64_t *ticket) SL_WUR;
+/* Reads the reply of the oldest request in flight, which must be of
+ * operation (-SL_ERR_INVALID_COMMAND otherwise, or when none is): as
+ * sl_client_call_once, with *flight a copy of its entry (taken off the
+ * pipe). A lost connection cuts the requests behind it. */
+int sl_client_pipe_collect(sl_client_t *c, uint8_t operation, sl_client_flight_t *flight,
+                           sl_client_reply_t *reply) SL_WUR;
+/* The side effects of a processed reply (client.c): an eviction drops the
+ * session, a broken frame closes the connection. */
+void sl_client_reply_apply(sl_client_t *c, const sl_client_reply_t *r);
+/* Connection care before a request is written (care.c): a lost connection
+ * dialled again, a lost session logged in again. 0 when care is off. */
+int sl_client_care_prepare(sl_client_t *c, uint8_t operation) SL_WUR;
+
+/* The pipelined poll in parts (calls_messages.c), for the consumer:
+ * receive collects the oldest poll and decodes its reply (layout checked,
+ * checksums not yet); next_offset says where the messages after it start
+ * (false when it has none); result verifies and lists them as
+ * sl_client_poll_messages does. */
+int sl_client_poll_receive(sl_client_t *c, uint64_t *ticket, sl_client_flight_t *flight,
+                           sl_poll_messages_reply_t *w) SL_WUR;
+bool sl_client_poll_next_offset(const sl_poll_messages_reply_t *w, uint64_t *next);
+/* sl_client_poll_submit, with connection care only when care is set (a
+ * recovery reuses the buffers a reply being returned lives in). */
+int sl_client_poll_submit_care(sl_client_t *c, bool care, sl_consumer_ref_t consumer,
+                               sl_id_t stream, sl_id_t topic, uint32_t partition,
+                               sl_poll_strategy_t strategy, uint32_t count, bool auto_commit,
+                               uint64_t *ticket) SL_WUR;
+int sl_client_poll_result(sl_client_t *c, const sl_poll_messages_reply_t *w,
+                          sl_polled_messages_t *out) SL_WUR;
 
 /* --- leader settlement (settle.c) ------------------------------------------------- */
 

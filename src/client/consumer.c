@@ -37,6 +37,11 @@ struct sl_message_consumer {
     bool member;     /* joined (group) */
     bool need_sync;
     uint64_t synced_us;
+    /* options.pipeline: the poll in flight, for partition ahead_id from
+     * ahead_offset (ahead_ticket 0: none). */
+    uint64_t ahead_ticket;
+    uint32_t ahead_id;
+    uint64_t ahead_offset;
 };
 
 static sl_consumer_ref_t ref_of(const sl_message_consumer_t *cn)
@@ -163,13 +168,96 @@ static bool sync_due(const sl_message_consumer_t *cn)
 
 /* --- polling ----------------------------------------------------------------------------- */
 
-/* One PollMessages for one partition; moves its position on. */
-static int poll_part(sl_message_consumer_t *cn, part_t *p, sl_polled_messages_t *out)
+/* Drops the poll in flight (its partition's position did not move to where
+ * it starts, or the client is needed for another call). With auto-commit
+ * the server stored the offset of messages nobody was given: the offset of
+ * the last message returned is stored again, so a restart does not skip
+ * them. */
+static int drop_ahead(sl_message_consumer_t *cn)
+{
+    if (cn->ahead_ticket == 0)
+        return 0;
+    cn->ahead_ticket = 0;
+    uint64_t ticket;
+    sl_client_flight_t f;
+    sl_poll_messages_reply_t w;
+    int rc = sl_client_poll_receive(cn->client, &ticket, &f, &w);
+    if (rc != 0 || cn->o.commit != SL_CONSUMER_COMMIT_AUTO || w.messages_count == 0)
+        return rc == -SL_ERR_DISCONNECTED ? 0 : rc; /* a lost connection returned nothing */
+    for (uint32_t i = 0; i < cn->count; i++)
+        if (cn->parts[i].id == cn->ahead_id && cn->parts[i].known && cn->parts[i].next > 0)
+            return sl_client_store_consumer_offset(cn->client, ref_of(cn), cn->o.stream,
+                                                   cn->o.topic, cn->ahead_id, cn->parts[i].next - 1,
+                                                   SL_ACK_LEVEL_QUORUM);
+    return 0;
+}
+
+/* Pipelined: puts the poll of the partition the round reads next in flight
+ * (from its known position; from `next` when it is the partition just
+ * read, whose position moves once its reply is verified). A failed submit
+ * only means that poll goes lockstep. */
+static void submit_ahead(sl_message_consumer_t *cn, const part_t *read, uint64_t next)
+{
+    const part_t *q = &cn->parts[cn->cursor];
+    if (q != read && !q->known)
+        return;
+    uint64_t from = q == read ? next : q->next;
+    uint64_t ticket;
+    bool auto_commit = cn->o.commit == SL_CONSUMER_COMMIT_AUTO;
+    /* No connection care: the reply being returned must survive. */
+    if (sl_client_poll_submit_care(cn->client, false, ref_of(cn), cn->o.stream, cn->o.topic, q->id,
+                                   sl_poll_offset(from), cn->o.batch_count, auto_commit,
+                                   &ticket) != 0)
+        return;
+    cn->ahead_ticket = ticket;
+    cn->ahead_id = q->id;
+    cn->ahead_offset = from;
+}
+
+/* The reply for partition p: collected from the poll in flight when it is
+ * p's from p's position, else polled now (lockstep). Pipelined, the next
+ * poll goes out before this reply's checksums are verified. */
+static int poll_reply(sl_message_consumer_t *cn, part_t *p, sl_polled_messages_t *out)
 {
     sl_poll_strategy_t from = p->known ? sl_poll_offset(p->next) : sl_poll_next();
     bool auto_commit = cn->o.commit == SL_CONSUMER_COMMIT_AUTO;
-    int rc = sl_client_poll_messages(cn->client, ref_of(cn), cn->o.stream, cn->o.topic, p->id, from,
-                                     cn->o.batch_count, auto_commit, out);
+    bool mine =
+        cn->ahead_ticket != 0 && cn->ahead_id == p->id && p->known && cn->ahead_offset == p->next;
+    if (!mine) {
+        int rc = drop_ahead(cn);
+        if (rc != 0)
+            return rc;
+    }
+    /* Group members poll lockstep: a rebalance can give the partition to
+     * another member while a poll of it is in flight (and auto-committed
+     * by the server), which would skip that batch or read it twice. */
+    if (!cn->o.pipeline || cn->o.kind != SL_CONSUMER_KIND_SINGLE)
+        return sl_client_poll_messages(cn->client, ref_of(cn), cn->o.stream, cn->o.topic, p->id,
+                                       from, cn->o.batch_count, auto_commit, out);
+    uint64_t ticket;
+    if (!mine) {
+        int rc = sl_client_poll_submit(cn->client, ref_of(cn), cn->o.stream, cn->o.topic, p->id,
+                                       from, cn->o.batch_count, auto_commit, &ticket);
+        if (rc != 0)
+            return rc;
+    }
+    cn->ahead_ticket = 0;
+    sl_client_flight_t f;
+    sl_poll_messages_reply_t w;
+    int rc = sl_client_poll_receive(cn->client, &ticket, &f, &w);
+    if (rc != 0)
+        return rc;
+    uint64_t next;
+    if (sl_client_poll_next_offset(&w, &next))
+        submit_ahead(cn, p, next);
+    return sl_client_poll_result(cn->client, &w, out);
+}
+
+/* One PollMessages for one partition; moves its position on. */
+static int poll_part(sl_message_consumer_t *cn, part_t *p, sl_polled_messages_t *out)
+{
+    bool auto_commit = cn->o.commit == SL_CONSUMER_COMMIT_AUTO;
+    int rc = poll_reply(cn, p, out);
     if (rc != 0 || out->resync_required || out->count == 0)
         return rc;
     uint64_t last = out->messages[out->count - 1].offset;
@@ -210,7 +298,9 @@ int sl_consumer_poll(sl_message_consumer_t *cn, uint32_t timeout_ms, sl_polled_m
     bool immediate = true;
     for (;;) {
         if (sync_due(cn)) {
-            int rc = group_sync(cn);
+            int rc = drop_ahead(cn);
+            if (rc == 0)
+                rc = group_sync(cn);
             if (rc != 0)
                 return rc;
         }
@@ -227,8 +317,11 @@ int sl_consumer_poll(sl_message_consumer_t *cn, uint32_t timeout_ms, sl_polled_m
         if (now >= deadline)
             break;
         uint64_t left_ms = (deadline - now + 999u) / 1000u;
+        int rc = drop_ahead(cn); /* none is submitted for a round without messages */
+        if (rc != 0)
+            return rc;
         pause_ms(left_ms < cn->o.idle_ms ? (uint32_t)left_ms : cn->o.idle_ms);
-        int rc = sl_client_tick(cn->client);
+        rc = sl_client_tick(cn->client);
         if (rc != 0)
             return rc;
     }
@@ -238,7 +331,9 @@ int sl_consumer_poll(sl_message_consumer_t *cn, uint32_t timeout_ms, sl_polled_m
 
 int sl_consumer_commit(sl_message_consumer_t *cn)
 {
-    int first = 0;
+    /* The store goes lockstep: the poll in flight is collected and dropped
+     * (its messages were not returned; explicit commits stored nothing). */
+    int first = drop_ahead(cn);
     for (uint32_t i = 0; i < cn->count; i++) {
         part_t *p = &cn->parts[i];
         if (!p->dirty)
@@ -335,6 +430,8 @@ void sl_consumer_close(sl_message_consumer_t *cn)
 {
     if (cn == NULL)
         return;
+    int dropped = drop_ahead(cn);
+    (void)dropped; /* best effort, like the leave */
     if (cn->member) {
         /* Best effort: the server drops the membership with the session. */
         int rc = sl_client_leave_consumer_group(cn->client, cn->o.stream, cn->o.topic,

@@ -33,6 +33,20 @@
  * lengths (4 + 4), then the payload and the encoded headers. */
 #define RECORD_HEADER 32u
 
+/* A batch submitted and not collected yet (options.pipeline): what its
+ * report and the counters need once its reply arrives. */
+typedef struct flight {
+    uint64_t ticket;
+    uint32_t partition_id;
+    uint32_t count;
+    size_t record_bytes;
+} flight_t;
+
+/* Batches a pipelined producer keeps in flight: the one being answered
+ * while the next is built and written. */
+#define PRODUCER_IN_FLIGHT 2u
+_Static_assert(PRODUCER_IN_FLIGHT <= SL_CLIENT_IN_FLIGHT_MAX, "the client must take them");
+
 typedef struct queue {
     uint32_t partition_id; /* SL_PARTITION_NONE: Balanced */
     sl_buf_t data;         /* queued records */
@@ -69,6 +83,9 @@ struct sl_producer {
     int first_error;       /* since the last flush */
     sl_producer_stats_t stats;
     uint64_t linger_due_us; /* foreground: the earliest linger deadline */
+    /* Pipelined batches in submit order, owned by the sending thread. */
+    flight_t flights[PRODUCER_IN_FLIGHT];
+    uint32_t flights_count;
 };
 
 /* --- locking (no-ops in the foreground) -------------------------------------------------- */
@@ -166,9 +183,69 @@ static void batch_finished(sl_producer_t *p, uint32_t partition_id, uint32_t cou
         p->o.batch_done(p->o.batch_done_ctx, &report);
 }
 
+/* Collects the oldest pipelined batch and reports it. */
+static int collect_one(sl_producer_t *p)
+{
+    sl_assert(p->flights_count > 0);
+    flight_t f = p->flights[0];
+    memmove(&p->flights[0], &p->flights[1], (p->flights_count - 1) * sizeof(flight_t));
+    p->flights_count--;
+    uint64_t ticket = 0;
+    sl_send_result_t res = {0};
+    int rc = sl_client_send_collect(p->client, &ticket, &res);
+    /* The client answers in submit order, and only this producer submits
+     * on it while batches are in flight. */
+    sl_assert(ticket == f.ticket);
+    batch_finished(p, f.partition_id, f.count, rc, &res, f.record_bytes);
+    return rc;
+}
+
+/* Collects every pipelined batch; the first error. */
+static int collect_all(sl_producer_t *p)
+{
+    int first = 0;
+    while (p->flights_count > 0) {
+        int rc = collect_one(p);
+        if (first == 0)
+            first = rc;
+    }
+    return first;
+}
+
+/* Ends a batch built in the client: commit (lockstep) or submit, the
+ * latter collecting the batch before it once this one is on its way, so
+ * that building the next batch overlaps this one's trip. A failure is
+ * reported after the batches in flight before it, in order. */
+static int batch_end(sl_producer_t *p, uint32_t partition_id, uint32_t count, int rc,
+                     size_t record_bytes)
+{
+    sl_send_result_t res = {0};
+    if (!p->o.pipeline) {
+        if (rc == 0)
+            rc = sl_client_send_commit(p->client, &res);
+        else
+            sl_client_send_abandon(p->client);
+        batch_finished(p, partition_id, count, rc, &res, record_bytes);
+        return rc;
+    }
+    uint64_t ticket = 0;
+    if (rc == 0)
+        rc = sl_client_send_submit(p->client, &ticket);
+    else
+        sl_client_send_abandon(p->client);
+    if (rc != 0) {
+        int before = collect_all(p);
+        batch_finished(p, partition_id, count, rc, &res, record_bytes);
+        return before != 0 ? before : rc;
+    }
+    p->flights[p->flights_count++] = (flight_t){ticket, partition_id, count, record_bytes};
+    return p->flights_count == PRODUCER_IN_FLIGHT ? collect_one(p) : 0;
+}
+
 /* Sends one batch from r: messages while the batch is under both limits
  * and the request has room. A message refused by the client fails the
- * batch (it was checked when queued, so that is rare). */
+ * batch (it was checked when queued, so that is rare). Pipelined, the
+ * result is that of the batch collected meanwhile (if any). */
 static int send_batch(sl_producer_t *p, uint32_t partition_id, sl_reader_t *r)
 {
     int rc = sl_client_send_begin(p->client, p->stream, p->topic, partitioning_of(partition_id));
@@ -192,13 +269,7 @@ static int send_batch(sl_producer_t *p, uint32_t partition_id, sl_reader_t *r)
         count++;
         bytes += size;
     }
-    sl_send_result_t res = {0};
-    if (rc == 0)
-        rc = sl_client_send_commit(p->client, &res);
-    else
-        sl_client_send_abandon(p->client);
-    batch_finished(p, partition_id, count, rc, &res, r->pos - start);
-    return rc;
+    return batch_end(p, partition_id, count, rc, r->pos - start);
 }
 
 /* Sends every record of records in batches; the first error. */
@@ -282,6 +353,15 @@ static bool take_due(sl_producer_t *p, bool all, uint64_t now_us)
     return took;
 }
 
+/* Under the lock: whether any message waits in a queue. */
+static bool queued_any(const sl_producer_t *p)
+{
+    for (uint32_t i = 0; i < p->queues_count; i++)
+        if (p->queues[i].count > 0)
+            return true;
+    return false;
+}
+
 /* Without the lock: sends what take_due moved. */
 static void send_taken(sl_producer_t *p)
 {
@@ -343,6 +423,11 @@ static void *producer_thread(void *arg)
             send_taken(p);
             pthread_mutex_lock(&p->mu);
         }
+        if (all && p->flights_count > 0) {
+            pthread_mutex_unlock(&p->mu);
+            (void)collect_all(p);
+            pthread_mutex_lock(&p->mu);
+        }
         if (all) {
             p->flush_done = sweep;
             pthread_cond_broadcast(&p->done);
@@ -352,6 +437,14 @@ static void *producer_thread(void *arg)
         if (took || all)
             continue;
         uint64_t wait = idle_wait_us(p, now, last_tick_us);
+        if (p->flights_count > 0 && !queued_any(p)) {
+            /* Nothing queued to build behind the batch in flight: collect
+             * it now rather than after the next message's linger. */
+            pthread_mutex_unlock(&p->mu);
+            (void)collect_all(p);
+            pthread_mutex_lock(&p->mu);
+            continue;
+        }
         if (wait == 0) {
             pthread_mutex_unlock(&p->mu);
             thread_tick(p, &last_tick_us);
@@ -660,6 +753,10 @@ int sl_producer_tick(sl_producer_t *p)
     if (p->background)
         return 0;
     int rc = send_due(p, false);
+    /* The batch left in flight is collected, so the client is free for the
+     * tick and for the application's own calls. */
+    int collected = collect_all(p);
+    rc = rc != 0 ? rc : collected;
     int tick = sl_client_tick(p->client);
     return rc != 0 ? rc : tick;
 }
@@ -676,10 +773,13 @@ static void sweep_and_wait(sl_producer_t *p)
 int sl_producer_flush(sl_producer_t *p)
 {
     lock(p);
-    if (p->background)
+    if (p->background) {
         sweep_and_wait(p);
-    else
-        (void)send_due(p, true); /* errors are collected in first_error */
+    } else {
+        /* Errors, the last pipelined batch's included, go to first_error. */
+        (void)send_due(p, true);
+        (void)collect_all(p);
+    }
     int rc = p->first_error;
     p->first_error = 0;
     unlock(p);

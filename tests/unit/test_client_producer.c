@@ -252,6 +252,77 @@ static void test_failed_batches_are_reported(void **state)
     tf_close(&t);
 }
 
+/* Reports in the order they came (pipelined: errors must keep their batch). */
+typedef struct ordered {
+    int n;
+    int error[8];
+    uint32_t count[8];
+} ordered_t;
+
+static void on_batch_ordered(void *ctx, const sl_producer_report_t *r)
+{
+    ordered_t *o = ctx;
+    assert_true(o->n < 8);
+    o->error[o->n] = r->error;
+    o->count[o->n] = r->count;
+    o->n++;
+}
+
+/* A SendMessages reply echoing request number n (the pipe checks it). */
+static sl_buf_t send_reply_to(uint64_t request, uint32_t status)
+{
+    sl_buf_t b = status ? tf_reply(SL_OP_SEND_MESSAGES, status, NULL, 0) : send_ok();
+    sl_store_u64(b.data + SL_REP_OFF_REQUEST, request);
+    return b;
+}
+
+/* Pipelined foreground: the second batch is built while the first is on
+ * the wire; the first one's refusal is returned by the call that collects
+ * it and reported for it, the second is written once that reply is read and
+ * reported after it; the flush collects the last one. */
+static void test_pipelined_errors_keep_their_batch(void **state)
+{
+    (void)state;
+    tf_conn_t t = open_with_topic(NULL);
+    ordered_t seen = {0};
+    sl_producer_options_t o = {.stream = sl_id_num(0),
+                               .topic = sl_id_num(0),
+                               .batch_count = 2,
+                               .batch_done_ctx = &seen,
+                               .batch_done = on_batch_ordered,
+                               .pipeline = true};
+    sl_producer_t *p;
+    assert_int_equal(sl_producer_open(t.client, &o, &p), 0);
+    take_get_topic(&t);
+    assert_int_equal(sl_producer_send_payload(p, "a", 1), 0);
+    assert_int_equal(sl_producer_send_payload(p, "b", 1), 0); /* batch 1 written, in flight */
+    assert_int_equal(seen.n, 0);
+    tf_request_t first = tf_take(&t);
+    uint64_t n1 = first.header.request;
+    tf_request_free(&first);
+    tf_queue(&t, send_reply_to(n1, SL_ERR_RESOURCE_NOT_FOUND));
+    assert_int_equal(sl_producer_send_payload(p, "c", 1), 0);
+    /* Batch 2 is full: built and held, then batch 1 is collected. */
+    assert_int_equal(sl_producer_send_payload(p, "d", 1), -SL_ERR_RESOURCE_NOT_FOUND);
+    assert_int_equal(seen.n, 1);
+    assert_int_equal(seen.error[0], -SL_ERR_RESOURCE_NOT_FOUND);
+    sent_t second = take_send(&t, NULL); /* written after batch 1's reply */
+    assert_int_equal(second.messages_count, 2);
+    tf_queue(&t, send_reply_to(n1 + 1, 0));
+    assert_int_equal(sl_producer_flush(p), -SL_ERR_RESOURCE_NOT_FOUND);
+    assert_int_equal(seen.n, 2);
+    assert_int_equal(seen.error[1], 0);
+    assert_int_equal(seen.count[1], 2);
+    sl_producer_stats_t stats;
+    sl_producer_stats(p, &stats);
+    assert_int_equal(stats.failed, 2);
+    assert_int_equal(stats.sent, 2);
+    assert_int_equal(stats.pending, 0);
+    assert_int_equal(sl_client_in_flight(t.client), 0);
+    assert_int_equal(sl_producer_close(p), 0);
+    tf_close(&t);
+}
+
 static void pause_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -312,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_custom_partitioner),
         cmocka_unit_test(test_batches_are_cut_at_the_frame_limit),
         cmocka_unit_test(test_failed_batches_are_reported),
+        cmocka_unit_test(test_pipelined_errors_keep_their_batch),
         cmocka_unit_test(test_background_backpressure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
