@@ -683,7 +683,11 @@ static void test_garbage_never_crashes(void **state)
         c.pipeline_max = 4;
         c.checkpoint_interval = 16;
         sl_vsr_bus_t bus = {.send = nop_send, .reply = nop_reply};
-        sl_vsr_machine_t m = {NULL, nop_apply, nop_snapshot, nop_restore, nop_reset};
+        sl_vsr_machine_t m = {.ctx = NULL,
+                              .apply = nop_apply,
+                              .snapshot = nop_snapshot,
+                              .restore = nop_restore,
+                              .reset = nop_reset};
         sl_vsr_replica_t *r = NULL;
         assert_int_equal(sl_vsr_replica_open(&c, &s, &bus, &m, &r), 0);
         sl_vsr_info_t info;
@@ -831,7 +835,8 @@ static void node_open(int id, bool format)
     if (format)
         assert_int_equal(sl_vsr_replica_format(&c, &s), 0);
     sl_vsr_bus_t bus = {.ctx = n, .send = bus_send, .reply = bus_reply};
-    sl_vsr_machine_t m = {n, apply, snapshot, restore, reset};
+    sl_vsr_machine_t m = {
+        .ctx = n, .apply = apply, .snapshot = snapshot, .restore = restore, .reset = reset};
     assert_int_equal(sl_vsr_replica_open(&c, &s, &bus, &m, &n->r), 0);
     drain(n);
 }
