@@ -11,7 +11,9 @@
  *     acknowledged message is readable from the new leader, byte for byte,
  *     at its offset, the offsets contiguous; stored consumer offsets
  *     survive (none goes back);
- *   - a backup killed and restarted catches up and serves the same bytes.
+ *   - a backup killed and restarted catches up and serves the same bytes;
+ *   - all three killed at once keep every acknowledged message of a topic
+ *     without enforce_fsync (replayed from the partition rings).
  *
  * Every wait polls with a deadline of a count of polls (a minute or more on
  * a loaded machine); nothing asserts on how long anything took. */
@@ -624,12 +626,52 @@ static void test_backup_restart_catches_up(void **state)
     ledger_free(&ledger);
 }
 
+/* All three killed at once with SIGKILL while a plain topic's batches sit
+ * in the partitions' memory (no enforce_fsync, the flush gate not reached):
+ * restarted, every node replays its partition ring over its segments and
+ * holds every acknowledged message; sends go on at the next offset. */
+static void test_all_killed_keep_messages(void **state)
+{
+    (void)state;
+    node_t nodes[NODES];
+    nodes_start(nodes);
+    int leader = wait_leader(nodes, -1);
+    create_topics(nodes, leader);
+    ledger_t ledger;
+    memset(&ledger, 0, sizeof(ledger));
+    pthread_mutex_init(&ledger.lock, NULL);
+    sl_client_t *c = producer(&nodes[leader]);
+    for (int i = 0; i < 30; i++)
+        assert_int_equal(send_batch(c, "plain", 1, "pre", i, 3, &ledger), 0);
+    sl_client_close(c);
+    for (int i = 0; i < NODES; i++)
+        check_partition(&nodes[i], "plain", 1, &ledger, ledger.acked);
+    for (int i = 0; i < NODES; i++)
+        node_kill(&nodes[i]);
+    for (int i = 0; i < NODES; i++)
+        node_run(&nodes[i], i, nodes[i].srv.data_dir, false);
+    leader = wait_leader(nodes, -1);
+    for (int i = 0; i < NODES; i++)
+        assert_int_equal(check_partition(&nodes[i], "plain", 1, &ledger, ledger.acked),
+                         ledger.acked);
+    c = producer(&nodes[leader]);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(send_batch(c, "plain", 1, "post", i, 2, &ledger), 0);
+    sl_client_close(c);
+    for (int i = 0; i < NODES; i++)
+        assert_int_equal(check_partition(&nodes[i], "plain", 1, &ledger, ledger.acked),
+                         ledger.acked);
+    nodes_stop(nodes, true);
+    ledger_free(&ledger);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_replicated_byte_for_byte),
         cmocka_unit_test(test_primary_killed_under_load),
         cmocka_unit_test(test_backup_restart_catches_up),
+        cmocka_unit_test(test_all_killed_keep_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
