@@ -692,10 +692,13 @@ static void submit(sl_pgroup_t *pg, sl_session_t *s, const sl_request_header_t *
         s->vsr_nonce = (sl_u128_t){0, 0};
         s->vsr_wait = SL_CLUSTER_WAIT_PARTITION;
     } else {
-        /* Nobody waits: a client id of its own, so it neither takes the
-         * session's one request in flight nor finds a session to answer. */
-        r.client.hi ^= UINT64_C(1) << 63;
+        /* Nobody waits: a client id of its own for each such request (the
+         * group keeps no client table, so ids cost nothing), so it neither
+         * takes the session's one request in flight, nor meets the previous
+         * one still in flight (57, dropped), nor finds a session to answer. */
         r.request = ++s->vsr_async_request;
+        r.client.hi ^= UINT64_C(1) << 63;
+        r.client.lo ^= r.request;
     }
     /* The answer may come from inside this call (a refusal). */
     sl_vsr_replica_request(pg->replica, &r);

@@ -136,7 +136,7 @@ typedef struct sl_session {
     sl_u128_t vsr_nonce;
     uint64_t vsr_tick;
     /* Request numbers of the partition writes nobody waits for (NoAck
-     * offsets, poll auto-commit), under a client id of their own. */
+     * offsets, poll auto-commit), each under a client id of its own. */
     uint64_t vsr_async_request;
 } sl_session_t;
 

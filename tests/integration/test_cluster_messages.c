@@ -13,7 +13,9 @@
  *     survive (none goes back);
  *   - a backup killed and restarted catches up and serves the same bytes;
  *   - all three killed at once keep every acknowledged message of a topic
- *     without enforce_fsync (replayed from the partition rings).
+ *     without enforce_fsync (replayed from the partition rings);
+ *   - consumer offsets with NoAck, Quorum, a poll's auto-commit and a delete
+ *     reach every node; NoAck on a backup gets 58.
  *
  * Every wait polls with a deadline of a count of polls (a minute or more on
  * a loaded machine); nothing asserts on how long anything took. */
@@ -665,6 +667,80 @@ static void test_all_killed_keep_messages(void **state)
     ledger_free(&ledger);
 }
 
+/* Polls node n until consumer `id`'s offset on plain/0 is `want` (found),
+ * or not found when want is UINT64_MAX. */
+static void wait_offset(const node_t *n, uint32_t id, uint64_t want)
+{
+    sl_client_t *c = login(n);
+    sl_consumer_offset_t off = {0};
+    bool ok = false;
+    for (int p = 0; p < POLLS_MAX && !ok; p++) {
+        assert_int_equal(sl_client_get_consumer_offset(c, sl_consumer_single(sl_id_num(id)),
+                                                       sl_id_name("s"), sl_id_name("plain"), 0,
+                                                       &off),
+                         0);
+        ok = want == UINT64_MAX ? !off.found : off.found && off.stored_offset == want;
+        if (!ok)
+            pause_ms(100);
+    }
+    sl_client_close(c);
+    if (!ok)
+        fail_msg("consumer %u on port %u: offset %llu (found %d), expected %llu", id, n->tcp,
+                 (unsigned long long)off.stored_offset, off.found, (unsigned long long)want);
+}
+
+/* Consumer offsets through the partition group: NoAck answered at once and
+ * still replicated, a poll's auto-commit replicated, a Quorum delete, the
+ * second delete refused (3021); NoAck on a backup gets 58. */
+static void test_offsets_replicated(void **state)
+{
+    (void)state;
+    node_t nodes[NODES];
+    nodes_start(nodes);
+    int leader = wait_leader(nodes, -1);
+    create_topics(nodes, leader);
+    ledger_t ledger;
+    memset(&ledger, 0, sizeof(ledger));
+    pthread_mutex_init(&ledger.lock, NULL);
+    sl_client_t *c = producer(&nodes[leader]);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(send_batch(c, "plain", 0, "o", i, 2, &ledger), 0);
+    sl_id_t s = sl_id_name("s"), t = sl_id_name("plain");
+    assert_int_equal(sl_client_store_consumer_offset(c, sl_consumer_single(sl_id_num(11)), s, t,
+                                                     0, 4, SL_ACK_LEVEL_NONE),
+                     0);
+    sl_polled_messages_t out;
+    assert_int_equal(sl_client_poll_messages(c, sl_consumer_single(sl_id_num(12)), s, t, 0,
+                                             sl_poll_offset(0), 7, true, &out),
+                     0);
+    assert_int_equal(out.count, 7);
+    assert_int_equal(sl_client_store_consumer_offset(c, sl_consumer_single(sl_id_num(13)), s, t,
+                                                     0, 15, SL_ACK_LEVEL_QUORUM),
+                     0);
+    for (int i = 0; i < NODES; i++) {
+        wait_offset(&nodes[i], 11, 4);
+        wait_offset(&nodes[i], 12, 6);
+        wait_offset(&nodes[i], 13, 15);
+    }
+    assert_int_equal(sl_client_delete_consumer_offset(c, sl_consumer_single(sl_id_num(13)), s, t,
+                                                      0, SL_ACK_LEVEL_QUORUM),
+                     0);
+    assert_int_equal(sl_client_delete_consumer_offset(c, sl_consumer_single(sl_id_num(13)), s, t,
+                                                      0, SL_ACK_LEVEL_QUORUM),
+                     -SL_ERR_CONSUMER_OFFSET_NOT_FOUND);
+    sl_client_close(c);
+    for (int i = 0; i < NODES; i++)
+        wait_offset(&nodes[i], 13, UINT64_MAX);
+    int backup = (leader + 1) % NODES;
+    sl_client_t *b = login(&nodes[backup]);
+    assert_int_equal(sl_client_store_consumer_offset(b, sl_consumer_single(sl_id_num(14)), s, t,
+                                                     0, 1, SL_ACK_LEVEL_NONE),
+                     -SL_ERR_TRANSIENT_NOT_ACCEPTED);
+    sl_client_close(b);
+    nodes_stop(nodes, true);
+    ledger_free(&ledger);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -672,6 +748,7 @@ int main(void)
         cmocka_unit_test(test_primary_killed_under_load),
         cmocka_unit_test(test_backup_restart_catches_up),
         cmocka_unit_test(test_all_killed_keep_messages),
+        cmocka_unit_test(test_offsets_replicated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
