@@ -22,15 +22,20 @@ void chaos_pause_ms(long ms)
 
 /* A client logged in through some live node and settled on the leader
  * (libsluice's leader settlement), or NULL when no node takes a login now.
- * Requests time out after 5 s, so a request to a cut-off primary costs
- * that much, then a reconnect. */
+ * Refusals 57/58 are replayed by the library a few times (a 58 to a
+ * metadata command settles again first), then returned; requests time out
+ * after 5 s, so a request to a cut-off primary costs that much, then a
+ * reconnect. */
 static sl_client_t *open_client(chaos_load_t *load, uint64_t *rng)
 {
     th_cluster_t *c = load->cluster;
     int start = (int)cu_rand_range(rng, 0, (uint64_t)c->count - 1);
     for (int k = 0; k < c->count; k++) {
         int i = (start + k) % c->count;
-        sl_client_options_t o = {.connect_timeout_ms = 2000, .request_timeout_ms = 5000};
+        sl_client_options_t o = {.connect_timeout_ms = 2000,
+                                 .request_timeout_ms = 5000,
+                                 .transient_retries = 5,
+                                 .transient_delay_ms = 50};
         sl_client_t *client = NULL;
         if (sl_client_connect("127.0.0.1", c->nodes[i].tcp, &o, &client) != 0)
             continue;
