@@ -53,9 +53,11 @@ static void machine_apply(void *ctx, const sl_vsr_prepare_t *p, sl_span_t body, 
     }
     if (p->timestamp > srv->last_timestamp)
         srv->last_timestamp = p->timestamp;
-    if (!c->booting)
+    if (!c->booting) {
         sl_server_after_commit(srv, &e, stream_id,
                                sl_span(reply->data + mark, reply->len - mark));
+        sl_cluster_pgroups_sync(c, false);
+    }
 }
 
 static void machine_snapshot(void *ctx, sl_buf_t *out)
@@ -72,8 +74,10 @@ static void swap_meta(sl_cluster_t *c, sl_meta_t *fresh)
     sl_server_t *srv = c->srv;
     sl_meta_destroy(srv->meta);
     srv->meta = fresh;
-    if (!c->booting)
+    if (!c->booting) {
         sl_partitions_sync(&srv->partitions, srv->meta, false);
+        sl_cluster_pgroups_sync(c, false);
+    }
 }
 
 static sl_meta_t *empty_meta(const sl_server_t *srv)
@@ -138,8 +142,8 @@ static void bus_trace(void *ctx, const char *line)
  * have a request of its own answered meanwhile (a Logout on disconnect,
  * request u64::MAX, refused with 57 while this one's login is in flight).
  * An Eviction carries no request number: the client's waiting session. */
-static sl_session_t *waiting_session(const sl_cluster_t *c, sl_u128_t client,
-                                     const uint8_t *frame)
+sl_session_t *sl_cluster_waiting_session(const sl_cluster_t *c, sl_u128_t client,
+                                         const uint8_t *frame)
 {
     if (sl_u128_is_zero(client))
         return NULL;
@@ -219,7 +223,9 @@ static void bus_reply(void *ctx, sl_u128_t client, const uint8_t *frame, uint32_
     sl_cluster_t *c = ctx;
     if (size < SL_HEADER_SIZE)
         return;
-    sl_session_t *s = waiting_session(c, client, frame);
+    sl_session_t *s = sl_cluster_waiting_session(c, client, frame);
+    if (s && s->vsr_wait == SL_CLUSTER_WAIT_PARTITION)
+        return; /* not this group's request */
     if (!s) {
         /* A backup's forward, or a connection that is gone (or an internal
          * operation): nobody here to tell. */
@@ -253,15 +259,57 @@ void sl_cluster_complete_writes(sl_cluster_t *c)
         continue;
 }
 
+/* Where the `group` field of each consensus command lies (cluster.md 5-9;
+ * vsr/frame.c reads the same offsets); 0: the command carries none. */
+static uint32_t group_offset(uint8_t command)
+{
+    switch (command) {
+    case SL_VSR_PREPARE:
+    case SL_VSR_REPAIR_PREPARE:
+        return 216;
+    case SL_VSR_PREPARE_OK:
+        return 200;
+    case SL_VSR_COMMIT:
+        return 168;
+    case SL_VSR_START_VIEW_CHANGE:
+    case SL_VSR_REQUEST_START_VIEW:
+        return 128;
+    case SL_VSR_DO_VIEW_CHANGE:
+    case SL_VSR_START_VIEW:
+    case SL_VSR_REQUEST_STATE_TRANSFER:
+        return 144;
+    case SL_VSR_REQUEST_PREPARES:
+        return 160;
+    case SL_VSR_REPAIR_DONE:
+    case SL_VSR_RANGE_EVICTED:
+    case SL_VSR_STATE_TRANSFER_TARGET:
+    case SL_VSR_REQUEST_STATE_CHUNK:
+    case SL_VSR_STATE_CHUNK:
+        return 152;
+    default:
+        return 0;
+    }
+}
+
 static void on_one_frame(void *ctx, uint8_t peer, const uint8_t *frame, uint32_t len)
 {
     sl_cluster_t *c = ctx;
-    /* The bus checked the sender against the frame's replica field. */
+    /* The bus checked the sender against the frame's replica field and
+     * decoded the frame whole, so the header is all there. */
     uint8_t command = frame[SL_HDR_OFF_COMMAND];
-    if (command >= SL_VSR_FORWARD_REGISTER && command <= SL_VSR_FORWARD_LOGOUT_RESULT)
+    if (command >= SL_VSR_FORWARD_REGISTER && command <= SL_VSR_FORWARD_LOGOUT_RESULT) {
         sl_cluster_forward_in(c, peer, frame, len);
-    else
-        sl_vsr_replica_on_frame(c->replica, frame, len);
+        sl_cluster_complete_writes(c);
+        return;
+    }
+    uint32_t at = group_offset(command);
+    uint64_t group = at != 0 && len >= SL_HEADER_SIZE ? sl_load_u64(frame + at)
+                                                      : SL_VSR_GROUP_METADATA;
+    if (!sl_vsr_group_is_metadata(group)) {
+        sl_cluster_pgroup_frame(c, group, frame, len);
+        return;
+    }
+    sl_vsr_replica_on_frame(c->replica, frame, len);
     sl_cluster_complete_writes(c);
 }
 
@@ -316,6 +364,7 @@ void sl_cluster_on_timer(void *ctx, struct sl_loop *loop)
     sl_vsr_replica_info(c->replica, &info);
     root_due(c, &info);
     sl_cluster_forward_tick(c);
+    sl_cluster_pgroups_tick(c, info.primary);
 }
 
 void sl_cluster_submit(sl_cluster_t *c, sl_session_t *s, const sl_request_header_t *req,
@@ -586,6 +635,7 @@ int sl_cluster_open(sl_server_t *srv, char *err, size_t err_len)
     if (rc != 0)
         return rc; /* sl_server_close frees what was made */
     sl_partitions_sync(&srv->partitions, srv->meta, true);
+    sl_cluster_pgroups_sync(c, true);
     sl_log_info("cluster: metadata replica %u of %u opened on %s/%s/replica: heartbeat timeout "
                 "%u ms, commit every %u ms",
                 c->vcfg.replica, c->vcfg.replica_count, cfg->system.path, SL_META_DIR,
@@ -598,7 +648,8 @@ void sl_cluster_close(sl_cluster_t *c)
 {
     if (!c)
         return;
-    /* The replica first: its bus sends through the plane. */
+    /* The replicas first: their buses send through the plane. */
+    sl_cluster_pgroups_close(c);
     if (c->replica)
         sl_vsr_replica_close(c->replica);
     sl_replica_plane_stop(c->plane);

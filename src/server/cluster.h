@@ -36,6 +36,7 @@ enum {
     SL_CLUSTER_WAIT_META,     /* a metadata operation: the reply goes out as the core made it */
     SL_CLUSTER_WAIT_REGISTER, /* a login: a committed reply binds the session */
     SL_CLUSTER_WAIT_LOGOUT,   /* a logout: a committed reply unbinds it */
+    SL_CLUSTER_WAIT_PARTITION, /* a partition group's write (SendMessages, an offset) */
 };
 
 /* Ticks of the replica: the period of the loop's timer. */
@@ -69,6 +70,29 @@ void sl_cluster_submit(sl_cluster_t *c, struct sl_session *s, const sl_request_h
  * one waits for its answer. */
 void sl_cluster_submit_disconnect(sl_cluster_t *c, sl_u128_t client, uint64_t session,
                                   uint32_t user_id);
+
+/* SendMessages in cluster mode (messages.c did the admission): the record
+ * goes to the partition's group; s is answered once it commits (the
+ * SendMessages reply), or with the core's 57/58, or with 4036 when the
+ * record is larger than a cluster takes. */
+void sl_cluster_send_messages(sl_cluster_t *c, struct sl_session *s,
+                              const sl_request_header_t *req, uint32_t stream_id,
+                              uint32_t topic_id, uint32_t partition_id, sl_span_t record);
+
+/* A consumer offset stored or deleted through the partition's group. */
+typedef struct sl_cluster_offset_op {
+    uint32_t stream_id, topic_id, partition_id;
+    int kind; /* sl_offsets_kind_t */
+    uint32_t id;
+    uint64_t offset;
+    bool remove;          /* DeleteConsumerOffset */
+    bool never_backwards; /* poll auto-commit */
+    bool wait;            /* answer s after the commit; false: nobody is answered */
+} sl_cluster_offset_op_t;
+void sl_cluster_store_offset(sl_cluster_t *c, struct sl_session *s, const sl_request_header_t *req,
+                             const sl_cluster_offset_op_t *op);
+/* Replica-plane frames dropped for a partition group this node lacks. */
+uint64_t sl_cluster_pframes_unknown(const sl_cluster_t *c);
 
 /* True once this node has applied the group's first operation (the root
  * user's creation): before that it holds no users, and a login is answered

@@ -25,6 +25,21 @@
  * its slot header). */
 #define SL_CLUSTER_PREPARE_MAX (SL_HEADER_SIZE + SL_CLUSTER_META_BODY_MAX + 8u)
 
+/* Partition groups (cluster_partition.c, docs/cluster.md "Messages"). The
+ * prepare queue is partition.prepare_queue_depth's default (defaults.md);
+ * the ring holds a checkpoint interval and two pipelines with room to spare
+ * (sl_vsr_config_check), and its slots the largest batch record a cluster
+ * accepts: 2 MiB - 4 KiB, so a 1 MB batch of 1 KB messages fits and a
+ * slot is 2 MiB. A larger SendMessages is refused with 4036. */
+#define SL_CLUSTER_PARTITION_PIPELINE     32u
+#define SL_CLUSTER_PARTITION_SLOTS        256u
+#define SL_CLUSTER_PARTITION_CHECKPOINT   128u
+#define SL_CLUSTER_PARTITION_REPAIR_CHUNK 16u
+#define SL_CLUSTER_SEND_RECORD_MAX        (2u * 1024u * 1024u - 4096u)
+#define SL_CLUSTER_PARTITION_PREPARE_MAX  (SL_HEADER_SIZE + SL_CLUSTER_SEND_RECORD_MAX + 8u)
+
+typedef struct sl_pgroup sl_pgroup_t;
+
 typedef struct sl_cluster_forward {
     bool used;
     uint8_t kind; /* SL_CLUSTER_WAIT_REGISTER or _LOGOUT */
@@ -48,11 +63,34 @@ struct sl_cluster {
     uint64_t root_tick; /* ticks at the last root submission (0: none yet) */
     sl_cluster_forward_t forwards[SL_CLUSTER_FORWARDS_MAX]; /* as the primary */
     uint64_t nonce_next; /* forwards of this node: nonces never 0, never reused */
+    /* Partition groups, sorted by group id (cluster_partition.c). */
+    sl_pgroup_t **pgroups;
+    uint32_t pgroups_count, pgroups_cap;
+    uint64_t pframes_unknown; /* frames for a group this node does not have */
 };
 
 /* cluster.c */
 /* Delivers the storage's journal completions: after every replica call. */
 void sl_cluster_complete_writes(sl_cluster_t *c);
+
+/* The session waiting for a reply to client (request number from a Reply
+ * frame), or NULL. */
+sl_session_t *sl_cluster_waiting_session(const sl_cluster_t *c, sl_u128_t client,
+                                         const uint8_t *frame);
+
+/* cluster_partition.c */
+/* Opens the groups of partitions the registry gained (formatting them
+ * unless boot: at boot a partition without consensus state is a lost
+ * disk), closes those of partitions it lost. After every sync of the
+ * partitions. */
+void sl_cluster_pgroups_sync(sl_cluster_t *c, bool boot);
+void sl_cluster_pgroups_close(sl_cluster_t *c);
+sl_pgroup_t *sl_cluster_pgroup(sl_cluster_t *c, uint64_t group);
+/* A replica-plane frame of a partition group: to its replica, or dropped
+ * and counted when this node has no such group. */
+void sl_cluster_pgroup_frame(sl_cluster_t *c, uint64_t group, const uint8_t *frame, uint32_t len);
+/* Every group's tick; the metadata primary also takes the groups over. */
+void sl_cluster_pgroups_tick(sl_cluster_t *c, bool metadata_primary);
 
 /* cluster_forward.c */
 /* A backup's login or logout goes to the primary (cluster.md 10). */

@@ -156,6 +156,13 @@ static void send_messages(sl_session_t *s, const sl_request_header_t *req, const
     s->server->metrics.messages_in += q.messages_count;
     sl_otel_target(&s->span, t.stream->id, t.topic->id, partition_id, q.messages_count);
     sl_otel_admitted(&s->span);
+    if (srv->cluster) {
+        /* Replicated: the partition's group stamps, journals and appends
+         * the record on every node; the reply waits for the commit. The
+         * frame stays the connection's (the replica copies the record). */
+        return sl_cluster_send_messages(srv->cluster, s, req, t.stream->id, t.topic->id,
+                                        partition_id, q.batch);
+    }
 
     /* The frame becomes the journal's: no copy of the messages. Everything
      * read from it must be read before the append (a flush may free it). */
@@ -341,6 +348,24 @@ static bool open_polled(sl_session_t *s, size_t count_at, uint32_t stream_id, ui
     return false;
 }
 
+/* Cluster mode: the offset goes through the partition's group, and nobody
+ * waits for it (a poll is answered from this node's applied state). */
+static void auto_commit_cluster(sl_session_t *s, const sl_request_header_t *poll_req,
+                                uint32_t stream_id, uint32_t topic_id, uint32_t partition_id,
+                                sl_offsets_kind_t kind, uint32_t key, uint64_t offset)
+{
+    sl_request_header_t req = *poll_req;
+    req.operation = SL_OP_STORE_CONSUMER_OFFSET;
+    sl_cluster_offset_op_t op = {.stream_id = stream_id,
+                                 .topic_id = topic_id,
+                                 .partition_id = partition_id,
+                                 .kind = (int)kind,
+                                 .id = key,
+                                 .offset = offset,
+                                 .never_backwards = true};
+    sl_cluster_store_offset(s->server->cluster, s, &req, &op);
+}
+
 static void poll_messages(sl_read_t *c)
 {
     sl_session_t *s = c->s;
@@ -399,8 +424,10 @@ static void poll_messages(sl_read_t *c)
     sl_buf_patch_u32(&s->reply_body, count_at, res.messages);
     srv->metrics.messages_out += res.messages;
     sl_otel_target(&s->span, st->id, t->id, partition_id, res.messages);
-    if (q.auto_commit && res.messages > 0 &&
-        sl_offsets_store(p, kind, key, res.last_offset, false, true) != 0)
+    if (q.auto_commit && res.messages > 0 && srv->cluster)
+        auto_commit_cluster(s, c->req, st->id, t->id, partition_id, kind, key, res.last_offset);
+    else if (q.auto_commit && res.messages > 0 &&
+             sl_offsets_store(p, kind, key, res.last_offset, false, true) != 0)
         sl_log_warn("auto-commit of offset %llu failed", (unsigned long long)res.last_offset);
     sl_reply_body(s, c->req, SL_OP_NON_REPLICATED);
 }
@@ -454,7 +481,8 @@ static void get_consumer_offset(sl_read_t *c)
  * the status to answer (20, 41). */
 static int offset_target(sl_session_t *s, const sl_consumer_t *consumer, const sl_ident_t *stream,
                          const sl_ident_t *topic, sl_opt_partition_t part, sl_partition_t **p,
-                         sl_offsets_kind_t *kind, uint32_t *key, bool *fsync)
+                         sl_offsets_kind_t *kind, uint32_t *key, bool *fsync,
+                         sl_cluster_offset_op_t *op)
 {
     sl_server_t *srv = s->server;
     target_t t;
@@ -467,6 +495,11 @@ static int offset_target(sl_session_t *s, const sl_consumer_t *consumer, const s
     if (!*p || !consumer_key(t.topic, consumer, kind, key, &g) || (g && !group_owns(s, g, part.id)))
         return SL_ERR_RESOURCE_NOT_FOUND;
     *fsync = t.rt->enforce_fsync;
+    *op = (sl_cluster_offset_op_t){.stream_id = t.stream->id,
+                                   .topic_id = t.topic->id,
+                                   .partition_id = part.id,
+                                   .kind = (int)*kind,
+                                   .id = *key};
     return 0;
 }
 
@@ -477,6 +510,17 @@ static void offset_done(sl_session_t *s, const sl_request_header_t *req)
     sl_reply_body(s, req, req->operation);
 }
 
+/* Cluster mode: through the partition's group. ack Quorum answers after
+ * the commit; NoAck at once, and the group still replicates it. */
+static void offset_cluster(sl_session_t *s, const sl_request_header_t *req,
+                           sl_cluster_offset_op_t *op, uint8_t ack)
+{
+    op->wait = ack == SL_ACK_QUORUM;
+    sl_cluster_store_offset(s->server->cluster, s, req, op);
+    if (!op->wait)
+        offset_done(s, req);
+}
+
 static void store_consumer_offset(sl_session_t *s, const sl_request_header_t *req, sl_span_t body)
 {
     sl_store_consumer_offset_request_t q;
@@ -484,14 +528,19 @@ static void store_consumer_offset(sl_session_t *s, const sl_request_header_t *re
     sl_offsets_kind_t kind;
     uint32_t key;
     bool fsync;
+    sl_cluster_offset_op_t op;
     int rc = sl_store_consumer_offset_request_decode(body, &q) != 0
                  ? SL_ERR_RESOURCE_NOT_FOUND
                  : offset_target(s, &q.consumer, &q.stream_id, &q.topic_id, q.partition, &p, &kind,
-                                 &key, &fsync);
+                                 &key, &fsync, &op);
     if (rc != 0)
         return sl_reply_status(s, req, (uint32_t)rc);
     if (sl_partition_empty(p) || q.offset > sl_partition_current_offset(p))
         return sl_reply_status(s, req, SL_ERR_INVALID_OFFSET);
+    if (s->server->cluster) {
+        op.offset = q.offset;
+        return offset_cluster(s, req, &op, q.ack);
+    }
     rc = sl_offsets_store(p, kind, key, q.offset, fsync, false);
     if (rc != 0)
         return sl_reply_status(s, req, (uint32_t)-rc);
@@ -505,12 +554,20 @@ static void delete_consumer_offset(sl_session_t *s, const sl_request_header_t *r
     sl_offsets_kind_t kind;
     uint32_t key;
     bool fsync;
+    sl_cluster_offset_op_t op;
     int rc = sl_delete_consumer_offset_request_decode(body, &q) != 0
                  ? SL_ERR_RESOURCE_NOT_FOUND
                  : offset_target(s, &q.consumer, &q.stream_id, &q.topic_id, q.partition, &p, &kind,
-                                 &key, &fsync);
+                                 &key, &fsync, &op);
     if (rc != 0)
         return sl_reply_status(s, req, (uint32_t)rc);
+    if (s->server->cluster) {
+        uint64_t stored;
+        if (sl_offsets_get(p, kind, key, &stored) != 0)
+            return sl_reply_status(s, req, SL_ERR_CONSUMER_OFFSET_NOT_FOUND);
+        op.remove = true;
+        return offset_cluster(s, req, &op, q.ack);
+    }
     rc = sl_offsets_delete(p, kind, key);
     if (rc != 0)
         return sl_reply_status(s, req, (uint32_t)-rc);

@@ -135,6 +135,9 @@ typedef struct sl_session {
      * nonce (0: not forwarded) and the tick it went out at. */
     sl_u128_t vsr_nonce;
     uint64_t vsr_tick;
+    /* Request numbers of the partition writes nobody waits for (NoAck
+     * offsets, poll auto-commit), under a client id of their own. */
+    uint64_t vsr_async_request;
 } sl_session_t;
 
 /* A SendMessages to an enforce_fsync partition, journaled at the end of the

@@ -320,7 +320,7 @@ uint32_t sl_vsr_storage_poll(sl_vsr_storage_dir_t *st, void *ctx,
     for (uint32_t i = 0; i < n && !any; i++)
         any = st->queue[i].ok;
     bool synced = true;
-    if (any) {
+    if (any && !st->opt.journal_nosync) {
         st->info.syncs++;
         int rc = sl_io_fdatasync(st->journal_fd);
         if (rc < 0) {
@@ -342,6 +342,11 @@ uint32_t sl_vsr_storage_poll(sl_vsr_storage_dir_t *st, void *ctx,
         done(ctx, c.slot, ok);
     }
     return n;
+}
+
+void sl_vsr_storage_set_nosync(sl_vsr_storage_dir_t *st, bool nosync)
+{
+    st->opt.journal_nosync = nosync;
 }
 
 uint32_t sl_vsr_storage_pending(const sl_vsr_storage_dir_t *st)

@@ -23,7 +23,7 @@
  * cache then holds them, which is what read_prepare returns) and queues the completion; it
  * never calls back into the replica. The host drains the queue with sl_vsr_storage_poll after
  * each call into the replica: one fdatasync covers every write queued since the last poll (a
- * group commit), then each completion is delivered (ok = false when its pwrite or the
+ * group commit; none under options.journal_nosync), then each completion is delivered (ok = false when its pwrite or the
  * fdatasync failed; the replica then treats the slot as faulty and repairs it). The state
  * record and the artifacts are written synchronously, as the interface requires.
  *
@@ -64,6 +64,11 @@ typedef struct sl_vsr_storage_options {
      * meet a full disk (where the filesystem cannot, the ring stays sparse). Off: the file
      * is sparse and a slot's blocks are allocated on its first write. */
     bool preallocate;
+    /* Journal writes complete once written (the page cache: they survive a kill -9, not a
+     * power loss) instead of after an fdatasync: partition groups of topics without
+     * enforce_fsync (docs/cluster.md). Off (the metadata group): every poll fdatasyncs. The
+     * state record and the artifacts are synced either way. */
+    bool journal_nosync;
 } sl_vsr_storage_options_t;
 
 /* The slot size for a group whose prepares are at most prepare_max bytes (a prepare frame plus
@@ -107,6 +112,8 @@ sl_vsr_storage_t sl_vsr_storage_interface(sl_vsr_storage_dir_t *st);
  * next poll. Returns the number of completions delivered. */
 uint32_t sl_vsr_storage_poll(sl_vsr_storage_dir_t *st, void *ctx,
                              void (*done)(void *ctx, uint32_t slot, bool ok));
+/* Changes options.journal_nosync from the next poll on (a topic's enforce_fsync changed). */
+void sl_vsr_storage_set_nosync(sl_vsr_storage_dir_t *st, bool nosync);
 /* Completions queued and not yet delivered. */
 uint32_t sl_vsr_storage_pending(const sl_vsr_storage_dir_t *st);
 

@@ -3,6 +3,8 @@
  * of an append whose flush failed. Message bytes are never copied: the journal points into the
  * caller's buffers and the flush hands those same buffers to a vectored write. */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <sluice/error.h>
@@ -195,6 +197,51 @@ int sl_partition_flush(sl_partition_t *p)
 {
     size_t flushed;
     return flush_journal(p, &flushed);
+}
+
+/* fdatasync of one sealed segment's files, opened for it (a sealed segment keeps no fd). */
+static int sync_sealed(const sl_partition_t *p, uint64_t start)
+{
+    static const char *const exts[2] = {SL_SEGMENT_LOG_EXT, SL_SEGMENT_INDEX_EXT};
+    for (int i = 0; i < 2; i++) {
+        char path[PATH_MAX];
+        if (!sl_segment_path(path, p->dir, start, exts[i]))
+            return -SL_ERR_CANNOT_SYNC_FILE;
+        int fd = sl_io_open(path, O_RDONLY | O_CLOEXEC, 0);
+        if (fd == -ENOENT && i == 1)
+            continue; /* no index: boot rebuilds it from the .log */
+        int rc = fd < 0 ? fd : sl_io_fdatasync(fd);
+        if (fd >= 0)
+            sl_io_close(fd);
+        if (rc < 0) {
+            sl_log_error("partition %s: cannot fdatasync %s: %s", p->dir, path, strerror(-rc));
+            return -SL_ERR_CANNOT_SYNC_FILE;
+        }
+    }
+    return 0;
+}
+
+int sl_partition_sync(sl_partition_t *p)
+{
+    int rc = sl_partition_flush(p);
+    if (rc != 0 || p->segment_count == 0)
+        return rc;
+    if ((rc = sl_partition_tree_durable(p)) < 0)
+        return rc;
+    for (size_t i = 0; i + 1 < p->segment_count; i++) {
+        if (p->segments[i].start_offset >= p->unsynced_from &&
+            (rc = sync_sealed(p, p->segments[i].start_offset)) < 0)
+            return rc;
+    }
+    sl_segment_t *active = active_segment(p);
+    if (active->log_fd >= 0 && ((rc = sl_io_fdatasync(active->log_fd)) < 0 ||
+                                (rc = sl_io_fdatasync(active->index_fd)) < 0)) {
+        sl_log_error("partition %s: cannot fdatasync the active segment: %s", p->dir,
+                     strerror(-rc));
+        return -SL_ERR_CANNOT_SYNC_FILE;
+    }
+    p->unsynced_from = active->start_offset;
+    return 0;
 }
 
 /* Storage.md 3 step 3, plus enforce_fsync: an append is acknowledged only once on disk. One

@@ -395,6 +395,18 @@ uint32_t sl_offsets_count(const sl_partition_t *p)
     return (uint32_t)p->offsets.count;
 }
 
+bool sl_offsets_at(const sl_partition_t *p, uint32_t i, sl_offsets_kind_t *kind, uint32_t *id,
+                   uint64_t *offset)
+{
+    if (i >= p->offsets.count)
+        return false;
+    const offset_slot_t *s = &p->offsets.slots[i];
+    *kind = (sl_offsets_kind_t)(s->key >> 32);
+    *id = (uint32_t)s->key;
+    *offset = s->offset;
+    return true;
+}
+
 /* --- purge ---------------------------------------------------------------------------------- */
 
 static int purge_kind(const sl_partition_t *p, sl_offsets_kind_t kind)

@@ -45,6 +45,10 @@ SL_WUR int sl_offsets_delete(sl_partition_t *p, sl_offsets_kind_t kind, uint32_t
 
 /* Stored offsets of both kinds. */
 uint32_t sl_offsets_count(const sl_partition_t *p);
+/* The i-th stored offset (i < sl_offsets_count), in (kind, id) order: a cluster checkpoint
+ * lists them. false when i is out of range. */
+bool sl_offsets_at(const sl_partition_t *p, uint32_t i, sl_offsets_kind_t *kind, uint32_t *id,
+                   uint64_t *offset);
 
 /* --- the record --------------------------------------------------------------------------- */
 

@@ -559,6 +559,21 @@ uint64_t sl_partition_current_offset(const sl_partition_t *p)
     return p->next_offset ? p->next_offset - 1 : 0;
 }
 
+uint64_t sl_partition_next_offset(const sl_partition_t *p)
+{
+    return p->next_offset;
+}
+
+const char *sl_partition_dir(const sl_partition_t *p)
+{
+    return p->dir;
+}
+
+int sl_partition_ensure_dir(sl_partition_t *p)
+{
+    return sl_partition_make_dir(p);
+}
+
 uint64_t sl_partition_first_offset(const sl_partition_t *p)
 {
     if (p->segment_count)

@@ -130,6 +130,13 @@ bool sl_partition_refused(int rc);
  * 0 or the error of sl_partition_append; what could not be written stays journaled. */
 SL_WUR int sl_partition_flush(sl_partition_t *p);
 
+/* Flushes, then makes every stored batch durable whatever the topic's enforce_fsync: the
+ * segments sealed since the last sync and the active one are fdatasynced (.log and .index),
+ * and the directory names leading to them. A cluster checkpoint calls it before it names the
+ * partition's next offset (server/cluster_partition.c). 0, or the flush's error, or
+ * -SL_ERR_CANNOT_SYNC_FILE. */
+SL_WUR int sl_partition_sync(sl_partition_t *p);
+
 /* Closes the files and releases the journal (its memory leaves cfg.bound). Batches not flushed
  * are lost: flush first. */
 void sl_partition_close(sl_partition_t *p);
@@ -239,6 +246,13 @@ SL_WUR int sl_partition_poll(sl_partition_t *p, const sl_partition_poll_t *q, sl
 uint32_t sl_partition_id(const sl_partition_t *p);
 /* The newest offset (0 when empty). */
 uint64_t sl_partition_current_offset(const sl_partition_t *p);
+/* The base offset the next batch gets (0 when empty): current + 1 once anything was stored. */
+uint64_t sl_partition_next_offset(const sl_partition_t *p);
+/* The partition's directory; sl_partition_ensure_dir creates it (and its parents) when a
+ * partition created new has not written anything yet. 0 or
+ * -SL_ERR_CANNOT_CREATE_PARTITION_DIRECTORY. */
+const char *sl_partition_dir(const sl_partition_t *p);
+SL_WUR int sl_partition_ensure_dir(sl_partition_t *p);
 /* The oldest offset still stored (= next offset when nothing is). */
 uint64_t sl_partition_first_offset(const sl_partition_t *p);
 /* True until the first append (and again after a purge). */

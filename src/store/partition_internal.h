@@ -72,6 +72,9 @@ struct sl_partition {
      * time something durable is written (sl_partition_tree_durable). */
     bool tree_durable;
     bool offsets_dirs; /* offsets/consumers and offsets/groups exist */
+    /* sl_partition_sync: segments starting at or above this offset may hold bytes not yet
+     * fdatasynced (those below were synced by it, or at seal under enforce_fsync). */
+    uint64_t unsynced_from;
     /* The partition directory exists: made at open, or, for a partition created new
      * (sl_partition_create), by the first write that needs it (sl_partition_make_dir). */
     bool dir_made;

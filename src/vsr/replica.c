@@ -334,6 +334,47 @@ bool vsr_journal_read(sl_vsr_replica_t *r, uint64_t op, sl_vsr_frame_t *f)
     return ok;
 }
 
+bool vsr_head(sl_vsr_replica_t *r, uint64_t op, sl_u128_t parent, sl_vsr_frame_t *f,
+              sl_span_t *head)
+{
+    sl_assert(op >= 1);
+    if (op - 1 <= r->commit_min) {
+        *head = sl_span(NULL, 0); /* applied: the machine's state is the head */
+        return true;
+    }
+    uint64_t prev = op - 1;
+    if (!vsr_known(r, prev))
+        return false;
+    const vsr_entry_t *e = vsr_entry(r, prev);
+    const vsr_slot_t *s = vsr_slot(r, prev);
+    /* Durable, or written and not yet acknowledged by the disk (the
+     * pipeline's previous op): either way the journal reads it back. */
+    bool held = vsr_present(r, prev) || (s->writing && s->writing_op == prev &&
+                                         sl_u128_eq(s->writing_identity, e->identity));
+    if (!held || (!sl_u128_is_zero(parent) && !sl_u128_eq(e->identity, parent)))
+        return false;
+    if (!vsr_journal_read(r, prev, f))
+        return false;
+    *head = f->body;
+    return true;
+}
+
+bool vsr_accept(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
+{
+    if (r->machine.accept == NULL)
+        return true;
+    const sl_vsr_prepare_t *p = &f->u.prepare;
+    sl_vsr_frame_t prev;
+    sl_span_t head;
+    if (!vsr_head(r, p->op, p->parent, &prev, &head))
+        return true; /* a gap below: the hash chain vouches for p */
+    if (r->machine.accept(r->machine.ctx, p, head, f->body))
+        return true;
+    r->prepares_refused++;
+    vsr_trace(r, "prepare %llu refused by the machine", (unsigned long long)p->op);
+    return false;
+}
+
 /* --- format / open / close
  * ------------------------------------------------------------------------ */
 
@@ -373,6 +414,7 @@ static int alloc_replica(const sl_vsr_config_t *cfg, sl_vsr_replica_t **out)
     sl_buf_init(&r->body, cfg->frame_max);
     sl_buf_init(&r->reply, 0);
     sl_buf_init(&r->state, 0);
+    sl_buf_init(&r->prep, cfg->frame_max);
     for (int i = 0; i < 2; i++)
         sl_buf_init(&r->sync.data[i], cfg->state_max);
     return ok ? 0 : -1;
@@ -389,6 +431,7 @@ void sl_vsr_replica_close(sl_vsr_replica_t *r)
     sl_buf_free(&r->body);
     sl_buf_free(&r->reply);
     sl_buf_free(&r->state);
+    sl_buf_free(&r->prep);
     for (int i = 0; i < 2; i++)
         sl_buf_free(&r->sync.data[i]);
     free(r->view_headers);
@@ -711,6 +754,9 @@ void sl_vsr_replica_info(const sl_vsr_replica_t *r, sl_vsr_info_t *out)
     out->commit_max = r->commit_max;
     out->checkpoint_op = r->checkpoint_op;
     out->frames_dropped = r->frames_dropped;
+    out->primary_index = vsr_primary_of(r, r->view);
+    out->prepares_refused = r->prepares_refused;
+    out->requests_refused = r->requests_refused;
 }
 
 void sl_vsr_replica_entry(sl_vsr_replica_t *r, uint64_t op, sl_vsr_entry_info_t *out)

@@ -92,6 +92,33 @@ typedef struct sl_vsr_machine {
     void (*snapshot)(void *ctx, sl_buf_t *out);
     int (*restore)(void *ctx, sl_span_t snapshot);
     void (*reset)(void *ctx);
+    /* The two hooks below are optional (NULL: none; the metadata group
+     * leaves them so). They let a machine whose prepares depend on the state
+     * before them (a partition stamps each batch with its base offset) build
+     * and check that dependency.
+     *
+     * head, for op p->op: the body of op p->op - 1 when that op is not
+     * applied yet (in the pipeline, read back from the journal), or an empty
+     * span (ptr NULL) when op p->op - 1 is applied (the machine's own state
+     * is the head).
+     *
+     * prepare: primary only. Builds the body journaled for op p->op from the
+     * request body (p's header fields are final: op, timestamp, operation,
+     * client, user_id). Returns 0 with the body appended to out, or a status
+     * code > 0 (errors.md) that the core sends to the client as an error
+     * reply (not cached); nothing is prepared then. A primary that cannot
+     * read its head's body yet (being repaired) answers 57 instead of
+     * calling it. */
+    uint32_t (*prepare)(void *ctx, const sl_vsr_prepare_t *p, sl_span_t head, sl_span_t body,
+                        sl_buf_t *out);
+    /* accept: backup only. May this replica journal prepare p (body) as op
+     * p->op? Asked for a Prepare and for a RepairPrepare alike (a refusal
+     * must not turn into an acknowledgement through repair). Not called
+     * when op p->op - 1's body is neither applied nor present, or present
+     * but not the prepare p chains to (a gap being repaired: the hash chain
+     * vouches for p). false: the prepare is dropped, never journaled nor
+     * acknowledged, counted in sl_vsr_info_t.prepares_refused and traced. */
+    bool (*accept)(void *ctx, const sl_vsr_prepare_t *p, sl_span_t head, sl_span_t body);
 } sl_vsr_machine_t;
 
 /* --- configuration ------------------------------------------------------------------------- */
@@ -125,6 +152,15 @@ typedef struct sl_vsr_config {
     uint32_t resend_ticks;              /* resend prepares, votes and requests */
     uint64_t nonce_seed;                /* entropy from the host: nonces and incarnations */
     uint32_t bugs;                      /* SL_VSR_BUG_*: tests only */
+    /* The partition plane (cluster.md 6.1: "client: the server's
+     * per-connection id"): a request needs no Register. No client-table
+     * lookup, no eviction for a missing session, no reply cache (no
+     * duplicate detection: delivery is at-least-once, messages.md 3.4);
+     * Register and Logout requests are refused (dropped, counted in
+     * sl_vsr_info_t.requests_refused). Still one request in flight per
+     * client (57), 58 on a non-primary, the pipeline bound. The client table
+     * stays empty; checkpoints carry it empty. */
+    bool sessionless;
 } sl_vsr_config_t;
 
 /* Defaults for a group of replica_count replicas (the metadata group's
@@ -182,6 +218,14 @@ typedef struct sl_vsr_request {
 } sl_vsr_request_t;
 void sl_vsr_replica_request(sl_vsr_replica_t *r, const sl_vsr_request_t *req);
 
+/* Starts a view change to the lowest view above the current one whose
+ * primary is this replica. A no-op when this replica is already the primary
+ * of its view (normal, or a view change towards it under way), or while it
+ * is recovering, wiped or syncing (it could not lead). The host calls it to
+ * bring a group's primary to a chosen node; safety is the view change's, as
+ * for any view number: this only picks the number. */
+void sl_vsr_replica_take_over(sl_vsr_replica_t *r);
+
 /* --- observation
  * ---------------------------------------------------------------------------------- */
 
@@ -202,7 +246,10 @@ typedef struct sl_vsr_info {
     uint64_t commit_min; /* applied */
     uint64_t commit_max; /* known committed */
     uint64_t checkpoint_op;
-    uint64_t frames_dropped; /* frames that failed decoding or the group/cluster check */
+    uint64_t frames_dropped;   /* frames that failed decoding or the group/cluster check */
+    uint8_t primary_index;     /* the current view's primary: view % replica_count */
+    uint64_t prepares_refused; /* prepares the machine's accept hook refused */
+    uint64_t requests_refused; /* sessionless: Register / Logout requests dropped */
 } sl_vsr_info_t;
 
 void sl_vsr_replica_info(const sl_vsr_replica_t *r, sl_vsr_info_t *out);

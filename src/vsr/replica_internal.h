@@ -159,8 +159,11 @@ struct sl_vsr_replica {
     sl_buf_t body;  /* suffix bodies, apply input copies */
     sl_buf_t reply; /* apply output */
     sl_buf_t state; /* the state record, snapshots */
+    sl_buf_t prep;  /* the machine's prepare output */
     uint64_t nonce_counter;
     uint64_t frames_dropped;
+    uint64_t prepares_refused;
+    uint64_t requests_refused;
 };
 
 /* A backup the chain failed to reach gets new prepares straight from the
@@ -234,6 +237,18 @@ bool vsr_journal_read(sl_vsr_replica_t *r, uint64_t op, sl_vsr_frame_t *f);
  * new log was installed above them); otherwise the walk stops at the first
  * break and leaves the rest as they were (a repair filled one entry in). */
 void vsr_chain_down(sl_vsr_replica_t *r, uint64_t from, bool strict);
+
+/* The head for op's prepare hooks (sl_vsr_machine_t): an empty span when
+ * op - 1 is applied; else op - 1's body from the journal, when it is present
+ * and is the prepare whose identity is parent (zero parent: any). false
+ * when neither (f holds the read: the span borrows storage until the next
+ * storage call). */
+bool vsr_head(sl_vsr_replica_t *r, uint64_t op, sl_u128_t parent, sl_vsr_frame_t *f,
+              sl_span_t *head);
+/* Asks the machine's accept hook about prepare f (a backup journaling a
+ * body it did not build); true when there is no hook or no head to judge
+ * by. A refusal is counted and traced. */
+bool vsr_accept(sl_vsr_replica_t *r, const sl_vsr_frame_t *f);
 
 /* --- replica_normal.c ------------------------------------------------------------------------ */
 

@@ -83,6 +83,34 @@ static bool in_flight(sl_vsr_replica_t *r, sl_u128_t client)
     return false;
 }
 
+/* The body journaled for prepare p: the request's, or what the machine's
+ * prepare hook builds from it and the head. false when the client has been
+ * answered instead (the hook's code, 57 while the head's body is being
+ * repaired, 3 for a body past the frame limit). */
+static bool machine_prepare(sl_vsr_replica_t *r, const sl_vsr_request_t *req,
+                            const sl_vsr_prepare_t *p, sl_span_t *body)
+{
+    *body = req->body;
+    if (r->machine.prepare == NULL)
+        return true;
+    sl_vsr_frame_t prev;
+    sl_span_t head;
+    if (!vsr_head(r, p->op, p->parent, &prev, &head)) {
+        send_transient(r, req, 57);
+        return false;
+    }
+    sl_buf_reset(&r->prep);
+    uint32_t code = r->machine.prepare(r->machine.ctx, p, head, req->body, &r->prep);
+    if (code == 0 && (!sl_buf_ok(&r->prep) || r->prep.len > r->cfg.frame_max - SL_HEADER_SIZE))
+        code = 3; /* InvalidCommand: no frame can carry it */
+    if (code != 0) {
+        send_transient(r, req, code);
+        return false;
+    }
+    *body = sl_buf_span(&r->prep);
+    return true;
+}
+
 /* Builds the next prepare, journals it and sends it down the chain. */
 static void prepare_request(sl_vsr_replica_t *r, const sl_vsr_request_t *req)
 {
@@ -113,12 +141,15 @@ static void prepare_request(sl_vsr_replica_t *r, const sl_vsr_request_t *req)
                                      .operation = req->operation,
                                      .group = r->cfg.group,
                                      .user_id = req->user_id};
+    sl_span_t body;
+    if (!machine_prepare(r, req, &f.u.prepare, &body))
+        return;
     sl_buf_reset(&r->body);
     uint8_t *h = sl_buf_extend(&r->body, SL_HEADER_SIZE);
     if (h == NULL)
         return;
-    sl_vsr_header_encode(h, &f, req->body);
-    sl_put_span(&r->body, req->body);
+    sl_vsr_header_encode(h, &f, body);
+    sl_put_span(&r->body, body);
     if (!sl_buf_ok(&r->body))
         return;
     h = r->body.data; /* the buffer may have moved */
@@ -126,7 +157,7 @@ static void prepare_request(sl_vsr_replica_t *r, const sl_vsr_request_t *req)
     vsr_log_set(r, h, true);
     vsr_entry(r, op)->sent_tick = r->ticks;
     r->op = op;
-    vsr_journal_write(r, h, sl_span(h + SL_HEADER_SIZE, req->body.len));
+    vsr_journal_write(r, h, sl_span(h + SL_HEADER_SIZE, body.len));
     uint8_t next = (uint8_t)((r->cfg.replica + 1) % r->cfg.replica_count);
     if (next != r->cfg.replica)
         vsr_send_bytes(r, next, r->body.data, r->body.len);
@@ -169,6 +200,11 @@ static bool preflight(sl_vsr_replica_t *r, const sl_vsr_request_t *req)
 
 void sl_vsr_replica_request(sl_vsr_replica_t *r, const sl_vsr_request_t *req)
 {
+    bool session_op = req->operation == SL_OP_REGISTER || req->operation == SL_OP_LOGOUT;
+    if (r->cfg.sessionless && session_op) {
+        r->requests_refused++; /* no sessions on this plane */
+        return;
+    }
     if (!vsr_is_primary(r) || r->syncing) {
         send_transient(r, req, 58); /* TransientNotAccepted: try elsewhere */
         return;
@@ -178,7 +214,9 @@ void sl_vsr_replica_request(sl_vsr_replica_t *r, const sl_vsr_request_t *req)
         send_transient(r, req, 57); /* TransientNotCommitted: try again */
         return;
     }
-    if (sl_u128_is_zero(req->client)) {
+    if (r->cfg.sessionless) {
+        /* The partition plane: no session to check, no reply cached. */
+    } else if (sl_u128_is_zero(req->client)) {
         /* An internal operation of the host (the root user of a fresh
          * cluster): no session, no client-table entry, no reply. Clients
          * cannot send client 0 (framing.md 9 drops it at the door). */
@@ -259,7 +297,7 @@ void vsr_on_prepare(sl_vsr_replica_t *r, const sl_vsr_frame_t *f, const uint8_t 
         }
         if (vsr_present(r, op))
             vsr_send_prepare_ok(r, op);
-        else
+        else if (vsr_accept(r, f))
             vsr_journal_write(r, raw, f->body);
         return;
     }
@@ -269,6 +307,14 @@ void vsr_on_prepare(sl_vsr_replica_t *r, const sl_vsr_frame_t *f, const uint8_t 
                   (unsigned long long)op);
         return;
     }
+    uint8_t next = (uint8_t)((r->cfg.replica + 1) % r->cfg.replica_count);
+    if (!vsr_accept(r, f)) {
+        /* Refused here, not for the rest of the chain: relaying is not
+         * acknowledging. */
+        if (next != primary)
+            vsr_send_bytes(r, next, raw, f->h.size);
+        return;
+    }
     vsr_log_set(r, raw, true);
     if (op > r->op)
         r->op = op;
@@ -276,7 +322,6 @@ void vsr_on_prepare(sl_vsr_replica_t *r, const sl_vsr_frame_t *f, const uint8_t 
         sl_u128_eq(vsr_entry(r, op - 1)->identity, p->parent))
         vsr_chain_down(r, op, false);
     vsr_journal_write(r, raw, f->body);
-    uint8_t next = (uint8_t)((r->cfg.replica + 1) % r->cfg.replica_count);
     if (next != primary)
         vsr_send_bytes(r, next, raw, f->h.size);
 }
@@ -367,8 +412,10 @@ static void apply_one(sl_vsr_replica_t *r, uint64_t op, const sl_vsr_frame_t *f)
         return; /* an internal operation: no session, no reply */
     /* A Register binds a session; the watermark, its stamp and its cached
      * reply stay (a retried request after a rebind still finds its reply).
-     * A Register's own reply is never resent: every Register commits. */
-    if (p->operation == SL_OP_REGISTER) {
+     * A Register's own reply is never resent: every Register commits. A
+     * sessionless group keeps no client table: nothing to remember. */
+    if (r->cfg.sessionless) {
+    } else if (p->operation == SL_OP_REGISTER) {
         sl_vsr_clients_register(&r->clients, p->client, op, p->user_id);
     } else {
         sl_vsr_client_t *c = sl_vsr_clients_find(&r->clients, p->client);

@@ -132,6 +132,11 @@ void vsr_on_repair_prepare(sl_vsr_replica_t *r, const sl_vsr_frame_t *f, const u
     bool vouched = f->h.view == r->view;
     if (!vouched && !(f->h.view == 0 && r->view > 0 && verifiable(r, op, f->h.checksum)))
         return;
+    /* A backup's machine judges a repaired body as it judges a prepare:
+     * otherwise a refused prepare would come back by repair and be
+     * acknowledged. */
+    if (op > r->commit_min && !vsr_is_primary(r) && !vsr_accept(r, f))
+        return;
     r->repair_tick = r->ticks;
     r->repair_accepted++;
     uint8_t header[SL_HEADER_SIZE];

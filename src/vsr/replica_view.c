@@ -182,6 +182,21 @@ void vsr_start_view_change(sl_vsr_replica_t *r, uint32_t view)
     maybe_send_do_view_change(r);
 }
 
+void sl_vsr_replica_take_over(sl_vsr_replica_t *r)
+{
+    if (r->status == SL_VSR_STATUS_RECOVERING || r->wiped || r->syncing)
+        return;
+    /* The primary of its view already, or a view change towards it under
+     * way: a higher view would only delay it. */
+    if (vsr_primary_of(r, r->view) == r->cfg.replica)
+        return;
+    uint32_t n = r->cfg.replica_count;
+    uint32_t view = r->view + 1;
+    view += (r->cfg.replica + n - view % n) % n;
+    vsr_trace(r, "take over: view change to %u", view);
+    vsr_start_view_change(r, view);
+}
+
 /* A vote for view from a replica: join a higher view, count it in ours,
  * or help a replica that missed our StartView. */
 static bool count_vote(sl_vsr_replica_t *r, uint32_t view, uint8_t from)

@@ -122,6 +122,17 @@ static void test_store_get_delete_reopen(void **state)
     assert_int_equal(get(t, SL_OFFSETS_CONSUMER, 7), 3);
     assert_int_equal(get(t, SL_OFFSETS_GROUP, 7), 99);
     assert_int_equal(get(t, SL_OFFSETS_CONSUMER, UINT32_MAX), 1);
+    /* listed in (kind, id) order */
+    sl_offsets_kind_t kind;
+    uint32_t id;
+    uint64_t offset;
+    assert_true(sl_offsets_at(t->p, 0, &kind, &id, &offset));
+    assert_true(kind == SL_OFFSETS_CONSUMER && id == 7 && offset == 3);
+    assert_true(sl_offsets_at(t->p, 1, &kind, &id, &offset));
+    assert_true(kind == SL_OFFSETS_CONSUMER && id == UINT32_MAX && offset == 1);
+    assert_true(sl_offsets_at(t->p, 2, &kind, &id, &offset));
+    assert_true(kind == SL_OFFSETS_GROUP && id == 7 && offset == 99);
+    assert_false(sl_offsets_at(t->p, 3, &kind, &id, &offset));
     /* delete */
     assert_int_equal(sl_offsets_delete(t->p, SL_OFFSETS_GROUP, 7), 0);
     assert_false(tu_exists(path));

@@ -640,6 +640,43 @@ static void test_fsync_order(void **state)
     tu_poll_all(t, 3);
 }
 
+/* sl_partition_sync on a topic without enforce_fsync: the journal is written, the segment
+ * sealed since (opened for it) and the active one are fdatasynced (.log and .index); a second
+ * sync leaves the sealed one alone. */
+static void test_sync_without_enforce_fsync(void **state)
+{
+    tu_part_t *t = *state;
+    t->cfg.segment_size = 1000;
+    t->cfg.messages_required_to_save = 1000000;
+    t->cfg.size_of_messages_required_to_save = 1u << 30;
+    tu_reopen(t);
+    tu_append(t, 2, 100);
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    for (int i = 0; i < 10 && sl_partition_segments(t->p) < 2; i++) {
+        tu_append(t, 2, 400);
+        assert_int_equal(sl_partition_flush(t->p), 0);
+    }
+    assert_int_equal(sl_partition_segments(t->p), 2);
+    tu_append(t, 1, 10); /* journaled only */
+    assert_int_equal(sl_partition_journal_messages(t->p), 1);
+    assert_int_equal(sl_partition_next_offset(t->p), t->next_id);
+    op_trace_t trace = {0};
+    sl_io_fault_t plan = {.calls = SL_IO_MASK_ALL, .trace = trace_ops, .trace_ctx = &trace};
+    sl_io_fault_arm(&plan);
+    assert_int_equal(sl_partition_sync(t->p), 0);
+    sl_io_fault_arm(NULL);
+    assert_int_equal(sl_partition_journal_messages(t->p), 0);
+    assert_string_equal(trace.seq, "WwSsSs"); /* the flush, the sealed one, the active one */
+    memset(&trace, 0, sizeof(trace));
+    sl_io_fault_arm(&plan);
+    assert_int_equal(sl_partition_sync(t->p), 0);
+    sl_io_fault_arm(NULL);
+    assert_string_equal(trace.seq, "Ss");
+    assert_string_equal(sl_partition_dir(t->p), t->dir);
+    tu_reopen(t);
+    tu_poll_all(t, 3);
+}
+
 static void test_batch_too_large(void **state)
 {
     tu_part_t *t = *state;
@@ -925,6 +962,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_preallocate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_purge, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sync_without_enforce_fsync, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

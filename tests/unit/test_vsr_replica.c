@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vsr/client_table.h"
 #include "vsr/handshake.h"
 #include "vsr/replica.h"
 #include "wire/header.h"
@@ -44,10 +45,16 @@ typedef struct node {
     uint64_t applied[256]; /* op -> request applied */
     uint64_t last_op;
     uint64_t counter; /* the machine: a sum */
+    /* the plane machine (plane_hooks): a byte log whose batches carry their
+     * base offset; end is the applied log's length */
+    uint64_t end;
+    bool refuse;       /* its accept hook says no */
+    uint64_t accepted; /* accept calls that said yes */
 } node_t;
 
 static node_t nodes[N];
 static bool up[N];
+static bool deaf[N]; /* frames to it are lost (the client still hears it) */
 static msg_t queue[QUEUE_MAX];
 static size_t q_head, q_tail;
 static uint64_t now;
@@ -134,7 +141,49 @@ static sl_span_t read_artifact(void *ctx, uint64_t op, uint8_t kind)
     return sl_span(d->art[kind], d->art_len[kind]);
 }
 
-/* The machine: adds the body's first byte; replies [count 0][sum u64]. */
+/* The plane tests' switches: a sessionless group, and the machine's
+ * prepare / accept hooks (the counting machine below). */
+static bool plane_sessionless, plane_hooks;
+static uint32_t prepare_code;  /* what the prepare hook answers (0: builds) */
+static int prepare_calls;      /* prepare hook calls */
+static bool prepare_head_seen; /* the last call's head was a journaled body */
+
+/* The counting machine's prepare: the batch [base u64][request body], base
+ * the end of the log after op - 1 (head's end, or the applied end). */
+static uint64_t head_end(const node_t *n, sl_span_t head)
+{
+    if (head.ptr == NULL)
+        return n->end;
+    assert_true(head.len >= 8);
+    return sl_load_u64(head.ptr) + (head.len - 8);
+}
+
+static uint32_t plane_prepare(void *ctx, const sl_vsr_prepare_t *p, sl_span_t head, sl_span_t body,
+                              sl_buf_t *out)
+{
+    node_t *n = ctx;
+    prepare_calls++;
+    prepare_head_seen = head.ptr != NULL;
+    assert_true(p->op >= 1 && p->timestamp > 0);
+    if (prepare_code != 0)
+        return prepare_code;
+    sl_put_u64(out, head_end(n, head));
+    sl_put_span(out, body);
+    return 0;
+}
+
+static bool plane_accept(void *ctx, const sl_vsr_prepare_t *p, sl_span_t head, sl_span_t body)
+{
+    node_t *n = ctx;
+    (void)p;
+    if (n->refuse || body.len < 8 || sl_load_u64(body.ptr) != head_end(n, head))
+        return false;
+    n->accepted++;
+    return true;
+}
+
+/* The machine: adds the body's first byte; replies [count 0][sum u64]. With
+ * the hooks, the body is a batch whose base must be the applied end. */
 static void apply(void *ctx, const sl_vsr_prepare_t *p, sl_span_t body, sl_buf_t *reply)
 {
     node_t *n = ctx;
@@ -142,6 +191,12 @@ static void apply(void *ctx, const sl_vsr_prepare_t *p, sl_span_t body, sl_buf_t
     n->last_op = p->op;
     if (p->op < 256)
         n->applied[p->op] = p->request;
+    if (plane_hooks) {
+        assert_true(body.len >= 8);
+        assert_int_equal(sl_load_u64(body.ptr), n->end); /* contiguous offsets */
+        n->end += body.len - 8;
+        body = sl_span(body.ptr + 8, body.len - 8);
+    }
     if (p->operation != SL_OP_REGISTER && body.len > 0)
         n->counter += body.ptr[0];
     sl_put_u32(reply, 0);
@@ -153,15 +208,17 @@ static void snapshot(void *ctx, sl_buf_t *out)
     node_t *n = ctx;
     sl_put_u64(out, n->last_op);
     sl_put_u64(out, n->counter);
+    sl_put_u64(out, n->end);
 }
 
 static int restore(void *ctx, sl_span_t s)
 {
     node_t *n = ctx;
-    if (s.len != 16)
+    if (s.len != 24)
         return -1;
     n->last_op = sl_load_u64(s.ptr);
     n->counter = sl_load_u64(s.ptr + 8);
+    n->end = sl_load_u64(s.ptr + 16);
     return 0;
 }
 
@@ -170,6 +227,7 @@ static void reset(void *ctx)
     node_t *n = ctx;
     n->last_op = 0;
     n->counter = 0;
+    n->end = 0;
 }
 
 /* The tests' resend period; test_chain_successor_down lengthens it. */
@@ -190,6 +248,7 @@ static sl_vsr_config_t config(int id)
     c.view_change_timeout_ticks = 40;
     c.resend_ticks = resend_ticks;
     c.nonce_seed = 1000 + (uint64_t)id;
+    c.sessionless = plane_sessionless;
     return c;
 }
 
@@ -200,7 +259,12 @@ static void open_node(int id)
     sl_vsr_storage_t st = {&n->disk,   write_prepare,   read_prepare, write_state,
                            read_state, write_artifacts, read_artifact};
     sl_vsr_bus_t bus = {.ctx = n, .send = bus_send, .reply = bus_reply};
-    sl_vsr_machine_t m = {n, apply, snapshot, restore, reset};
+    sl_vsr_machine_t m = {
+        .ctx = n, .apply = apply, .snapshot = snapshot, .restore = restore, .reset = reset};
+    if (plane_hooks) {
+        m.prepare = plane_prepare;
+        m.accept = plane_accept;
+    }
     assert_int_equal(sl_vsr_replica_open(&c, &st, &bus, &m, &n->r), 0);
     up[id] = true;
 }
@@ -235,7 +299,7 @@ static void step(void)
         msg_t m = queue[q_head++ % QUEUE_MAX];
         if (m.to < 0)
             deliver_client(&m);
-        else if (up[m.to])
+        else if (up[m.to] && !deaf[m.to])
             sl_vsr_replica_on_frame(nodes[m.to].r, m.data, m.len);
         free(m.data);
     }
@@ -276,19 +340,25 @@ static int primary(void)
 static const sl_u128_t client = {77, 1};
 static uint64_t session;
 
-/* Sends a request straight to replica `to` and runs until a reply (or 200 steps). */
-static void request(int to, uint8_t operation, uint64_t number, uint8_t value)
+/* Hands a request of client `who` to replica `to` (no steps). */
+static void submit(sl_u128_t who, int to, uint8_t operation, uint64_t number, uint8_t value)
 {
     uint8_t body[1] = {value};
-    sl_vsr_request_t req = {.client = client,
+    sl_vsr_request_t req = {.client = who,
                             .session = operation == SL_OP_REGISTER ? 0 : session,
                             .request = number,
                             .request_checksum = sl_request_checksum(sl_span(body, 1)),
                             .operation = operation,
                             .user_id = 1,
                             .body = sl_span(body, 1)};
-    int before = replies;
     sl_vsr_replica_request(nodes[to].r, &req);
+}
+
+/* Sends a request straight to replica `to` and runs until a reply (or 200 steps). */
+static void request(int to, uint8_t operation, uint64_t number, uint8_t value)
+{
+    int before = replies;
+    submit(client, to, operation, number, value);
     for (int i = 0; i < 200 && replies == before; i++)
         step();
     assert_int_equal(replies, before + 1);
@@ -303,6 +373,7 @@ static uint32_t result(void)
 static void cluster_up(void)
 {
     memset(nodes, 0, sizeof(nodes));
+    memset(deaf, 0, sizeof(deaf));
     q_head = q_tail = 0;
     now = 0;
     replies = evictions = 0;
@@ -520,6 +591,275 @@ static void test_chain_successor_down(void **state)
     cluster_down();
 }
 
+/* --- the partition plane (issue 13): sessionless groups, prepare hooks -------------------- */
+
+static void plane_up(bool sessionless, bool hooks)
+{
+    plane_sessionless = sessionless;
+    plane_hooks = hooks;
+    prepare_code = 0;
+    prepare_calls = 0;
+    session = 0;
+    cluster_up();
+}
+
+static void plane_down(void)
+{
+    cluster_down();
+    plane_sessionless = plane_hooks = false;
+}
+
+static sl_vsr_info_t info_of(int id)
+{
+    sl_vsr_info_t info;
+    sl_vsr_replica_info(nodes[id].r, &info);
+    return info;
+}
+
+/* The client table a node's checkpoint carries: the number of entries. */
+static uint32_t checkpoint_clients(int id)
+{
+    sl_vsr_clients_t t;
+    assert_int_equal(sl_vsr_clients_init(&t, 8, 64), 0);
+    const disk_t *d = &nodes[id].disk;
+    assert_true(d->art_op > 0);
+    assert_int_equal(sl_vsr_clients_decode(&t, sl_span(d->art[1], d->art_len[1])), 0);
+    uint32_t count = t.count;
+    sl_vsr_clients_free(&t);
+    return count;
+}
+
+/* A sessionless group prepares, commits and answers a request without a
+ * Register; refuses Register and Logout; still answers 57 to a second
+ * request of a client in flight and 58 on a backup; has no duplicate
+ * detection; and its replicas restart and fail over with the client table
+ * empty. */
+static void test_sessionless(void **state)
+{
+    (void)state;
+    plane_up(true, false);
+    int p = primary();
+    request(p, SL_OP_SEND_MESSAGES, 1, 5);
+    assert_int_equal(result(), 0);
+    assert_int_equal(sl_load_u64(last_body + 4), 5);
+    /* Register and Logout: dropped, counted, no answer. */
+    int before = replies;
+    submit(client, p, SL_OP_REGISTER, 0, 0);
+    submit(client, p, SL_OP_LOGOUT, 2, 0);
+    steps(20);
+    assert_int_equal(replies, before);
+    assert_int_equal(evictions, 0);
+    assert_int_equal(info_of(p).requests_refused, 2);
+    /* A second request while the first is in flight: 57 first, then the
+     * first one's reply. */
+    submit(client, p, SL_OP_SEND_MESSAGES, 2, 1);
+    submit(client, p, SL_OP_SEND_MESSAGES, 3, 1);
+    step();
+    assert_int_equal(replies, before + 1);
+    assert_int_equal(result(), 57);
+    steps(10);
+    assert_int_equal(replies, before + 2);
+    assert_int_equal(result(), 0);
+    /* At-least-once: the same number again is executed again. */
+    request(p, SL_OP_SEND_MESSAGES, 1, 5);
+    assert_int_equal(result(), 0);
+    assert_int_equal(sl_load_u64(last_body + 4), 11);
+    request((p + 1) % N, SL_OP_SEND_MESSAGES, 4, 1);
+    assert_int_equal(result(), 58);
+    /* Past a checkpoint, a backup restarts and catches up. */
+    for (uint8_t k = 0; k < 20; k++)
+        request(p, SL_OP_SEND_MESSAGES, 10 + k, 1);
+    steps(10);
+    int b = (p + 1) % N;
+    crash(b);
+    request(p, SL_OP_SEND_MESSAGES, 40, 1);
+    open_node(b);
+    steps(200);
+    assert_int_equal(info_of(b).status, SL_VSR_STATUS_NORMAL);
+    assert_int_equal(info_of(b).commit_min, info_of(p).commit_min);
+    assert_int_equal(nodes[b].counter, 32);
+    /* The primary fails; the next one answers without any session. */
+    crash(p);
+    steps(150);
+    int q = primary();
+    assert_true(q >= 0 && q != p);
+    request(q, SL_OP_SEND_MESSAGES, 41, 1);
+    assert_int_equal(result(), 0);
+    open_node(p);
+    steps(200);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(nodes[i].counter, 33);
+        assert_int_equal(checkpoint_clients(i), 0);
+    }
+    plane_down();
+}
+
+/* The counting machine stamps each batch with a running offset: the
+ * offsets stay contiguous on every replica through a view change whose new
+ * primary installs an uncommitted suffix (its first prepare's head is the
+ * suffix's last op, read back from the journal), and the backups' accept
+ * hook checks each one. */
+static void test_prepare_hooks_offsets(void **state)
+{
+    (void)state;
+    plane_up(true, true);
+    int p = primary();
+    for (uint8_t k = 1; k <= 5; k++) {
+        request(p, SL_OP_SEND_MESSAGES, k, k);
+        assert_int_equal(result(), 0);
+    }
+    steps(10);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(nodes[i].end, 5);
+    assert_int_equal(prepare_calls, 5);
+    /* Three ops the backups journal but the primary never hears acknowledged. */
+    deaf[p] = true;
+    for (uint64_t c = 0; c < 3; c++)
+        submit((sl_u128_t){100 + c, 1}, p, SL_OP_SEND_MESSAGES, 1, 1);
+    steps(3);
+    crash(p);
+    deaf[p] = false;
+    int q = -1;
+    for (int i = 0; i < 300 && q < 0; i++) {
+        step();
+        q = primary();
+    }
+    assert_true(q >= 0 && q != p);
+    /* Before any backup's acknowledgement reaches it, the suffix is in its
+     * pipeline, not applied. */
+    deaf[q] = true;
+    sl_vsr_info_t qi = info_of(q);
+    assert_int_equal(qi.commit_min, qi.commit_max);
+    assert_true(qi.op == qi.commit_max + 3);
+    prepare_head_seen = false;
+    int calls = prepare_calls;
+    submit((sl_u128_t){200, 1}, q, SL_OP_SEND_MESSAGES, 1, 1);
+    assert_int_equal(prepare_calls, calls + 1);
+    assert_true(prepare_head_seen);
+    steps(2);
+    deaf[q] = false;
+    steps(100);
+    open_node(p);
+    steps(200);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(nodes[i].end, 9);
+        assert_int_equal(info_of(i).prepares_refused, 0);
+    }
+    int o = 3 - p - q;
+    assert_true(nodes[o].accepted >= 4);
+    plane_down();
+}
+
+/* A backup whose accept hook refuses never journals nor acknowledges the
+ * prepare (not even through repair); the op commits on the other two. */
+static void test_accept_refused(void **state)
+{
+    (void)state;
+    plane_up(true, true);
+    int p = primary();
+    int b = (p + 1) % N, o = (p + 2) % N;
+    nodes[b].refuse = true;
+    request(p, SL_OP_SEND_MESSAGES, 1, 7);
+    assert_int_equal(result(), 0);
+    uint64_t op = last_reply.op;
+    steps(50); /* repair rounds too */
+    sl_vsr_entry_info_t e;
+    sl_vsr_replica_entry(nodes[b].r, op, &e);
+    assert_false(e.present);
+    assert_true(info_of(b).prepares_refused >= 1);
+    assert_true(info_of(b).commit_min < op);
+    assert_int_equal(nodes[b].end, 0);
+    assert_int_equal(nodes[o].end, 1);
+    assert_int_equal(nodes[p].end, 1);
+    assert_int_equal(info_of(o).prepares_refused, 0);
+    /* Once it accepts again, it repairs the op and catches up. */
+    nodes[b].refuse = false;
+    steps(100);
+    assert_int_equal(nodes[b].end, 1);
+    plane_down();
+}
+
+/* A prepare hook's status code goes to the client; nothing is prepared. */
+static void test_prepare_refused(void **state)
+{
+    (void)state;
+    plane_up(true, true);
+    int p = primary();
+    uint64_t op = info_of(p).op;
+    prepare_code = 4100;
+    request(p, SL_OP_SEND_MESSAGES, 1, 7);
+    assert_int_equal(result(), 4100);
+    assert_int_equal(info_of(p).op, op);
+    steps(20);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(info_of(i).op, op);
+    prepare_code = 0;
+    request(p, SL_OP_SEND_MESSAGES, 1, 7);
+    assert_int_equal(result(), 0);
+    assert_int_equal(last_reply.op, op + 1);
+    plane_down();
+}
+
+/* take_over brings the primary to the replica that asks, keeping every
+ * committed op; on the primary itself or a recovering replica it does
+ * nothing. (A group opened fresh settles in view 1: replica 0 opens as the
+ * primary of view 0 and hands over, as after any restart.) */
+static void test_take_over(void **state)
+{
+    (void)state;
+    plane_up(true, false);
+    assert_int_equal(primary(), 1);
+    assert_int_equal(info_of(1).view, 1);
+    assert_int_equal(info_of(0).primary_index, 1);
+    for (uint8_t k = 1; k <= 6; k++)
+        request(1, SL_OP_SEND_MESSAGES, k, k);
+    /* The last op's commit reaches the backups with the next heartbeat. */
+    uint64_t committed = info_of(1).commit_max;
+    sl_vsr_replica_take_over(nodes[2].r);
+    steps(100);
+    assert_int_equal(primary(), 2);
+    sl_vsr_info_t i2 = info_of(2);
+    assert_int_equal(i2.status, SL_VSR_STATUS_NORMAL);
+    assert_int_equal(i2.view, 2);
+    assert_int_equal(i2.primary_index, 2);
+    assert_int_equal(info_of(0).primary_index, 2);
+    assert_true(i2.commit_max >= committed);
+    request(2, SL_OP_SEND_MESSAGES, 7, 7);
+    assert_int_equal(result(), 0);
+    steps(10);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(nodes[i].counter, 28);
+    /* On the primary: a no-op. */
+    sl_vsr_replica_take_over(nodes[2].r);
+    steps(50);
+    assert_int_equal(info_of(2).view, 2);
+    assert_int_equal(primary(), 2);
+    /* On a recovering replica (a journal slot damaged at rest): a no-op. */
+    uint64_t op = info_of(0).op;
+    crash(0);
+    nodes[0].disk.slot[op % SLOTS][52] ^= 0x40;
+    open_node(0);
+    sl_vsr_info_t i0 = info_of(0);
+    assert_int_equal(i0.status, SL_VSR_STATUS_RECOVERING);
+    sl_vsr_replica_take_over(nodes[0].r);
+    assert_int_equal(info_of(0).view, i0.view);
+    assert_int_equal(info_of(0).status, SL_VSR_STATUS_RECOVERING);
+    steps(200);
+    assert_int_equal(primary(), 2);
+    assert_int_equal(info_of(0).status, SL_VSR_STATUS_NORMAL);
+    /* Replica 1 from view 2: the lowest view above it that 1 leads is 4. */
+    sl_vsr_replica_take_over(nodes[1].r);
+    steps(100);
+    assert_int_equal(primary(), 1);
+    assert_int_equal(info_of(1).view, 4);
+    request(1, SL_OP_SEND_MESSAGES, 8, 2);
+    assert_int_equal(result(), 0);
+    steps(10);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(nodes[i].counter, 30);
+    plane_down();
+}
+
 static void test_config_check(void **state)
 {
     (void)state;
@@ -549,6 +889,11 @@ int main(void)
         cmocka_unit_test(test_journal_view_stamp_sealed),
         cmocka_unit_test(test_chain_successor_down),
         cmocka_unit_test(test_config_check),
+        cmocka_unit_test(test_sessionless),
+        cmocka_unit_test(test_prepare_hooks_offsets),
+        cmocka_unit_test(test_accept_refused),
+        cmocka_unit_test(test_prepare_refused),
+        cmocka_unit_test(test_take_over),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

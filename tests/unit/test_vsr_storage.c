@@ -211,6 +211,40 @@ static void test_round_trip(void **state)
     sl_vsr_storage_close(st);
 }
 
+/* journal_nosync: a poll delivers the completions without an fdatasync; the setter turns the
+ * group commit back on. The bytes are the same either way. */
+static void test_journal_nosync(void **state)
+{
+    (void)state;
+    sl_vsr_storage_options_t o = options();
+    o.journal_nosync = true;
+    sl_vsr_storage_dir_t *st = open_ok(&o);
+    sl_vsr_storage_t s = sl_vsr_storage_interface(st);
+    uint8_t a[100];
+    fill(a, sizeof(a), 7);
+    s.write_prepare(s.ctx, 1, a, sizeof(a));
+    s.write_prepare(s.ctx, 2, a, sizeof(a));
+    done_log_t log = {0};
+    assert_int_equal(sl_vsr_storage_poll(st, &log, note_done), 2);
+    assert_true(log.ok[0] && log.ok[1]);
+    sl_vsr_storage_info_t info;
+    sl_vsr_storage_info(st, &info);
+    assert_int_equal(info.syncs, 0);
+    sl_vsr_storage_set_nosync(st, false);
+    s.write_prepare(s.ctx, 3, a, sizeof(a));
+    assert_int_equal(sl_vsr_storage_poll(st, &log, note_done), 1);
+    sl_vsr_storage_info(st, &info);
+    assert_int_equal(info.syncs, 1);
+    sl_vsr_storage_close(st);
+    st = open_ok(&o);
+    s = sl_vsr_storage_interface(st);
+    for (uint32_t i = 1; i <= 3; i++) {
+        sl_span_t got = s.read_prepare(s.ctx, i);
+        assert_bytes_equal(got.ptr, got.len, a, sizeof(a));
+    }
+    sl_vsr_storage_close(st);
+}
+
 /* A write submitted from inside a completion waits for the next poll. */
 static void test_write_from_completion(void **state)
 {
@@ -683,7 +717,11 @@ static void test_garbage_never_crashes(void **state)
         c.pipeline_max = 4;
         c.checkpoint_interval = 16;
         sl_vsr_bus_t bus = {.send = nop_send, .reply = nop_reply};
-        sl_vsr_machine_t m = {NULL, nop_apply, nop_snapshot, nop_restore, nop_reset};
+        sl_vsr_machine_t m = {.ctx = NULL,
+                              .apply = nop_apply,
+                              .snapshot = nop_snapshot,
+                              .restore = nop_restore,
+                              .reset = nop_reset};
         sl_vsr_replica_t *r = NULL;
         assert_int_equal(sl_vsr_replica_open(&c, &s, &bus, &m, &r), 0);
         sl_vsr_info_t info;
@@ -831,7 +869,8 @@ static void node_open(int id, bool format)
     if (format)
         assert_int_equal(sl_vsr_replica_format(&c, &s), 0);
     sl_vsr_bus_t bus = {.ctx = n, .send = bus_send, .reply = bus_reply};
-    sl_vsr_machine_t m = {n, apply, snapshot, restore, reset};
+    sl_vsr_machine_t m = {
+        .ctx = n, .apply = apply, .snapshot = snapshot, .restore = restore, .reset = reset};
     assert_int_equal(sl_vsr_replica_open(&c, &s, &bus, &m, &n->r), 0);
     drain(n);
 }
@@ -1136,6 +1175,7 @@ static void test_three_replicas_over_faulty_disks(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_journal_nosync, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_from_completion, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_slot_leaves_the_others, setup, teardown),

@@ -1,0 +1,741 @@
+/* Partition groups (docs/architecture.md, "Partition groups in sluiced"):
+ * one consensus replica per partition, on the loop thread beside the
+ * metadata group's, over the same core (src/vsr), sessionless.
+ *
+ * The machine of a group is the partition of src/store itself. Its log
+ * holds three kinds of prepare body, told apart by their length (a batch
+ * record is at least 256 bytes, the other two are shorter):
+ *   SendMessages          the batch record, stamped by the primary's prepare
+ *                         hook (messages.md 3.3) and re-derived by each
+ *                         backup's accept hook;
+ *   StoreConsumerOffset   [kind u8][id u32][offset u64][flags u8][next u64]
+ *   DeleteConsumerOffset  [kind u8][id u32][next u64]
+ * where `next` is the partition's next offset after the prepare: a prepare
+ * hook whose previous op is still in the pipeline reads the next offset
+ * from that op's body (the head) whatever its kind.
+ *
+ * Apply appends the stamped record with sl_partition_append, skipping one
+ * whose offsets the segments already hold (a replay after a restart); the
+ * reply body is result-framed ([0] then the SendMessages reply, or an error
+ * code), which the session's side unwraps. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <sluice/error.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "server/cluster_internal.h"
+#include "store/offsets.h"
+#include "wire/batch.h"
+#include "wire/cmd_messages.h"
+#include "wire/codec.h"
+
+#define OFFSET_STORE_BODY  23u
+#define OFFSET_DELETE_BODY 14u
+#define STORE_NEVER_BACK   1u
+
+struct sl_pgroup {
+    sl_cluster_t *c;
+    uint64_t group;
+    uint32_t stream_id, topic_id, partition_id;
+    uint64_t topic_created_at; /* the incarnation it serves (a recreated topic reopens) */
+    sl_partition_t *partition;
+    sl_vsr_storage_dir_t *store;
+    sl_vsr_replica_t *replica;
+    sl_vsr_config_t vcfg;
+    bool enforce_fsync;
+    bool seen; /* marked by the sync that walks the partitions */
+    bool booting;
+    /* The partition's next offset as of the last op applied (the replicated
+     * log's view, which the segments may be ahead of during a replay). */
+    uint64_t applied_next;
+    uint64_t take_over_tick; /* ticks at the last take-over (0: none) */
+};
+
+/* --- prepare bodies --------------------------------------------------------------------- */
+
+static bool is_record(sl_span_t body)
+{
+    return body.len >= SL_BATCH_HEADER_SIZE;
+}
+
+/* The partition's next offset after the op whose body this is. */
+static uint64_t next_after(sl_span_t body)
+{
+    if (is_record(body)) {
+        sl_batch_header_t h;
+        sl_batch_header_read(body.ptr, &h);
+        return h.base_offset + h.message_count;
+    }
+    if (body.len == OFFSET_STORE_BODY)
+        return sl_load_u64(body.ptr + 15);
+    if (body.len == OFFSET_DELETE_BODY)
+        return sl_load_u64(body.ptr + 6);
+    return 0;
+}
+
+static uint64_t head_next(const sl_pgroup_t *pg, sl_span_t head)
+{
+    return head.ptr == NULL ? pg->applied_next : next_after(head);
+}
+
+/* --- the machine ------------------------------------------------------------------------- */
+
+static void put_result(sl_buf_t *reply, uint32_t code)
+{
+    if (code == 0)
+        sl_result_put_ok(reply);
+    else
+        sl_result_put_error(reply, code);
+}
+
+static void apply_send(sl_pgroup_t *pg, const sl_vsr_prepare_t *p, sl_span_t body, sl_buf_t *reply)
+{
+    sl_server_t *srv = pg->c->srv;
+    sl_batch_header_t h;
+    sl_batch_header_read(body.ptr, &h);
+    uint64_t next = sl_partition_next_offset(pg->partition);
+    pg->applied_next = h.base_offset + h.message_count;
+    if (h.base_offset + h.message_count > next) {
+        if (h.base_offset != next) {
+            /* Every replica stamps from the same log: only a partition changed
+             * outside the group (a purge, segments lost) gets here. */
+            sl_log_error("cluster: partition group %" PRIx64 " op %" PRIu64
+                         ": the record starts at offset %" PRIu64
+                         " but the partition's next offset is %" PRIu64 ": not appended",
+                         pg->group, p->op, h.base_offset, next);
+            return put_result(reply, SL_ERR_CANNOT_SAVE_MESSAGES_TO_SEGMENT);
+        }
+        uint8_t *owned = sl_frame_pool_get(srv->frame_pool, (uint32_t)body.len);
+        if (!owned) {
+            sl_log_error("cluster: partition group %" PRIx64 ": out of memory", pg->group);
+            return put_result(reply, SL_ERR_CANNOT_SAVE_MESSAGES_TO_SEGMENT);
+        }
+        memcpy(owned, body.ptr, body.len);
+        uint64_t base = 0;
+        int rc = sl_partition_append(pg->partition, owned, owned, body.len, p->timestamp, &base);
+        if (rc != 0) {
+            sl_frame_pool_put(srv->frame_pool, owned);
+            sl_log_error("cluster: partition group %" PRIx64 " op %" PRIu64 ": append failed: %s",
+                         pg->group, p->op, sl_strerror(rc));
+            return put_result(reply, (uint32_t)-rc);
+        }
+        sl_assert(base == h.base_offset);
+    }
+    sl_send_confirmation_t conf = {pg->stream_id, pg->topic_id, pg->partition_id, h.base_offset};
+    sl_send_messages_reply_t r = {1, &conf};
+    sl_result_put_ok(reply);
+    if (sl_send_messages_reply_encode(reply, &r) != 0)
+        sl_log_error("cluster: a SendMessages reply did not encode");
+}
+
+static void apply_offset(sl_pgroup_t *pg, sl_span_t body, sl_buf_t *reply)
+{
+    sl_offsets_kind_t kind = (sl_offsets_kind_t)body.ptr[0];
+    uint32_t id = sl_load_u32(body.ptr + 1);
+    int rc;
+    pg->applied_next = next_after(body);
+    if (body.len == OFFSET_STORE_BODY) {
+        uint64_t offset = sl_load_u64(body.ptr + 5);
+        bool never_back = (body.ptr[13] & STORE_NEVER_BACK) != 0;
+        rc = sl_offsets_store(pg->partition, kind, id, offset, pg->enforce_fsync, never_back);
+    } else {
+        rc = sl_offsets_delete(pg->partition, kind, id);
+    }
+    put_result(reply, rc == 0 ? 0 : (uint32_t)-rc);
+}
+
+static void machine_apply(void *ctx, const sl_vsr_prepare_t *p, sl_span_t body, sl_buf_t *reply)
+{
+    sl_pgroup_t *pg = ctx;
+    if (p->operation == SL_OP_SEND_MESSAGES && is_record(body))
+        return apply_send(pg, p, body, reply);
+    if ((p->operation == SL_OP_STORE_CONSUMER_OFFSET && body.len == OFFSET_STORE_BODY) ||
+        (p->operation == SL_OP_DELETE_CONSUMER_OFFSET && body.len == OFFSET_DELETE_BODY))
+        return apply_offset(pg, body, reply);
+    /* The prepare hook builds nothing else. */
+    sl_log_error("cluster: partition group %" PRIx64 " op %" PRIu64
+                 ": operation %u with a body of %zu bytes does not apply",
+                 pg->group, p->op, p->operation, body.len);
+    put_result(reply, SL_ERR_ERROR);
+}
+
+/* The snapshot: [next u64][count u32] then count x [kind u8][id u32][offset u64]. The
+ * segments are the rest of the state (a checkpoint syncs them first). */
+static void machine_snapshot(void *ctx, sl_buf_t *out)
+{
+    sl_pgroup_t *pg = ctx;
+    uint32_t n = sl_offsets_count(pg->partition);
+    sl_put_u64(out, pg->applied_next);
+    sl_put_u32(out, n);
+    for (uint32_t i = 0; i < n; i++) {
+        sl_offsets_kind_t kind;
+        uint32_t id;
+        uint64_t offset;
+        if (!sl_offsets_at(pg->partition, i, &kind, &id, &offset))
+            break;
+        sl_put_u8(out, (uint8_t)kind);
+        sl_put_u32(out, id);
+        sl_put_u64(out, offset);
+    }
+}
+
+static int machine_restore(void *ctx, sl_span_t snap)
+{
+    sl_pgroup_t *pg = ctx;
+    if (snap.len < 12)
+        return -1;
+    uint64_t next = sl_load_u64(snap.ptr);
+    uint32_t n = sl_load_u32(snap.ptr + 8);
+    if ((snap.len - 12) / 13 < n || snap.len != 12 + (size_t)n * 13)
+        return -1;
+    uint64_t have = sl_partition_next_offset(pg->partition);
+    if (have < next) {
+        /* Segment state transfer (cluster.md 9, SEGMENT_LOG) is not implemented. */
+        sl_log_error("cluster: partition group %" PRIx64 " (stream %u, topic %u, partition %u): "
+                     "the checkpoint names offsets up to %" PRIu64
+                     " but the segments end at %" PRIu64
+                     ": this replica needs a segment state transfer, which this version does "
+                     "not do; it stays out of this group",
+                     pg->group, pg->stream_id, pg->topic_id, pg->partition_id, next, have);
+        return -1;
+    }
+    pg->applied_next = next;
+    /* At open the offsets on disk are those of the newest op applied, at or after the
+     * checkpoint: they stay (the replay brings the log's ops again, idempotently). From a
+     * peer (a state transfer) the snapshot's are the state. */
+    for (uint32_t i = 0; i < n && !pg->booting; i++) {
+        const uint8_t *e = snap.ptr + 12 + (size_t)i * 13;
+        if (sl_offsets_store(pg->partition, (sl_offsets_kind_t)e[0], sl_load_u32(e + 1),
+                             sl_load_u64(e + 5), pg->enforce_fsync, false) != 0)
+            sl_log_warn("cluster: partition group %" PRIx64 ": an offset did not restore",
+                        pg->group);
+    }
+    return 0;
+}
+
+static void machine_reset(void *ctx)
+{
+    /* The segments are the state and are never emptied here: the log's ops
+     * are applied again over them, and those they already hold are skipped. */
+    sl_pgroup_t *pg = ctx;
+    pg->applied_next = 0;
+}
+
+/* Primary: the body journaled for op p->op (messages.md 3.3). */
+static uint32_t machine_prepare(void *ctx, const sl_vsr_prepare_t *p, sl_span_t head,
+                                sl_span_t body, sl_buf_t *out)
+{
+    sl_pgroup_t *pg = ctx;
+    uint64_t next = head_next(pg, head);
+    if (p->operation == SL_OP_SEND_MESSAGES) {
+        if (!is_record(body))
+            return SL_ERR_INVALID_COMMAND;
+        uint8_t *rec = sl_buf_extend(out, body.len);
+        if (!rec)
+            return SL_ERR_TRANSIENT_NOT_ACCEPTED;
+        memcpy(rec, body.ptr, body.len);
+        sl_batch_stamp(rec, body.len, pg->partition_id, next, p->timestamp);
+        return 0;
+    }
+    uint32_t want = p->operation == SL_OP_STORE_CONSUMER_OFFSET ? OFFSET_STORE_BODY
+                                                                : OFFSET_DELETE_BODY;
+    if ((p->operation != SL_OP_STORE_CONSUMER_OFFSET &&
+         p->operation != SL_OP_DELETE_CONSUMER_OFFSET) ||
+        body.len != want)
+        return SL_ERR_INVALID_COMMAND;
+    sl_put_bytes(out, body.ptr, body.len - 8);
+    sl_put_u64(out, next);
+    return 0;
+}
+
+/* Backup: the stamp re-derived from this replica's own position. */
+static bool machine_accept(void *ctx, const sl_vsr_prepare_t *p, sl_span_t head, sl_span_t body)
+{
+    sl_pgroup_t *pg = ctx;
+    uint64_t next = head_next(pg, head);
+    if (p->operation == SL_OP_SEND_MESSAGES) {
+        if (!is_record(body))
+            return false;
+        sl_batch_header_t h;
+        sl_batch_header_read(body.ptr, &h);
+        bool ok = h.partition_id == pg->partition_id && h.base_offset == next &&
+                  h.base_timestamp == p->timestamp &&
+                  sl_batch_validate(body, h.message_count) == 0;
+        if (!ok)
+            sl_log_warn("cluster: partition group %" PRIx64 " op %" PRIu64
+                        ": refused a prepare stamped partition %" PRIu64 " offset %" PRIu64
+                        " time %" PRIu64 " (expected %u, %" PRIu64 ", %" PRIu64 ")",
+                        pg->group, p->op, h.partition_id, h.base_offset, h.base_timestamp,
+                        pg->partition_id, next, p->timestamp);
+        return ok;
+    }
+    if (p->operation == SL_OP_STORE_CONSUMER_OFFSET)
+        return body.len == OFFSET_STORE_BODY && next_after(body) == next;
+    if (p->operation == SL_OP_DELETE_CONSUMER_OFFSET)
+        return body.len == OFFSET_DELETE_BODY && next_after(body) == next;
+    return false;
+}
+
+/* --- the storage: the metadata group's, with the checkpoint's sync --------------------------- */
+
+static sl_vsr_storage_t inner_storage(sl_pgroup_t *pg)
+{
+    return sl_vsr_storage_interface(pg->store);
+}
+
+static void st_write_prepare(void *ctx, uint32_t slot, const uint8_t *frame, uint32_t size)
+{
+    sl_vsr_storage_t s = inner_storage(ctx);
+    s.write_prepare(s.ctx, slot, frame, size);
+}
+
+static sl_span_t st_read_prepare(void *ctx, uint32_t slot)
+{
+    sl_vsr_storage_t s = inner_storage(ctx);
+    return s.read_prepare(s.ctx, slot);
+}
+
+static int st_write_state(void *ctx, sl_span_t record)
+{
+    sl_vsr_storage_t s = inner_storage(ctx);
+    return s.write_state(s.ctx, record);
+}
+
+static sl_span_t st_read_state(void *ctx)
+{
+    sl_vsr_storage_t s = inner_storage(ctx);
+    return s.read_state(s.ctx);
+}
+
+/* A checkpoint names the partition's next offset: the segments must hold
+ * it durably before the artifacts (and then the state record) say so. */
+static int st_write_artifacts(void *ctx, uint64_t op, sl_span_t snapshot, sl_span_t table)
+{
+    sl_pgroup_t *pg = ctx;
+    int rc = sl_partition_sync(pg->partition);
+    if (rc != 0) {
+        sl_log_error("cluster: partition group %" PRIx64 ": checkpoint at op %" PRIu64
+                     " put off: the partition did not sync: %s",
+                     pg->group, op, sl_strerror(rc));
+        return rc;
+    }
+    sl_vsr_storage_t s = inner_storage(pg);
+    return s.write_artifacts(s.ctx, op, snapshot, table);
+}
+
+static sl_span_t st_read_artifact(void *ctx, uint64_t op, uint8_t kind)
+{
+    sl_vsr_storage_t s = inner_storage(ctx);
+    return s.read_artifact(s.ctx, op, kind);
+}
+
+/* --- the bus ------------------------------------------------------------------------------------- */
+
+static void bus_send(void *ctx, uint8_t replica, const uint8_t *frame, uint32_t size)
+{
+    sl_pgroup_t *pg = ctx;
+    sl_replica_plane_send(pg->c->plane, replica, frame, size);
+}
+
+static void bus_trace(void *ctx, const char *line)
+{
+    sl_pgroup_t *pg = ctx;
+    sl_log_info("cluster: partition %u/%u/%u: %s", pg->stream_id, pg->topic_id, pg->partition_id,
+                line);
+}
+
+/* The core's answer to a session's partition request: a result-framed
+ * body (the core's 57/58 too), unwrapped into what the protocol sends. */
+static void bus_reply(void *ctx, sl_u128_t client, const uint8_t *frame, uint32_t size)
+{
+    sl_pgroup_t *pg = ctx;
+    sl_server_t *srv = pg->c->srv;
+    if (size < SL_HEADER_SIZE || frame[SL_HDR_OFF_COMMAND] == SL_COMMAND_EVICTION)
+        return;
+    sl_session_t *s = sl_cluster_waiting_session(pg->c, client, frame);
+    if (!s || s->vsr_wait != SL_CLUSTER_WAIT_PARTITION)
+        return; /* an unwaited submission (NoAck, auto-commit), or a connection gone */
+    s->vsr_wait = SL_CLUSTER_WAIT_NONE;
+    sl_reply_header_t h;
+    uint32_t result = SL_ERR_TRANSIENT_NOT_ACCEPTED;
+    sl_span_t payload = sl_span(NULL, 0);
+    if (sl_reply_header_decode(frame, srv->frame_max, &h) == 0 && h.size == size &&
+        sl_result_split(sl_span(frame + SL_HEADER_SIZE, size - SL_HEADER_SIZE), &result,
+                        &payload) != 0)
+        result = SL_ERR_ERROR;
+    if (result != 0)
+        return sl_reply_status(s, &s->vsr_req, result);
+    sl_buf_reset(&s->reply_body);
+    if (s->vsr_req.operation == SL_OP_SEND_MESSAGES)
+        sl_put_span(&s->reply_body, payload);
+    else
+        sl_result_put_ok(&s->reply_body);
+    if (!sl_buf_ok(&s->reply_body))
+        return sl_reply_status(s, &s->vsr_req, SL_ERR_ERROR);
+    sl_reply_body(s, &s->vsr_req, s->vsr_req.operation);
+}
+
+/* The group of a partition (cluster.md 5); false when an id is beyond the
+ * packing (such a partition has no group: its writes get 58). Stream 0,
+ * topic 0, partition 0 is group 0, which sl_vsr_group_partition also
+ * returns for out-of-range ids: the ranges are checked here. */
+static bool group_of(uint32_t stream, uint32_t topic, uint32_t partition, uint64_t *group)
+{
+    if (stream >= SL_VSR_STREAMS_MAX || topic >= SL_VSR_TOPICS_MAX ||
+        partition >= SL_VSR_PARTITIONS_MAX)
+        return false;
+    *group = sl_vsr_group_partition(stream, topic, partition);
+    return true;
+}
+
+/* --- the registry ----------------------------------------------------------------------------- */
+
+static sl_pgroup_t **find_slot(sl_cluster_t *c, uint64_t group, uint32_t *at)
+{
+    uint32_t lo = 0, hi = c->pgroups_count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (c->pgroups[mid]->group < group)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *at = lo;
+    return lo < c->pgroups_count && c->pgroups[lo]->group == group ? &c->pgroups[lo] : NULL;
+}
+
+sl_pgroup_t *sl_cluster_pgroup(sl_cluster_t *c, uint64_t group)
+{
+    uint32_t at;
+    sl_pgroup_t **slot = find_slot(c, group, &at);
+    return slot ? *slot : NULL;
+}
+
+static void pgroup_complete(sl_pgroup_t *pg);
+
+static void write_done(void *ctx, uint32_t slot, bool ok)
+{
+    sl_pgroup_t *pg = ctx;
+    sl_vsr_replica_write_done(pg->replica, slot, ok);
+}
+
+static void pgroup_complete(sl_pgroup_t *pg)
+{
+    for (int i = 0; i < 8 && sl_vsr_storage_poll(pg->store, pg, write_done) > 0; i++)
+        continue;
+}
+
+static void pgroup_free(sl_pgroup_t *pg)
+{
+    if (pg->replica)
+        sl_vsr_replica_close(pg->replica);
+    if (pg->store)
+        sl_vsr_storage_close(pg->store);
+    free(pg);
+}
+
+/* The partition geometry (cluster_internal.h): a sessionless group with the
+ * metadata group's timing. */
+static void pgroup_config(const sl_cluster_t *c, sl_pgroup_t *pg)
+{
+    pg->vcfg = c->vcfg;
+    pg->vcfg.group = pg->group;
+    pg->vcfg.sessionless = true;
+    pg->vcfg.pipeline_max = SL_CLUSTER_PARTITION_PIPELINE;
+    pg->vcfg.journal_slots = SL_CLUSTER_PARTITION_SLOTS;
+    pg->vcfg.checkpoint_interval = SL_CLUSTER_PARTITION_CHECKPOINT;
+    pg->vcfg.clients_max = 1;
+    pg->vcfg.reply_max = 64;
+    pg->vcfg.repair_chunk_max = SL_CLUSTER_PARTITION_REPAIR_CHUNK;
+    pg->vcfg.state_max = 1u << 20;
+    pg->vcfg.nonce_seed = c->vcfg.nonce_seed ^ pg->group;
+}
+
+static int pgroup_storage(sl_pgroup_t *pg, char *dir, size_t dir_len)
+{
+    int rc = sl_partition_ensure_dir(pg->partition);
+    if (rc != 0)
+        return rc;
+    int n = snprintf(dir, dir_len, "%s/replica", sl_partition_dir(pg->partition));
+    if (n < 0 || (size_t)n >= dir_len)
+        return -SL_ERR_INVALID_CONFIGURATION;
+    sl_vsr_storage_options_t o = {
+        .cluster = pg->vcfg.cluster,
+        .group = pg->group,
+        .slot_count = pg->vcfg.journal_slots,
+        .slot_size = sl_vsr_storage_slot_size(SL_CLUSTER_PARTITION_PREPARE_MAX),
+        .artifact_max = pg->vcfg.state_max,
+        .journal_nosync = !pg->enforce_fsync,
+    };
+    char err[512];
+    rc = sl_vsr_storage_open(dir, &o, &pg->store, err, sizeof(err));
+    if (rc != 0)
+        sl_log_error("cluster: %s", err);
+    return rc;
+}
+
+/* Opens the group of one partition over <partition dir>/replica/. A
+ * directory with no state record is formatted when the partition is new to
+ * this node (format), else opened as a lost disk. */
+static sl_pgroup_t *pgroup_open(sl_cluster_t *c, const sl_topic_rt_t *rt, uint32_t partition_id,
+                                uint64_t group, bool format)
+{
+    sl_pgroup_t *pg = calloc(1, sizeof(*pg));
+    if (!pg)
+        return NULL;
+    *pg = (sl_pgroup_t){.c = c,
+                        .group = group,
+                        .stream_id = rt->stream_id,
+                        .topic_id = rt->topic_id,
+                        .partition_id = partition_id,
+                        .topic_created_at = rt->created_at,
+                        .partition = rt->partitions[partition_id],
+                        .enforce_fsync = rt->enforce_fsync};
+    pgroup_config(c, pg);
+    char dir[PATH_MAX];
+    if (pgroup_storage(pg, dir, sizeof(dir)) != 0) {
+        pgroup_free(pg);
+        return NULL;
+    }
+    sl_vsr_storage_t storage = {.ctx = pg,
+                                .write_prepare = st_write_prepare,
+                                .read_prepare = st_read_prepare,
+                                .write_state = st_write_state,
+                                .read_state = st_read_state,
+                                .write_artifacts = st_write_artifacts,
+                                .read_artifact = st_read_artifact};
+    bool has_state = storage.read_state(pg).len != 0;
+    if (!has_state && format && sl_vsr_replica_format(&pg->vcfg, &storage) != 0) {
+        sl_log_error("cluster: cannot format %s", dir);
+        pgroup_free(pg);
+        return NULL;
+    }
+    if (!has_state && !format)
+        sl_log_warn("cluster: no consensus state in %s: the partition's replica starts as a "
+                    "lost disk",
+                    dir);
+    sl_vsr_bus_t bus = {.ctx = pg, .send = bus_send, .reply = bus_reply, .trace = bus_trace};
+    sl_vsr_machine_t machine = {.ctx = pg,
+                                .apply = machine_apply,
+                                .snapshot = machine_snapshot,
+                                .restore = machine_restore,
+                                .reset = machine_reset,
+                                .prepare = machine_prepare,
+                                .accept = machine_accept};
+    pg->booting = true;
+    int rc = sl_vsr_replica_open(&pg->vcfg, &storage, &bus, &machine, &pg->replica);
+    pg->booting = false;
+    if (rc != 0) {
+        sl_log_error("cluster: cannot open the replica in %s", dir);
+        pgroup_free(pg);
+        return NULL;
+    }
+    pgroup_complete(pg);
+    return pg;
+}
+
+static bool pgroups_reserve(sl_cluster_t *c)
+{
+    if (c->pgroups_count < c->pgroups_cap)
+        return true;
+    uint32_t cap = c->pgroups_cap ? 2 * c->pgroups_cap : 16;
+    sl_pgroup_t **a = realloc(c->pgroups, cap * sizeof(*a));
+    if (!a)
+        return false;
+    c->pgroups = a;
+    c->pgroups_cap = cap;
+    return true;
+}
+
+static void pgroup_remove_at(sl_cluster_t *c, uint32_t at)
+{
+    pgroup_free(c->pgroups[at]);
+    memmove(&c->pgroups[at], &c->pgroups[at + 1],
+            (c->pgroups_count - at - 1) * sizeof(*c->pgroups));
+    c->pgroups_count--;
+}
+
+/* One partition of the registry: its group exists, serves this incarnation
+ * and this partition object, and follows the topic's enforce_fsync. */
+static void sync_one(sl_cluster_t *c, const sl_topic_rt_t *rt, uint32_t i, bool format)
+{
+    sl_partition_t *p = rt->partitions[i];
+    uint64_t group;
+    if (!p || !group_of(rt->stream_id, rt->topic_id, i, &group))
+        return;
+    uint32_t at;
+    sl_pgroup_t **slot = find_slot(c, group, &at);
+    if (slot && (*slot)->partition == p && (*slot)->topic_created_at == rt->created_at) {
+        (*slot)->seen = true;
+        if ((*slot)->enforce_fsync != rt->enforce_fsync) {
+            (*slot)->enforce_fsync = rt->enforce_fsync;
+            sl_vsr_storage_set_nosync((*slot)->store, !rt->enforce_fsync);
+        }
+        return;
+    }
+    if (slot) {
+        pgroup_remove_at(c, at); /* another incarnation, or the partition reopened */
+        find_slot(c, group, &at);
+    }
+    if (!pgroups_reserve(c))
+        return;
+    sl_pgroup_t *pg = pgroup_open(c, rt, i, group, format);
+    if (!pg)
+        return;
+    pg->seen = true;
+    memmove(&c->pgroups[at + 1], &c->pgroups[at], (c->pgroups_count - at) * sizeof(*c->pgroups));
+    c->pgroups[at] = pg;
+    c->pgroups_count++;
+}
+
+void sl_cluster_pgroups_sync(sl_cluster_t *c, bool boot)
+{
+    sl_partitions_t *ps = &c->srv->partitions;
+    for (uint32_t i = 0; i < c->pgroups_count; i++)
+        c->pgroups[i]->seen = false;
+    for (uint32_t t = 0; t < ps->count; t++) {
+        const sl_topic_rt_t *rt = ps->topics[t];
+        for (uint32_t i = 0; i < rt->partitions_count; i++)
+            sync_one(c, rt, i, !boot);
+    }
+    for (uint32_t i = c->pgroups_count; i > 0; i--) {
+        if (!c->pgroups[i - 1]->seen)
+            pgroup_remove_at(c, i - 1);
+    }
+}
+
+void sl_cluster_pgroups_close(sl_cluster_t *c)
+{
+    for (uint32_t i = 0; i < c->pgroups_count; i++)
+        pgroup_free(c->pgroups[i]);
+    free(c->pgroups);
+    c->pgroups = NULL;
+    c->pgroups_count = c->pgroups_cap = 0;
+}
+
+/* --- inputs ------------------------------------------------------------------------------------- */
+
+void sl_cluster_pgroup_frame(sl_cluster_t *c, uint64_t group, const uint8_t *frame, uint32_t len)
+{
+    sl_pgroup_t *pg = sl_cluster_pgroup(c, group);
+    if (!pg) {
+        /* A partition this node has not applied yet, or one it deleted. */
+        c->pframes_unknown++;
+        return;
+    }
+    sl_vsr_replica_on_frame(pg->replica, frame, len);
+    pgroup_complete(pg);
+}
+
+/* The metadata primary brings every partition group's primary to itself,
+ * at most once per heartbeat timeout per group (a view change takes that
+ * long to give up), so clients settled on it find the partitions there. */
+static void take_over_due(sl_cluster_t *c, sl_pgroup_t *pg, const sl_vsr_info_t *info)
+{
+    if (info->primary_index == c->vcfg.replica || info->wiped || info->syncing ||
+        (pg->take_over_tick != 0 &&
+         c->ticks - pg->take_over_tick < c->vcfg.heartbeat_timeout_ticks))
+        return;
+    pg->take_over_tick = c->ticks;
+    sl_vsr_replica_take_over(pg->replica);
+}
+
+void sl_cluster_pgroups_tick(sl_cluster_t *c, bool metadata_primary)
+{
+    uint64_t now = sl_clock_realtime_us();
+    for (uint32_t i = 0; i < c->pgroups_count; i++) {
+        sl_pgroup_t *pg = c->pgroups[i];
+        sl_vsr_replica_tick(pg->replica, now);
+        if (metadata_primary) {
+            sl_vsr_info_t info;
+            sl_vsr_replica_info(pg->replica, &info);
+            take_over_due(c, pg, &info);
+        }
+        pgroup_complete(pg);
+    }
+}
+
+/* --- submissions ----------------------------------------------------------------------------------- */
+
+/* The group of a partition, or NULL (with the session answered). */
+static sl_pgroup_t *group_for(sl_cluster_t *c, sl_session_t *s, const sl_request_header_t *req,
+                              uint32_t stream_id, uint32_t topic_id, uint32_t partition_id)
+{
+    uint64_t group;
+    sl_pgroup_t *pg = group_of(stream_id, topic_id, partition_id, &group)
+                          ? sl_cluster_pgroup(c, group)
+                          : NULL;
+    if (!pg)
+        sl_reply_status(s, req, SL_ERR_TRANSIENT_NOT_ACCEPTED);
+    return pg;
+}
+
+static void submit(sl_pgroup_t *pg, sl_session_t *s, const sl_request_header_t *req, sl_span_t body,
+                   bool wait)
+{
+    sl_vsr_request_t r = {.client = req->client,
+                          .request = req->request,
+                          .request_checksum = req->request_checksum,
+                          .operation = req->operation,
+                          .user_id = s->user_id,
+                          .timestamp = req->timestamp,
+                          .body = body};
+    if (wait) {
+        sl_assert(s->vsr_wait == SL_CLUSTER_WAIT_NONE);
+        s->vsr_req = *req;
+        s->vsr_nonce = (sl_u128_t){0, 0};
+        s->vsr_wait = SL_CLUSTER_WAIT_PARTITION;
+    } else {
+        /* Nobody waits: a client id of its own, so it neither takes the
+         * session's one request in flight nor finds a session to answer. */
+        r.client.hi ^= UINT64_C(1) << 63;
+        r.request = ++s->vsr_async_request;
+    }
+    /* The answer may come from inside this call (a refusal). */
+    sl_vsr_replica_request(pg->replica, &r);
+    pgroup_complete(pg);
+}
+
+void sl_cluster_send_messages(sl_cluster_t *c, sl_session_t *s, const sl_request_header_t *req,
+                              uint32_t stream_id, uint32_t topic_id, uint32_t partition_id,
+                              sl_span_t record)
+{
+    if (record.len > SL_CLUSTER_SEND_RECORD_MAX) {
+        sl_log_warn("connection %u: a SendMessages batch of %zu bytes refused: a cluster takes "
+                    "at most %u per batch (docs/cluster.md)",
+                    s->id, record.len, SL_CLUSTER_SEND_RECORD_MAX);
+        return sl_reply_status(s, req, SL_ERR_INVALID_MESSAGES_SIZE);
+    }
+    sl_pgroup_t *pg = group_for(c, s, req, stream_id, topic_id, partition_id);
+    if (pg)
+        submit(pg, s, req, record, true);
+}
+
+void sl_cluster_store_offset(sl_cluster_t *c, sl_session_t *s, const sl_request_header_t *req,
+                             const sl_cluster_offset_op_t *op)
+{
+    sl_pgroup_t *pg = group_for(c, s, req, op->stream_id, op->topic_id, op->partition_id);
+    if (!pg)
+        return;
+    uint8_t body[OFFSET_STORE_BODY];
+    size_t len = op->remove ? OFFSET_DELETE_BODY : OFFSET_STORE_BODY;
+    memset(body, 0, sizeof(body));
+    body[0] = (uint8_t)op->kind;
+    sl_store_u32(body + 1, op->id);
+    if (!op->remove) {
+        sl_store_u64(body + 5, op->offset);
+        body[13] = op->never_backwards ? STORE_NEVER_BACK : 0;
+    }
+    submit(pg, s, req, sl_span(body, len), op->wait);
+}
+
+uint64_t sl_cluster_pframes_unknown(const sl_cluster_t *c)
+{
+    return c->pframes_unknown;
+}

@@ -1,0 +1,626 @@
+/* Messages replicated through partition groups, with real processes: three
+ * sluiced in cluster mode on loopback (docs/cluster.md, "Messages").
+ *   - messages sent to the leader by several producers, to a plain topic
+ *     and an enforce_fsync one, are polled from every node byte for byte
+ *     at the offsets their replies named, and every node's segment files
+ *     hold the same bytes;
+ *   - a SendMessages on a backup gets 58; a batch larger than a cluster
+ *     takes gets 4036 InvalidMessagesSize;
+ *   - the primary killed with SIGKILL while producers run: every
+ *     acknowledged message is readable from the new leader, byte for byte,
+ *     at its offset, the offsets contiguous; stored consumer offsets
+ *     survive (none goes back);
+ *   - a backup killed and restarted catches up and serves the same bytes.
+ *
+ * Every wait polls with a deadline of a count of polls (a minute or more on
+ * a loaded machine); nothing asserts on how long anything took. */
+#include <dirent.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+// clang-format off
+#include <cmocka.h>
+// clang-format on
+
+#include <sluice/client.h>
+#include <sluice/error.h>
+
+#include "harness.h"
+
+#define NODES 3
+/* Polls of 100 ms: 90 s before a wait fails. */
+#define POLLS_MAX 900
+
+static const char secret[] = "5d1c7a9e3b2f4068a1c3e5b7d9f0a2c4";
+
+typedef struct node {
+    th_server_t srv;
+    bool alive;
+    uint16_t tcp, replica;
+    char config[4096];
+    char id[4];
+    const char *args[4];
+} node_t;
+
+static void pause_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void node_config(node_t nodes[NODES], int self)
+{
+    node_t *n = &nodes[self];
+    size_t cap = sizeof(n->config);
+    /* A short heartbeat: a failover takes about 2 s plus a view change. */
+    size_t at = (size_t)snprintf(n->config, cap,
+                                 "[cluster]\nenabled = true\nname = \"it-messages\"\n"
+                                 "heartbeat_timeout = \"2 s\"\n"
+                                 "commit_broadcast_interval = \"100 ms\"\n"
+                                 "[cluster.auth]\nenabled = true\nshared_secret = \"%s\"\n",
+                                 secret);
+    for (int j = 0; j < NODES && at < cap; j++)
+        at += (size_t)snprintf(n->config + at, cap - at,
+                               "[[cluster.nodes]]\nname = \"node-%d\"\nip = \"127.0.0.1\"\n"
+                               "replica_id = %d\nports = { tcp = %u, tcp_replica = %u }\n",
+                               j, j, nodes[j].tcp, nodes[j].replica);
+    assert_true(at < cap);
+}
+
+static void node_run(node_t *n, int id, const char *data_dir, bool format)
+{
+    snprintf(n->id, sizeof(n->id), "%d", id);
+    n->args[0] = "--replica-id";
+    n->args[1] = n->id;
+    n->args[2] = format ? "--format-cluster" : NULL;
+    n->args[3] = NULL;
+    th_options_t o = {.extra_config = n->config, .args = n->args, .data_dir = data_dir};
+    if (!th_start(&n->srv, &o))
+        exit(77);
+    n->alive = true;
+}
+
+static void nodes_start(node_t nodes[NODES])
+{
+    memset(nodes, 0, sizeof(node_t) * NODES);
+    for (int i = 0; i < NODES; i++) {
+        nodes[i].tcp = th_free_port();
+        nodes[i].replica = th_free_port();
+    }
+    for (int i = 0; i < NODES; i++)
+        node_config(nodes, i);
+    for (int i = 0; i < NODES; i++)
+        node_run(&nodes[i], i, NULL, true);
+}
+
+static void node_kill(node_t *n)
+{
+    th_stop(&n->srv, SIGKILL);
+    n->alive = false;
+}
+
+static void nodes_stop(node_t nodes[NODES], bool cleanup)
+{
+    for (int i = 0; i < NODES; i++) {
+        if (nodes[i].alive)
+            th_stop(&nodes[i].srv, SIGTERM);
+        nodes[i].alive = false;
+        if (cleanup)
+            th_cleanup(&nodes[i].srv);
+    }
+}
+
+static sl_client_t *try_login(const node_t *n)
+{
+    sl_client_t *c = NULL;
+    if (th_client_connect(n->tcp, &c) != 0)
+        return NULL;
+    if (sl_client_login(c, "iggy", "iggy", NULL) != 0) {
+        sl_client_close(c);
+        return NULL;
+    }
+    return c;
+}
+
+static sl_client_t *login(const node_t *n)
+{
+    sl_client_t *c = th_client_when_ready((th_server_t *)&n->srv, n->tcp);
+    assert_non_null(c);
+    return c;
+}
+
+static int leader_seen_by(const node_t *n)
+{
+    sl_client_t *c = try_login(n);
+    if (!c)
+        return -1;
+    const sl_cluster_t *cl = NULL;
+    int leader = -1, leaders = 0;
+    if (sl_client_get_cluster_metadata(c, &cl) == 0) {
+        for (uint32_t i = 0; i < cl->nodes_count; i++) {
+            if (cl->nodes[i].role == 0) {
+                leader = (int)i;
+                leaders++;
+            }
+        }
+    }
+    sl_client_close(c);
+    return leaders == 1 ? leader : -1;
+}
+
+static int wait_leader(const node_t nodes[NODES], int not)
+{
+    for (int p = 0; p < POLLS_MAX; p++) {
+        int agreed = -2;
+        for (int i = 0; i < NODES && agreed != -1; i++) {
+            if (!nodes[i].alive)
+                continue;
+            int l = leader_seen_by(&nodes[i]);
+            agreed = (agreed == -2 || agreed == l) ? l : -1;
+        }
+        if (agreed >= 0 && agreed != not && nodes[agreed].alive)
+            return agreed;
+        pause_ms(100);
+    }
+    fail_msg("the live nodes did not agree on one leader");
+    return -1;
+}
+
+static void wait_topic(const node_t *n, const char *stream, const char *topic)
+{
+    sl_client_t *c = login(n);
+    for (int p = 0; p < POLLS_MAX; p++) {
+        const sl_topic_t *t = NULL;
+        if (sl_client_get_topic(c, sl_id_name(stream), sl_id_name(topic), &t) == 0 && t) {
+            sl_client_close(c);
+            return;
+        }
+        pause_ms(100);
+    }
+    fail_msg("topic %s/%s did not appear on the node on port %u", stream, topic, n->tcp);
+}
+
+static void assert_logged(th_server_t *srv, const char *what, bool expected)
+{
+    const char *log = th_log(srv);
+    if ((strstr(log, what) != NULL) != expected)
+        fail_msg("\"%s\" %s the log:\n%s", what, expected ? "not in" : "in", log);
+}
+
+/* --- what was sent and acknowledged --------------------------------------------------- */
+
+#define SENT_MAX 4096
+
+/* The payload of every acknowledged message, by offset, per partition. */
+typedef struct ledger {
+    pthread_mutex_t lock;
+    char *at[SENT_MAX];
+    uint64_t acked;
+} ledger_t;
+
+static void ledger_note(ledger_t *l, uint64_t offset, const char *payload)
+{
+    pthread_mutex_lock(&l->lock);
+    assert_true(offset < SENT_MAX);
+    /* Two acknowledgements for one offset would be two batches stamped alike. */
+    assert_null(l->at[offset]);
+    l->at[offset] = strdup(payload);
+    l->acked++;
+    pthread_mutex_unlock(&l->lock);
+}
+
+static void ledger_free(ledger_t *l)
+{
+    for (int i = 0; i < SENT_MAX; i++)
+        free(l->at[i]);
+}
+
+/* Sends `count` messages named tag-seq-i as one batch to partition p of
+ * stream/topic; notes them in the ledger when acknowledged. Returns the
+ * client's result. */
+static int send_batch(sl_client_t *c, const char *topic, uint32_t p, const char *tag, int seq,
+                      int count, ledger_t *l)
+{
+    char payloads[16][64];
+    sl_send_message_t m[16];
+    assert_true(count <= 16);
+    memset(m, 0, sizeof(m));
+    for (int i = 0; i < count; i++) {
+        snprintf(payloads[i], sizeof(payloads[i]), "%s-%d-%d", tag, seq, i);
+        m[i].payload = payloads[i];
+        m[i].payload_len = strlen(payloads[i]);
+    }
+    sl_send_result_t r;
+    int rc = sl_client_send_messages(c, sl_id_name("s"), sl_id_name(topic),
+                                     sl_partitioning_partition(p), m, (uint32_t)count, &r);
+    if (rc == 0) {
+        assert_true(r.confirmed);
+        assert_int_equal(r.partition_id, p);
+        for (int i = 0; i < count; i++)
+            ledger_note(l, r.base_offset + (uint64_t)i, payloads[i]);
+    }
+    return rc;
+}
+
+/* Polls partition p of node n from offset 0 until it holds `at_least`
+ * messages, then checks that offsets run 0.. without a gap, that every
+ * acknowledged one holds its payload, and that no payload is stored twice:
+ * the producers here never send a payload again (a failed send moves on to
+ * new payloads), so a message whose reply was lost in a failover may be
+ * there unacknowledged, but only once. Returns how many it holds. */
+static uint64_t check_partition(const node_t *n, const char *topic, uint32_t p, const ledger_t *l,
+                                uint64_t at_least)
+{
+    sl_client_t *c = login(n);
+    uint64_t next = 0;
+    char **seen = calloc(SENT_MAX, sizeof(*seen));
+    assert_non_null(seen);
+    for (int poll = 0; poll < POLLS_MAX && (next < at_least || poll == 0);) {
+        sl_polled_messages_t out;
+        int rc = sl_client_poll_messages(c, sl_consumer_single(sl_id_num(1)), sl_id_name("s"),
+                                         sl_id_name(topic), p, sl_poll_offset(next), 1000, false,
+                                         &out);
+        assert_int_equal(rc, 0);
+        for (uint32_t i = 0; i < out.count; i++) {
+            const sl_polled_message_t *m = &out.messages[i];
+            assert_int_equal(m->offset, next); /* contiguous: no gap, no repeat */
+            assert_true(next < SENT_MAX);
+            seen[next] = strndup((const char *)m->payload, m->payload_len);
+            for (uint64_t k = 0; k < next; k++)
+                assert_string_not_equal(seen[k], seen[next]);
+            const char *want = l->at[next];
+            if (want)
+                assert_memory_equal(m->payload, want, strlen(want));
+            if (want)
+                assert_int_equal(m->payload_len, strlen(want));
+            next++;
+        }
+        if (out.count == 0) {
+            poll++;
+            if (next < at_least)
+                pause_ms(100);
+        }
+    }
+    sl_client_close(c);
+    for (uint64_t k = 0; k < next; k++)
+        free(seen[k]);
+    free(seen);
+    if (next < at_least)
+        fail_msg("node on port %u holds %llu messages of %s/%u, expected at least %llu", n->tcp,
+                 (unsigned long long)next, topic, p, (unsigned long long)at_least);
+    return next;
+}
+
+/* Concatenated .log files of one partition, in name order. */
+static char *segments_of(const node_t *n, uint32_t topic, uint32_t p, size_t *len)
+{
+    char dir[512];
+    snprintf(dir, sizeof(dir), "%s/data/streams/0/topics/%u/partitions/%u", n->srv.data_dir, topic, p);
+    struct dirent **names = NULL;
+    int k = scandir(dir, &names, NULL, alphasort);
+    assert_true(k > 0);
+    char *all = NULL;
+    *len = 0;
+    for (int i = 0; i < k; i++) {
+        const char *name = names[i]->d_name;
+        size_t nl = strlen(name);
+        if (nl > 4 && strcmp(name + nl - 4, ".log") == 0) {
+            char path[800];
+            snprintf(path, sizeof(path), "%s/%s", dir, name);
+            FILE *f = fopen(path, "rb");
+            assert_non_null(f);
+            struct stat st;
+            assert_int_equal(fstat(fileno(f), &st), 0);
+            all = realloc(all, *len + (size_t)st.st_size + 1);
+            assert_non_null(all);
+            assert_int_equal(fread(all + *len, 1, (size_t)st.st_size, f), (size_t)st.st_size);
+            *len += (size_t)st.st_size;
+            fclose(f);
+        }
+        free(names[i]);
+    }
+    free(names);
+    return all;
+}
+
+static void create_topics(const node_t nodes[NODES], int leader)
+{
+    sl_client_t *c = login(&nodes[leader]);
+    assert_int_equal(sl_client_create_stream(c, "s", NULL), 0);
+    assert_int_equal(sl_client_create_topic(c, sl_id_name("s"), "plain", 2, NULL, NULL), 0);
+    sl_topic_options_t o = {.set = SL_TOPIC_OPT_ENFORCE_FSYNC, .enforce_fsync = true};
+    assert_int_equal(sl_client_create_topic(c, sl_id_name("s"), "fsync", 1, &o, NULL), 0);
+    sl_client_close(c);
+    for (int i = 0; i < NODES; i++) {
+        wait_topic(&nodes[i], "s", "plain");
+        wait_topic(&nodes[i], "s", "fsync");
+    }
+}
+
+/* A client of the leader whose sends succeed: partition groups follow the
+ * metadata primary, which takes a view change after the cluster starts. */
+static sl_client_t *producer(const node_t *leader)
+{
+    sl_client_options_t o = {.transient_retries = 200, .transient_delay_ms = 20};
+    for (int p = 0; p < POLLS_MAX; p++) {
+        sl_client_t *c = NULL;
+        if (sl_client_connect("127.0.0.1", leader->tcp, &o, &c) == 0) {
+            if (sl_client_login(c, "iggy", "iggy", NULL) == 0)
+                return c;
+            sl_client_close(c);
+        }
+        pause_ms(100);
+    }
+    fail_msg("no producer could log in on port %u", leader->tcp);
+    return NULL;
+}
+
+/* --- the tests ------------------------------------------------------------------------- */
+
+static void test_replicated_byte_for_byte(void **state)
+{
+    (void)state;
+    node_t nodes[NODES];
+    nodes_start(nodes);
+    int leader = wait_leader(nodes, -1);
+    create_topics(nodes, leader);
+    ledger_t plain[2], fsync;
+    memset(plain, 0, sizeof(plain));
+    memset(&fsync, 0, sizeof(fsync));
+    pthread_mutex_init(&plain[0].lock, NULL);
+    pthread_mutex_init(&plain[1].lock, NULL);
+    pthread_mutex_init(&fsync.lock, NULL);
+    enum { PRODUCERS = 3, BATCHES = 20 };
+    sl_client_t *c[PRODUCERS];
+    for (int i = 0; i < PRODUCERS; i++)
+        c[i] = producer(&nodes[leader]);
+    char tag[16];
+    for (int b = 0; b < BATCHES; b++) {
+        for (int i = 0; i < PRODUCERS; i++) {
+            snprintf(tag, sizeof(tag), "p%d", i);
+            assert_int_equal(send_batch(c[i], "plain", (uint32_t)(b % 2), tag, b, 1 + b % 5,
+                                        &plain[b % 2]),
+                             0);
+            assert_int_equal(send_batch(c[i], "fsync", 0, tag, b, 3, &fsync), 0);
+        }
+    }
+    for (int i = 0; i < PRODUCERS; i++)
+        sl_client_close(c[i]);
+    for (int i = 0; i < NODES; i++) {
+        assert_int_equal(check_partition(&nodes[i], "plain", 0, &plain[0], plain[0].acked),
+                         plain[0].acked);
+        assert_int_equal(check_partition(&nodes[i], "plain", 1, &plain[1], plain[1].acked),
+                         plain[1].acked);
+        assert_int_equal(check_partition(&nodes[i], "fsync", 0, &fsync, fsync.acked),
+                         fsync.acked);
+    }
+
+    /* A backup does not take writes: 58 TransientNotAccepted. */
+    int backup = (leader + 1) % NODES;
+    sl_client_t *b = login(&nodes[backup]);
+    ledger_t scratch;
+    memset(&scratch, 0, sizeof(scratch));
+    pthread_mutex_init(&scratch.lock, NULL);
+    assert_int_equal(send_batch(b, "plain", 0, "backup", 0, 1, &scratch),
+                     -SL_ERR_TRANSIENT_NOT_ACCEPTED);
+    sl_client_close(b);
+    /* A batch larger than a cluster journals: 4036, logged, nothing stored. */
+    sl_client_t *l = producer(&nodes[leader]);
+    size_t big_len = 3u * 1024u * 1024u;
+    char *big = calloc(1, big_len);
+    assert_non_null(big);
+    sl_send_message_t m = {.payload = big, .payload_len = big_len};
+    sl_send_result_t r;
+    assert_int_equal(sl_client_send_messages(l, sl_id_name("s"), sl_id_name("plain"),
+                                             sl_partitioning_partition(0), &m, 1, &r),
+                     -SL_ERR_INVALID_MESSAGES_SIZE);
+    free(big);
+    sl_client_close(l);
+    assert_logged(&nodes[leader].srv, "a cluster takes at most", true);
+    assert_int_equal(check_partition(&nodes[leader], "plain", 0, &plain[0], plain[0].acked),
+                     plain[0].acked);
+
+    /* Shut down (partitions flush): every node's segments hold the same bytes. */
+    nodes_stop(nodes, false);
+    /* Stream 0; topic 0 "plain" (2 partitions), topic 1 "fsync". */
+    for (uint32_t t = 0; t <= 1; t++) {
+        for (uint32_t p = 0; p < (t == 0 ? 2u : 1u); p++) {
+            size_t len0, len;
+            char *first = segments_of(&nodes[0], t, p, &len0);
+            assert_true(len0 > 0);
+            for (int i = 1; i < NODES; i++) {
+                char *other = segments_of(&nodes[i], t, p, &len);
+                assert_int_equal(len, len0);
+                assert_memory_equal(other, first, len0);
+                free(other);
+            }
+            free(first);
+        }
+    }
+    for (int i = 0; i < NODES; i++)
+        th_cleanup(&nodes[i].srv);
+    ledger_free(&plain[0]);
+    ledger_free(&plain[1]);
+    ledger_free(&fsync);
+    ledger_free(&scratch);
+}
+
+/* --- failover under load --------------------------------------------------------------------- */
+
+typedef struct load {
+    node_t *nodes;
+    int id;
+    volatile int *leader; /* where producers (re)connect */
+    volatile bool stop;
+    ledger_t *ledger;
+    int sent, failed;
+} load_t;
+
+/* A producer: batches to the fsync topic until told to stop; on a failed
+ * send it reconnects to the leader of the moment and sends the next batch
+ * (the failed one may or may not have been stored: at least once). */
+static void *produce(void *arg)
+{
+    load_t *w = arg;
+    sl_client_options_t o = {.transient_retries = 50, .transient_delay_ms = 20};
+    sl_client_t *c = NULL;
+    char tag[16];
+    snprintf(tag, sizeof(tag), "w%d", w->id);
+    for (int seq = 0; !w->stop && seq < 400; seq++) {
+        if (!c) {
+            int at = *w->leader;
+            if (sl_client_connect("127.0.0.1", w->nodes[at].tcp, &o, &c) != 0 ||
+                sl_client_login(c, "iggy", "iggy", NULL) != 0) {
+                if (c)
+                    sl_client_close(c);
+                c = NULL;
+                pause_ms(100);
+                continue;
+            }
+        }
+        if (send_batch(c, "fsync", 0, tag, seq, 4, w->ledger) == 0) {
+            w->sent++;
+        } else {
+            w->failed++;
+            sl_client_close(c);
+            c = NULL;
+        }
+    }
+    if (c)
+        sl_client_close(c);
+    return NULL;
+}
+
+static void test_primary_killed_under_load(void **state)
+{
+    (void)state;
+    node_t nodes[NODES];
+    nodes_start(nodes);
+    volatile int leader = wait_leader(nodes, -1);
+    create_topics(nodes, leader);
+    ledger_t ledger;
+    memset(&ledger, 0, sizeof(ledger));
+    pthread_mutex_init(&ledger.lock, NULL);
+    /* Warm the groups up, then store a consumer offset with Quorum. */
+    sl_client_t *c = producer(&nodes[leader]);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(send_batch(c, "fsync", 0, "warm", i, 4, &ledger), 0);
+    assert_int_equal(sl_client_store_consumer_offset(c, sl_consumer_single(sl_id_num(7)),
+                                                     sl_id_name("s"), sl_id_name("fsync"), 0, 9,
+                                                     SL_ACK_LEVEL_QUORUM),
+                     0);
+    sl_client_close(c);
+
+    enum { WORKERS = 2 };
+    load_t w[WORKERS];
+    pthread_t th[WORKERS];
+    for (int i = 0; i < WORKERS; i++) {
+        w[i] = (load_t){.nodes = nodes, .id = i, .leader = &leader, .ledger = &ledger};
+        assert_int_equal(pthread_create(&th[i], NULL, produce, &w[i]), 0);
+    }
+    while (ledger.acked < 100)
+        pause_ms(20);
+    int old = leader;
+    node_kill(&nodes[old]);
+    leader = wait_leader(nodes, old);
+    uint64_t at_kill = ledger.acked;
+    for (int p = 0; p < POLLS_MAX && ledger.acked < at_kill + 100; p++)
+        pause_ms(100);
+    for (int i = 0; i < WORKERS; i++) {
+        w[i].stop = true;
+        pthread_join(th[i], NULL);
+    }
+    assert_true(ledger.acked >= at_kill + 100); /* the new leader took writes */
+
+    /* Every acknowledged message, at its offset, from the new leader; the
+     * survivors hold the same; the offsets run without a gap. */
+    uint64_t highest = 0;
+    for (uint64_t i = 0; i < SENT_MAX; i++)
+        highest = ledger.at[i] ? i + 1 : highest;
+    for (int i = 0; i < NODES; i++) {
+        if (nodes[i].alive)
+            check_partition(&nodes[i], "fsync", 0, &ledger, highest);
+    }
+    /* The consumer offset survived the failover. */
+    c = login(&nodes[leader]);
+    sl_consumer_offset_t off;
+    assert_int_equal(sl_client_get_consumer_offset(c, sl_consumer_single(sl_id_num(7)),
+                                                   sl_id_name("s"), sl_id_name("fsync"), 0, &off),
+                     0);
+    assert_true(off.found);
+    assert_int_equal(off.stored_offset, 9);
+    sl_client_close(c);
+
+    /* The old primary, restarted, catches up as a backup. */
+    node_run(&nodes[old], old, nodes[old].srv.data_dir, false);
+    check_partition(&nodes[old], "fsync", 0, &ledger, highest);
+    nodes_stop(nodes, true);
+    ledger_free(&ledger);
+}
+
+/* A backup killed; messages and offsets commit without it; restarted over
+ * its directory it repairs what it missed and serves the same bytes. */
+static void test_backup_restart_catches_up(void **state)
+{
+    (void)state;
+    node_t nodes[NODES];
+    nodes_start(nodes);
+    int leader = wait_leader(nodes, -1);
+    create_topics(nodes, leader);
+    ledger_t ledger;
+    memset(&ledger, 0, sizeof(ledger));
+    pthread_mutex_init(&ledger.lock, NULL);
+    sl_client_t *c = producer(&nodes[leader]);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(send_batch(c, "plain", 0, "before", i, 3, &ledger), 0);
+    int backup = (leader + 1) % NODES;
+    check_partition(&nodes[backup], "plain", 0, &ledger, ledger.acked);
+    node_kill(&nodes[backup]);
+    for (int i = 0; i < 40; i++)
+        assert_int_equal(send_batch(c, "plain", 0, "during", i, 2, &ledger), 0);
+    assert_int_equal(sl_client_store_consumer_offset(c, sl_consumer_single(sl_id_num(3)),
+                                                     sl_id_name("s"), sl_id_name("plain"), 0, 50,
+                                                     SL_ACK_LEVEL_QUORUM),
+                     0);
+    sl_client_close(c);
+    node_run(&nodes[backup], backup, nodes[backup].srv.data_dir, false);
+    assert_int_equal(check_partition(&nodes[backup], "plain", 0, &ledger, ledger.acked),
+                     ledger.acked);
+    sl_client_t *b = login(&nodes[backup]);
+    sl_consumer_offset_t off = {0};
+    for (int p = 0; p < POLLS_MAX && !(off.found && off.stored_offset == 50); p++) {
+        assert_int_equal(sl_client_get_consumer_offset(b, sl_consumer_single(sl_id_num(3)),
+                                                       sl_id_name("s"), sl_id_name("plain"), 0,
+                                                       &off),
+                         0);
+        if (!(off.found && off.stored_offset == 50))
+            pause_ms(100);
+    }
+    assert_true(off.found);
+    assert_int_equal(off.stored_offset, 50);
+    sl_client_close(b);
+    assert_logged(&nodes[backup].srv, "needs a segment state transfer", false);
+    nodes_stop(nodes, true);
+    ledger_free(&ledger);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_replicated_byte_for_byte),
+        cmocka_unit_test(test_primary_killed_under_load),
+        cmocka_unit_test(test_backup_restart_catches_up),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
