@@ -15,7 +15,9 @@
  * acknowledged metadata write there and on every node.
  *
  * CHAOS_SEED (or --seed) replays a run's kill schedule: the moments, the
- * downtimes and primary-or-backup. CHAOS_CHECK=metadata checks only what
+ * downtimes and primary-or-backup. CHAOS_CASES picks cases (above: the
+ * list of cases()); CHAOS_CHECK_EACH=1 runs the checks after every cycle
+ * and case (the load paused meanwhile). CHAOS_CHECK=metadata checks only what
  * the metadata group replicates (main before partition groups: messages
  * and offsets live on the node that took them; the message checks are then
  * printed, not failed). Nothing waits on a clock: every wait is a count of
@@ -38,8 +40,10 @@ typedef struct run {
     th_cluster_t cluster;
     chaos_load_t load;
     uint64_t rng;
-    bool messages; /* the message checks fail the run */
-    int failures;  /* cases that did not hold */
+    bool messages;     /* the message checks fail the run */
+    const char *cases; /* the cases to run (CHAOS_CASES); NULL: all */
+    bool check_each;   /* CHAOS_CHECK_EACH: the checks after every cycle and case */
+    int failures;      /* cases that did not hold */
     uint64_t offsets_back;
 } run_t;
 
@@ -74,6 +78,29 @@ static void print_acks(run_t *r, const char *what)
     printf("  %s: acknowledged so far %" PRIu64 " batches, %" PRIu64 " metadata writes, %" PRIu64
            " offset stores\n",
            what, m, meta, o);
+}
+
+/* CHAOS_CHECK_EACH: the load stopped, the checks on the leader now, the
+ * load started again where it was; says which fault lost what. */
+static void check_now(run_t *r, const char *after)
+{
+    if (!r->check_each)
+        return;
+    chaos_stop(&r->load);
+    int leader = th_cluster_wait_leader(&r->cluster, 0, LEADER_POLLS);
+    chaos_result_t x = {0};
+    if (leader >= 0)
+        chaos_check(&r->load, leader, &x);
+    printf("  checked after %s: leader %d; of %" PRIu64 " acknowledged messages %" PRIu64
+           " lost, %" PRIu64 " other bytes; %" PRIu64 " gaps; %" PRIu64
+           " group offsets back; %" PRIu64 " metadata writes lost\n",
+           after, leader, x.messages, x.lost, x.wrong, x.gaps, x.offsets_back, x.meta_lost);
+    chaos_start(&r->load);
+}
+
+static bool case_on(const run_t *r, const char *name)
+{
+    return !r->cases || strstr(r->cases, name) != NULL;
 }
 
 /* One cycle: a random moment, a kill, a restart, the cluster serving. */
@@ -113,6 +140,7 @@ static void cycle(run_t *r, int k)
         r->failures++;
     }
     fflush(stdout);
+    check_now(r, "the cycle");
 }
 
 /* Cuts node i (`how`), and while the cut holds waits for a leader among
@@ -144,6 +172,7 @@ static void cut_case(run_t *r, const char *name, int i, th_cut_t how, bool want_
         r->failures++;
     }
     fflush(stdout);
+    check_now(r, name);
 }
 
 static void slow_disk_case(run_t *r)
@@ -169,8 +198,11 @@ static void slow_disk_case(run_t *r)
         r->failures++;
     }
     fflush(stdout);
+    check_now(r, "the slow disk");
 }
 
+/* The cases CHAOS_CASES names (all when unset): backup-cut, primary-cut,
+ * primary-unheard, primary-deaf, slow-disk; "none" runs none. */
 static void cases(run_t *r)
 {
     th_cluster_t *c = &r->cluster;
@@ -179,14 +211,19 @@ static void cases(run_t *r)
         r->failures++;
         return;
     }
-    cut_case(r, "two-way cut of a backup", (leader + 1) % c->count, TH_CUT_BOTH, true);
+    if (case_on(r, "backup-cut"))
+        cut_case(r, "two-way cut of a backup", (leader + 1) % c->count, TH_CUT_BOTH, true);
     leader = th_cluster_wait_leader(c, 0, LEADER_POLLS);
-    cut_case(r, "two-way cut of the primary", leader, TH_CUT_BOTH, true);
+    if (case_on(r, "primary-cut"))
+        cut_case(r, "two-way cut of the primary", leader, TH_CUT_BOTH, true);
     leader = th_cluster_wait_leader(c, 0, LEADER_POLLS);
-    cut_case(r, "one-way cut, the primary unheard", leader, TH_CUT_OUTBOUND, true);
+    if (case_on(r, "primary-unheard"))
+        cut_case(r, "one-way cut, the primary unheard", leader, TH_CUT_OUTBOUND, true);
     leader = th_cluster_wait_leader(c, 0, LEADER_POLLS);
-    cut_case(r, "one-way cut, the primary deaf", leader, TH_CUT_INBOUND, false);
-    slow_disk_case(r);
+    if (case_on(r, "primary-deaf"))
+        cut_case(r, "one-way cut, the primary deaf", leader, TH_CUT_INBOUND, false);
+    if (case_on(r, "slow-disk"))
+        slow_disk_case(r);
 }
 
 static void print_result(const run_t *r, const chaos_result_t *x)
@@ -221,7 +258,9 @@ int main(int argc, char **argv)
     const char *seed_text = option(argc, argv, "--seed", "CHAOS_SEED");
     const char *cycles_text = option(argc, argv, "--cycles", "CHAOS_CYCLES");
     const char *check = option(argc, argv, "--check", "CHAOS_CHECK");
-    const char *skip = option(argc, argv, "--skip-cases", "CHAOS_SKIP_CASES");
+    const char *each = option(argc, argv, "--check-each", "CHAOS_CHECK_EACH");
+    r.cases = option(argc, argv, "--cases", "CHAOS_CASES");
+    r.check_each = each && strcmp(each, "0") != 0;
     uint64_t seed = seed_text ? strtoull(seed_text, NULL, 0) : cu_seed();
     int cycles = cycles_text ? atoi(cycles_text) : 3;
     r.messages = !check || strcmp(check, "metadata") != 0;
@@ -249,8 +288,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < cycles; k++)
         cycle(&r, k);
     print_acks(&r, "after the cycles");
-    if (!skip || strcmp(skip, "1") != 0)
-        cases(&r);
+    cases(&r);
     chaos_stop(&r.load);
     /* A node that died of itself (a crash, an assertion, a sanitizer
      * report) fails the run whatever the checks say; its log shows why. */

@@ -38,7 +38,8 @@ typedef struct chaos_producer {
     uint64_t tag; /* the message ids' high half: which topic a message is of */
     pthread_t thread;
     uint64_t rng;
-    chaos_batch_t *acked; /* the thread's own until joined */
+    uint64_t next_number, batches; /* kept across chaos_stop / chaos_start */
+    chaos_batch_t *acked;          /* the thread's own until joined */
     size_t acked_count, acked_cap;
     atomic_uint_fast64_t acks;   /* batches acknowledged */
     atomic_uint_fast64_t errors; /* sends that failed (each retried) */
@@ -59,6 +60,8 @@ typedef struct chaos_meta {
     pthread_t thread;
     uint8_t state[CHAOS_META_MAX]; /* CHAOS_META_* bits */
     atomic_uint_fast64_t next;     /* numbers below were tried */
+    uint64_t number;               /* the thread's place, kept across chaos_start */
+    bool deleting;
     atomic_uint_fast64_t acks, errors;
 } chaos_meta_t;
 
@@ -79,6 +82,7 @@ struct chaos_load {
 /* The topics (one with enforce_fsync) and the consumer group, on the
  * leader; false when the cluster does not take them. */
 bool chaos_setup(chaos_load_t *load, th_cluster_t *c, uint64_t seed);
+/* Starts the workers; after chaos_stop, starts them again where they were. */
 void chaos_start(chaos_load_t *load);
 void chaos_stop(chaos_load_t *load);
 /* Acknowledgements of every kind so far (a rising count: the cluster

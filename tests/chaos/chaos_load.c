@@ -66,22 +66,21 @@ static void *producer_main(void *arg)
 {
     chaos_producer_t *p = arg;
     sl_client_t *client = NULL;
-    uint64_t next = 0, batch = 0;
     uint32_t count = 1 + (uint32_t)cu_rand_range(&p->rng, 0, 15);
     while (!atomic_load(&p->load->stop)) {
         if (!client && !(client = open_client(p->load, &p->rng))) {
             chaos_pause_ms(100);
             continue;
         }
-        uint32_t partition = (uint32_t)(batch % CHAOS_PARTITIONS);
+        uint32_t partition = (uint32_t)(p->batches % CHAOS_PARTITIONS);
         sl_send_result_t r;
         int rc = cu_send(client, sl_id_name(CHAOS_STREAM), sl_id_name(p->topic), partition, p->tag,
-                         next, count, &r);
+                         p->next_number, count, &r);
         if (rc == 0 && r.confirmed && r.messages_count == count && r.partition_id == partition) {
-            remember(p, &r, next, count);
+            remember(p, &r, p->next_number, count);
             atomic_fetch_add(&p->acks, 1);
-            next += count;
-            batch++;
+            p->next_number += count;
+            p->batches++;
             count = 1 + (uint32_t)cu_rand_range(&p->rng, 0, 15);
             chaos_pause_ms(5);
             continue;
@@ -195,8 +194,8 @@ static void *meta_main(void *arg)
     chaos_meta_t *m = arg;
     uint64_t rng = 0x3e7a;
     sl_client_t *client = NULL;
-    uint64_t n = 0;
-    bool deleting = false;
+    uint64_t n = m->number;
+    bool deleting = m->deleting;
     while (!atomic_load(&m->load->stop) && n < CHAOS_META_MAX) {
         if (!client && !(client = open_client(m->load, &rng))) {
             chaos_pause_ms(100);
@@ -226,6 +225,8 @@ static void *meta_main(void *arg)
         }
         chaos_pause_ms(100);
     }
+    m->number = n;
+    m->deleting = deleting;
     sl_client_close(client);
     return NULL;
 }
@@ -364,25 +365,38 @@ static bool read_partition(sl_client_t *client, int t, uint32_t p, held_t *h, ch
     return h->numbers != NULL;
 }
 
-static void check_messages(chaos_load_t *load, sl_client_t *client, chaos_result_t *out)
+static void check_messages(chaos_load_t *load, sl_client_t *client, bool verbose,
+                           chaos_result_t *out)
 {
     for (int t = 0; t < CHAOS_TOPICS; t++) {
         const chaos_producer_t *pr = &load->producers[t];
         for (uint32_t p = 0; p < CHAOS_PARTITIONS; p++) {
             held_t h = {0};
             bool read = read_partition(client, t, p, &h, out);
+            uint64_t lost = 0, wrong = 0, low = UINT64_MAX, high = 0, acked_end = 0;
             for (size_t b = 0; b < pr->acked_count; b++) {
                 const chaos_batch_t *a = &pr->acked[b];
                 if (a->partition != p)
                     continue;
                 for (uint32_t i = 0; i < a->count; i++) {
                     uint64_t o = a->base_offset + i;
-                    if (!read || o >= h.count || h.numbers[o] == UINT64_MAX)
-                        out->lost++;
-                    else if (h.numbers[o] != a->first + i)
-                        out->wrong++;
+                    bool gone = !read || o >= h.count || h.numbers[o] == UINT64_MAX;
+                    bool other = !gone && h.numbers[o] != a->first + i;
+                    lost += gone;
+                    wrong += other;
+                    low = gone || other ? (o < low ? o : low) : low;
+                    high = gone || other ? (o > high ? o : high) : high;
+                    acked_end = o + 1 > acked_end ? o + 1 : acked_end;
                 }
             }
+            /* Where the damage is: the tail (lost past what it holds) or within. */
+            if (verbose && (lost || wrong))
+                printf("  %s/%u: holds %" PRIu64 " messages, acknowledged up to offset %" PRIu64
+                       "; %" PRIu64 " lost, %" PRIu64 " other bytes, at offsets %" PRIu64
+                       "..%" PRIu64 "\n",
+                       topic_names[t], p, h.count, acked_end, lost, wrong, low, high);
+            out->lost += lost;
+            out->wrong += wrong;
             free(h.numbers);
         }
         out->batches += pr->acked_count;
@@ -463,15 +477,41 @@ uint64_t chaos_check_offsets(chaos_load_t *load, int leader)
     return back;
 }
 
-void chaos_check(chaos_load_t *load, int leader, chaos_result_t *out)
+/* The message checks against node i's answers. */
+static void messages_on(chaos_load_t *load, int i, bool verbose, chaos_result_t *out)
 {
-    memset(out, 0, sizeof(*out));
-    sl_client_t *client = th_cluster_login(load->cluster, leader);
+    sl_client_t *client = th_cluster_login(load->cluster, i);
     if (client)
-        check_messages(load, client, out);
+        check_messages(load, client, verbose, out);
     else
         out->lost = UINT64_MAX;
     sl_client_close(client);
+}
+
+void chaos_check(chaos_load_t *load, int leader, chaos_result_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    /* A node serves polls from what it has applied, which may trail the
+     * commits it acknowledged by a heartbeat: asked again, up to 20 times a
+     * second apart, while something is missing. */
+    for (int tries = 0; tries < 20; tries++) {
+        chaos_result_t x = {0};
+        messages_on(load, leader, false, &x);
+        if (!x.lost && !x.wrong && !x.gaps)
+            break;
+        chaos_pause_ms(1000);
+    }
+    messages_on(load, leader, true, out);
+    /* Missing on the leader: lost to the cluster, or only to the leader's
+     * replica? What each other node serves says. */
+    for (int i = 0; (out->lost || out->wrong) && i < load->cluster->count; i++) {
+        if (i == leader || !load->cluster->nodes[i].alive)
+            continue;
+        chaos_result_t y = {0};
+        messages_on(load, i, false, &y);
+        printf("  node %d (a backup) serves them with %" PRIu64 " lost, %" PRIu64 " other bytes\n",
+               i, y.lost, y.wrong);
+    }
     out->offsets_back = chaos_check_offsets(load, leader);
     check_meta(load, leader, out);
 }
