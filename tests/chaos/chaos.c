@@ -29,6 +29,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <sluice/error.h>
+
 #include "chaos.h"
 #include "crash_util.h"
 
@@ -75,9 +77,21 @@ static void print_acks(run_t *r, const char *what)
 {
     uint64_t m, meta, o;
     chaos_acks(&r->load, &m, &meta, &o);
+    const chaos_load_t *l = &r->load;
+    uint64_t send_errors = 0;
+    for (int t = 0; t < CHAOS_TOPICS; t++)
+        send_errors += atomic_load(&l->producers[t].errors);
     printf("  %s: acknowledged so far %" PRIu64 " batches, %" PRIu64 " metadata writes, %" PRIu64
-           " offset stores\n",
-           what, m, meta, o);
+           " offset stores; failed (each retried on a new client) %" PRIu64 " sends, %" PRIu64
+           " metadata writes, %" PRIu64 " polls or stores; the consumer read %" PRIu64
+           " messages (%" PRIu64 " not numbered ones)\n",
+           what, m, meta, o, send_errors, atomic_load(&l->meta.errors),
+           atomic_load(&l->consumer.errors), atomic_load(&l->consumer.polled),
+           atomic_load(&l->consumer.malformed));
+    for (int t = 0; t < CHAOS_TOPICS; t++)
+        if (atomic_load(&l->producers[t].last_error))
+            printf("    the last failed send to %s: %s\n", l->producers[t].topic,
+                   sl_strerror(atomic_load(&l->producers[t].last_error)));
 }
 
 /* CHAOS_CHECK_EACH: the load stopped, the checks on the leader now, the
@@ -290,6 +304,7 @@ int main(int argc, char **argv)
     print_acks(&r, "after the cycles");
     cases(&r);
     chaos_stop(&r.load);
+    print_acks(&r, "at the end");
     /* A node that died of itself (a crash, an assertion, a sanitizer
      * report) fails the run whatever the checks say; its log shows why. */
     for (int i = 0; i < r.cluster.count; i++) {

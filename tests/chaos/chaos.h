@@ -43,6 +43,7 @@ typedef struct chaos_producer {
     size_t acked_count, acked_cap;
     atomic_uint_fast64_t acks;   /* batches acknowledged */
     atomic_uint_fast64_t errors; /* sends that failed (each retried) */
+    atomic_int last_error;       /* the last failure's code (negative), 0 before any */
 } chaos_producer_t;
 
 typedef struct chaos_consumer {

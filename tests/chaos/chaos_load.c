@@ -86,6 +86,7 @@ static void *producer_main(void *arg)
             continue;
         }
         atomic_fetch_add(&p->errors, 1);
+        atomic_store(&p->last_error, rc ? rc : -SL_ERR_INVALID_FORMAT); /* unconfirmed reply */
         sl_client_close(client);
         client = NULL;
         chaos_pause_ms(50);
@@ -458,7 +459,8 @@ static void check_meta(chaos_load_t *load, int leader, chaos_result_t *out)
     }
 }
 
-uint64_t chaos_check_offsets(chaos_load_t *load, int leader)
+/* The group offsets node `leader` serves below an acknowledged store, now. */
+static uint64_t offsets_back_once(chaos_load_t *load, int leader)
 {
     sl_client_t *client = th_cluster_login(load->cluster, leader);
     if (!client)
@@ -474,6 +476,19 @@ uint64_t chaos_check_offsets(chaos_load_t *load, int leader)
             back++;
     }
     sl_client_close(client);
+    return back;
+}
+
+uint64_t chaos_check_offsets(chaos_load_t *load, int leader)
+{
+    /* Served from what the node applied, which may trail its commits by a
+     * heartbeat: a shortfall counts only if it stays for 20 tries a second
+     * apart. */
+    uint64_t back = offsets_back_once(load, leader);
+    for (int tries = 0; tries < 20 && back; tries++) {
+        chaos_pause_ms(1000);
+        back = offsets_back_once(load, leader);
+    }
     return back;
 }
 
