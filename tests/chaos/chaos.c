@@ -104,7 +104,7 @@ static void check_now(run_t *r, const char *after)
     int leader = th_cluster_wait_leader(&r->cluster, 0, LEADER_POLLS);
     chaos_result_t x = {0};
     if (leader >= 0)
-        chaos_check(&r->load, leader, &x);
+        chaos_check(&r->load, leader, r->messages, &x);
     printf("  checked after %s: leader %d; of %" PRIu64 " acknowledged messages %" PRIu64
            " lost, %" PRIu64 " other bytes; %" PRIu64 " gaps; %" PRIu64
            " group offsets back; %" PRIu64 " metadata writes lost\n",
@@ -142,7 +142,7 @@ static void cycle(run_t *r, int k)
     int now = th_cluster_wait_leader(c, 0, LEADER_POLLS);
     uint64_t flowed = wait_commits(r);
     double served = now_s() - t0;
-    uint64_t back = now >= 0 ? chaos_check_offsets(&r->load, now) : 0;
+    uint64_t back = now >= 0 && r->messages ? chaos_check_offsets(&r->load, now) : 0;
     r->offsets_back += back;
     printf("cycle %d: kill -9 node %d (%s) after %ld ms, down %ld ms (%" PRIu64
            " metadata commits meanwhile); leader now %d; %" PRIu64
@@ -318,7 +318,7 @@ int main(int argc, char **argv)
     int leader = th_cluster_wait_leader(&r.cluster, 0, LEADER_POLLS);
     chaos_result_t x = {0};
     if (leader >= 0)
-        chaos_check(&r.load, leader, &x);
+        chaos_check(&r.load, leader, r.messages, &x);
     print_result(&r, &x);
     bool lost = leader < 0 || x.meta_lost || x.meta_diverged ||
                 (r.messages &&

@@ -102,8 +102,10 @@ typedef struct chaos_result {
 } chaos_result_t;
 
 /* Checks everything acknowledged against the leader's answers (after
- * chaos_stop). messages: the message checks; else only metadata. */
-void chaos_check(chaos_load_t *load, int leader, chaos_result_t *out);
+ * chaos_stop). messages: the message and offset checks count, so a
+ * shortfall is asked again for 20 s (the leader may apply late) and each
+ * backup is asked too; else they are made once and only reported. */
+void chaos_check(chaos_load_t *load, int leader, bool messages, chaos_result_t *out);
 /* The group offsets on the leader against the acknowledged ones now;
  * returns how many went back. */
 uint64_t chaos_check_offsets(chaos_load_t *load, int leader);
