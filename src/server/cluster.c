@@ -26,6 +26,22 @@
 
 /* --- the machine: the single-node apply and its effects ------------------------------ */
 
+/* The operations whose commit changes the partitions (sl_server_after_commit). */
+static bool partitions_op(uint8_t operation)
+{
+    switch (operation) {
+    case SL_OP_CREATE_TOPIC_WITH_ASSIGNMENTS:
+    case SL_OP_CREATE_PARTITIONS_WITH_ASSIGNMENTS:
+    case SL_OP_DELETE_PARTITIONS:
+    case SL_OP_DELETE_TOPIC:
+    case SL_OP_DELETE_STREAM:
+    case SL_OP_UPDATE_TOPIC:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static void machine_apply(void *ctx, const sl_vsr_prepare_t *p, sl_span_t body, sl_buf_t *reply)
 {
     sl_cluster_t *c = ctx;
@@ -53,11 +69,21 @@ static void machine_apply(void *ctx, const sl_vsr_prepare_t *p, sl_span_t body, 
     }
     if (p->timestamp > srv->last_timestamp)
         srv->last_timestamp = p->timestamp;
-    if (!c->booting) {
+    if (c->booting)
+        return;
+    if (p->op <= c->replay_until) {
+        /* An op this node may have applied before it restarted: its
+         * partition directories may exist and hold messages. The boot sync
+         * opens what is there instead of clearing a "new" topic's
+         * directory, as the commit's sync would (that lost every message of
+         * a topic created since the last metadata checkpoint). */
+        if (partitions_op(p->operation))
+            sl_partitions_sync(&srv->partitions, srv->meta, true);
+    } else {
         sl_server_after_commit(srv, &e, stream_id,
                                sl_span(reply->data + mark, reply->len - mark));
-        sl_cluster_pgroups_sync(c, false);
     }
+    sl_cluster_pgroups_sync(c, false);
 }
 
 static void machine_snapshot(void *ctx, sl_buf_t *out)
@@ -352,6 +378,21 @@ static void root_due(sl_cluster_t *c, const sl_vsr_info_t *info)
     explicit_bzero(phc, sizeof(phc));
 }
 
+/* Once the metadata applied is at least what it was before the restart,
+ * the boot sync runs again with its sweep: directories meta still does not
+ * know are leftovers of a delete cut by a crash. */
+static void replay_due(sl_cluster_t *c, const sl_vsr_info_t *info)
+{
+    sl_server_t *srv = c->srv;
+    if (!srv->partitions.keep_unknown || info->commit_min < c->replay_until)
+        return;
+    srv->partitions.keep_unknown = false;
+    sl_partitions_sync(&srv->partitions, srv->meta, true);
+    sl_cluster_pgroups_sync(c, false);
+    sl_log_info("cluster: metadata replayed to op %llu: partition directories swept",
+                (unsigned long long)c->replay_until);
+}
+
 void sl_cluster_on_timer(void *ctx, struct sl_loop *loop)
 {
     (void)loop;
@@ -363,6 +404,7 @@ void sl_cluster_on_timer(void *ctx, struct sl_loop *loop)
     sl_vsr_info_t info;
     sl_vsr_replica_info(c->replica, &info);
     root_due(c, &info);
+    replay_due(c, &info);
     sl_cluster_forward_tick(c);
     sl_cluster_pgroups_tick(c, info.primary);
 }
@@ -377,6 +419,17 @@ void sl_cluster_submit(sl_cluster_t *c, sl_session_t *s, const sl_request_header
                     "takes at most %u",
                     body.len, SL_CLUSTER_META_BODY_MAX);
         sl_reply_result(s, req, operation, SL_ERR_INVALID_FORMAT);
+        return;
+    }
+    if (operation == SL_OP_PURGE_STREAM || operation == SL_OP_PURGE_TOPIC) {
+        /* A purge restarts the partitions' offsets at 0 on each node as it
+         * applies the metadata op, outside the partition groups' order: the
+         * groups would go on stamping the old offsets and every later send
+         * would fail. Refused until purges go through the groups. */
+        sl_log_warn("cluster: %s refused: purges are not ordered through the partition groups "
+                    "yet (docs/cluster.md)",
+                    operation == SL_OP_PURGE_STREAM ? "PurgeStream" : "PurgeTopic");
+        sl_reply_result(s, req, operation, SL_ERR_FEATURE_UNAVAILABLE);
         return;
     }
     s->vsr_req = *req;
@@ -593,6 +646,11 @@ static int open_replica(sl_cluster_t *c, char *err, size_t err_len)
         snprintf(err, err_len, "cluster: cannot open the metadata replica");
         return -SL_ERR_ERROR;
     }
+    /* Ops up to the journal's head may have been applied before a restart
+     * (machine_apply replays them with the boot sync of the partitions). */
+    sl_vsr_info_t info;
+    sl_vsr_replica_info(c->replica, &info);
+    c->replay_until = info.op;
     return 0;
 }
 
@@ -634,6 +692,9 @@ int sl_cluster_open(sl_server_t *srv, char *err, size_t err_len)
         rc = start_timer(c, err, err_len);
     if (rc != 0)
         return rc; /* sl_server_close frees what was made */
+    /* Until the replay is over, meta is behind the partition directories:
+     * nothing it does not know yet is swept (replay_due). */
+    srv->partitions.keep_unknown = c->replay_until > 0;
     sl_partitions_sync(&srv->partitions, srv->meta, true);
     sl_cluster_pgroups_sync(c, true);
     sl_log_info("cluster: metadata replica %u of %u opened on %s/%s/replica: heartbeat timeout "

@@ -87,7 +87,8 @@ typedef struct sl_cluster_offset_op {
     uint64_t offset;
     bool remove;          /* DeleteConsumerOffset */
     bool never_backwards; /* poll auto-commit */
-    bool wait;            /* answer s after the commit; false: nobody is answered */
+    bool wait;            /* answer s after the commit */
+    bool answer_now;      /* NoAck: answer s at once (58 off the primary) */
 } sl_cluster_offset_op_t;
 void sl_cluster_store_offset(sl_cluster_t *c, struct sl_session *s, const sl_request_header_t *req,
                              const sl_cluster_offset_op_t *op);

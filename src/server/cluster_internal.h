@@ -59,6 +59,10 @@ struct sl_cluster {
     /* While the replica opens, applies leave the partitions alone: one
      * sync after the open brings them in line with whatever it recovered. */
     bool booting;
+    /* The metadata journal's head at open: an op at or below it may have
+     * been applied before a restart, and is applied again without clearing
+     * partition directories. */
+    uint64_t replay_until;
     uint64_t ticks;
     uint64_t root_tick; /* ticks at the last root submission (0: none yet) */
     sl_cluster_forward_t forwards[SL_CLUSTER_FORWARDS_MAX]; /* as the primary */

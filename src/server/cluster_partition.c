@@ -720,9 +720,16 @@ void sl_cluster_send_messages(sl_cluster_t *c, sl_session_t *s, const sl_request
 void sl_cluster_store_offset(sl_cluster_t *c, sl_session_t *s, const sl_request_header_t *req,
                              const sl_cluster_offset_op_t *op)
 {
-    sl_pgroup_t *pg = group_for(c, s, req, op->stream_id, op->topic_id, op->partition_id);
-    if (!pg)
+    bool answers = op->wait || op->answer_now; /* else a poll's auto-commit: no reply */
+    uint64_t group;
+    sl_pgroup_t *pg = group_of(op->stream_id, op->topic_id, op->partition_id, &group)
+                          ? sl_cluster_pgroup(c, group)
+                          : NULL;
+    if (!pg) {
+        if (answers)
+            sl_reply_status(s, req, SL_ERR_TRANSIENT_NOT_ACCEPTED);
         return;
+    }
     uint8_t body[OFFSET_STORE_BODY];
     size_t len = op->remove ? OFFSET_DELETE_BODY : OFFSET_STORE_BODY;
     memset(body, 0, sizeof(body));
@@ -731,6 +738,17 @@ void sl_cluster_store_offset(sl_cluster_t *c, sl_session_t *s, const sl_request_
     if (!op->remove) {
         sl_store_u64(body + 5, op->offset);
         body[13] = op->never_backwards ? STORE_NEVER_BACK : 0;
+    }
+    if (op->answer_now) {
+        /* NoAck: answered at once, which is only true on the primary (a
+         * backup's core would refuse it with 58 to nobody). */
+        sl_vsr_info_t info;
+        sl_vsr_replica_info(pg->replica, &info);
+        if (!info.primary)
+            return sl_reply_status(s, req, SL_ERR_TRANSIENT_NOT_ACCEPTED);
+        sl_buf_reset(&s->reply_body);
+        sl_result_put_ok(&s->reply_body);
+        sl_reply_body(s, req, req->operation);
     }
     submit(pg, s, req, sl_span(body, len), op->wait);
 }

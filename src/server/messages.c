@@ -516,9 +516,8 @@ static void offset_cluster(sl_session_t *s, const sl_request_header_t *req,
                            sl_cluster_offset_op_t *op, uint8_t ack)
 {
     op->wait = ack == SL_ACK_QUORUM;
+    op->answer_now = !op->wait;
     sl_cluster_store_offset(s->server->cluster, s, req, op);
-    if (!op->wait)
-        offset_done(s, req);
 }
 
 static void store_consumer_offset(sl_session_t *s, const sl_request_header_t *req, sl_span_t body)

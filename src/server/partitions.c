@@ -357,7 +357,7 @@ static void sync_topic(sl_partitions_t *ps, sl_topic_rt_t *rt, const sl_meta_top
     for (uint32_t id = 0; id < had; id++)
         if (rt->partitions[id])
             sl_partition_reconfigure(rt->partitions[id], &cfg);
-    if (boot)
+    if (boot && !ps->keep_unknown)
         sweep_partitions(ps, rt, want);
     for (uint32_t id = had; id < want; id++) {
         bool cleared = false;
@@ -534,7 +534,7 @@ void sl_partitions_sync(sl_partitions_t *ps, const sl_meta_t *meta, bool boot)
             i = ps->count < i ? ps->count : i;
         }
     }
-    if (boot)
+    if (boot && !ps->keep_unknown)
         sweep_streams(ps, meta);
     for (const sl_meta_stream_t *ms = sl_meta_stream_next(meta, NULL); ms;
          ms = sl_meta_stream_next(meta, ms))

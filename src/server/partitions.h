@@ -68,6 +68,10 @@ typedef struct sl_partitions {
     /* The read scratch every partition's polls share (one poll at a time). */
     sl_buf_t read_buf;
     uint64_t closed;        /* partitions closed so far (a sync that closes some trims) */
+    /* Cluster mode while the metadata group replays what it may have applied before a
+     * restart (server/cluster.c): meta is behind the disk, so a boot sync opens what it
+     * knows and sweeps nothing it does not know yet. */
+    bool keep_unknown;
     sl_topic_rt_t **topics; /* sorted by (stream_id, topic_id) */
     uint32_t count;
     uint32_t cap;

@@ -338,7 +338,7 @@ bool vsr_head(sl_vsr_replica_t *r, uint64_t op, sl_u128_t parent, sl_vsr_frame_t
               sl_span_t *head)
 {
     sl_assert(op >= 1);
-    if (op - 1 <= r->commit_min) {
+    if (op - 1 <= r->commit_min || (r->cfg.bugs & SL_VSR_BUG_HEAD_APPLIED)) {
         *head = sl_span(NULL, 0); /* applied: the machine's state is the head */
         return true;
     }

@@ -129,6 +129,7 @@ enum {
     SL_VSR_BUG_COMMIT_WITHOUT_QUORUM = 1u << 0, /* the primary commits on its own write */
     SL_VSR_BUG_NACK_WITHOUT_QUORUM = 1u << 1,   /* a view change truncates on one nack */
     SL_VSR_BUG_CANONICAL_BY_OP = 1u << 2,       /* the longest log wins, not the newest view */
+    SL_VSR_BUG_HEAD_APPLIED = 1u << 3,          /* the hooks' head is the applied state, always */
 };
 
 typedef struct sl_vsr_config {

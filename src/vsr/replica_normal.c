@@ -412,9 +412,9 @@ static void apply_one(sl_vsr_replica_t *r, uint64_t op, const sl_vsr_frame_t *f)
         return; /* an internal operation: no session, no reply */
     /* A Register binds a session; the watermark, its stamp and its cached
      * reply stay (a retried request after a rebind still finds its reply).
-     * A Register's own reply is never resent: every Register commits. A
-     * sessionless group keeps no client table: nothing to remember. */
+     * A Register's own reply is never resent: every Register commits. */
     if (r->cfg.sessionless) {
+        /* No client table on this plane: nothing to remember. */
     } else if (p->operation == SL_OP_REGISTER) {
         sl_vsr_clients_register(&r->clients, p->client, op, p->user_id);
     } else {

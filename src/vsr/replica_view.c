@@ -443,6 +443,52 @@ static void trace_undecided(sl_vsr_replica_t *r, const choice_t *c, uint64_t op,
 
 static void install_as_primary(sl_vsr_replica_t *r, const choice_t *c);
 
+/* Whether every committed op of the chosen window that this replica has not
+ * applied will be known once the window is installed: a header or an
+ * identity from the DoViewChanges, or an identity the hash chain names from
+ * above (through the chosen headers or this replica's own entries, as
+ * install_window's chain walk will find it). One known to nobody (each
+ * DoViewChange so far is blank there: its senders never had it, or dropped
+ * the entry when a state transfer moved their window back) could never be
+ * repaired in the new view: no peer would vouch for it and nothing would
+ * name its identity, while the Commit heartbeat kept the view alive. The
+ * replicas that committed it include one of any quorum, but not
+ * necessarily of the DoViewChanges here: wait for more (or for the view
+ * change to time out to the next primary). A replica recovering from a
+ * faulty journal slot sends none until a StartView names its log, so this
+ * waits in vain if it alone holds the op with one dropped entry beside it
+ * (two faults at once); installing would not do better there unless it
+ * still knew the op committed. */
+static bool committed_known(sl_vsr_replica_t *r, const choice_t *c)
+{
+    uint64_t from = r->commit_min + 1 > c->lo ? r->commit_min + 1 : c->lo;
+    uint64_t to = c->commit < c->op ? c->commit : c->op;
+    bool named = false; /* the op above named this one's identity */
+    sl_u128_t id = {0, 0};
+    for (uint64_t op = c->op; op >= from && op > 0; op--) {
+        uint32_t k = (uint32_t)(op - c->lo);
+        bool known = c->hdr[k] != NULL || c->cid_known[k] || named;
+        sl_u128_t want = c->hdr[k] != NULL ? sl_load_u128(c->hdr[k])
+                         : c->cid_known[k] ? c->cid[k]
+                                           : id;
+        if (!known && op <= to) {
+            vsr_trace(r, "view change: committed op %llu unknown to every DoViewChange so far",
+                      (unsigned long long)op);
+            return false;
+        }
+        named = false;
+        if (c->hdr[k] != NULL) {
+            id = sl_load_u128(c->hdr[k] + 144);
+            named = true;
+        } else if (known && vsr_known(r, op) && sl_u128_eq(vsr_entry(r, op)->identity, want)) {
+            id = vsr_entry(r, op)->parent;
+            named = true;
+        }
+        named = named && !sl_u128_is_zero(id);
+    }
+    return true;
+}
+
 static void try_decide(sl_vsr_replica_t *r)
 {
     if (r->status != SL_VSR_STATUS_VIEW_CHANGE || vsr_primary_of(r, r->view) != r->cfg.replica ||
@@ -469,6 +515,9 @@ static void try_decide(sl_vsr_replica_t *r)
             break;
         }
     }
+    /* With every replica's DoViewChange in, no more can come: install. */
+    if (have < r->cfg.replica_count && !committed_known(r, &c))
+        return;
     /* A primary whose journal window cannot hold the chosen log's head (its
      * checkpoint lags far behind) would send a StartView without the headers
      * of the newest ops: it lets the view time out to the next replica. */

@@ -5,12 +5,15 @@
  *     at the offsets their replies named, and every node's segment files
  *     hold the same bytes;
  *   - a SendMessages on a backup gets 58; a batch larger than a cluster
- *     takes gets 4036 InvalidMessagesSize;
+ *     takes gets 4036 InvalidMessagesSize; a purge gets 5 FeatureUnavailable
+ *     and sends go on;
  *   - the primary killed with SIGKILL while producers run: every
  *     acknowledged message is readable from the new leader, byte for byte,
  *     at its offset, the offsets contiguous; stored consumer offsets
  *     survive (none goes back);
- *   - a backup killed and restarted catches up and serves the same bytes.
+ *   - a backup killed and restarted catches up and serves the same bytes;
+ *   - all three killed at once keep every acknowledged message of a topic
+ *     without enforce_fsync (replayed from the partition rings).
  *
  * Every wait polls with a deadline of a count of polls (a minute or more on
  * a loaded machine); nothing asserts on how long anything took. */
@@ -426,10 +429,18 @@ static void test_replicated_byte_for_byte(void **state)
                                              sl_partitioning_partition(0), &m, 1, &r),
                      -SL_ERR_INVALID_MESSAGES_SIZE);
     free(big);
+    /* A purge would restart offsets outside the groups' order: refused. */
+    assert_int_equal(sl_client_purge_topic(l, sl_id_name("s"), sl_id_name("plain")),
+                     -SL_ERR_FEATURE_UNAVAILABLE);
+    assert_int_equal(send_batch(l, "plain", 0, "after", 0, 2, &plain[0]), 0);
     sl_client_close(l);
     assert_logged(&nodes[leader].srv, "a cluster takes at most", true);
-    assert_int_equal(check_partition(&nodes[leader], "plain", 0, &plain[0], plain[0].acked),
-                     plain[0].acked);
+    assert_logged(&nodes[leader].srv, "PurgeTopic refused", true);
+    /* Every node has applied everything before the comparison below (a
+     * backup applies at the next Commit it hears). */
+    for (int i = 0; i < NODES; i++)
+        assert_int_equal(check_partition(&nodes[i], "plain", 0, &plain[0], plain[0].acked),
+                         plain[0].acked);
 
     /* Shut down (partitions flush): every node's segments hold the same bytes. */
     nodes_stop(nodes, false);
@@ -615,12 +626,52 @@ static void test_backup_restart_catches_up(void **state)
     ledger_free(&ledger);
 }
 
+/* All three killed at once with SIGKILL while a plain topic's batches sit
+ * in the partitions' memory (no enforce_fsync, the flush gate not reached):
+ * restarted, every node replays its partition ring over its segments and
+ * holds every acknowledged message; sends go on at the next offset. */
+static void test_all_killed_keep_messages(void **state)
+{
+    (void)state;
+    node_t nodes[NODES];
+    nodes_start(nodes);
+    int leader = wait_leader(nodes, -1);
+    create_topics(nodes, leader);
+    ledger_t ledger;
+    memset(&ledger, 0, sizeof(ledger));
+    pthread_mutex_init(&ledger.lock, NULL);
+    sl_client_t *c = producer(&nodes[leader]);
+    for (int i = 0; i < 30; i++)
+        assert_int_equal(send_batch(c, "plain", 1, "pre", i, 3, &ledger), 0);
+    sl_client_close(c);
+    for (int i = 0; i < NODES; i++)
+        check_partition(&nodes[i], "plain", 1, &ledger, ledger.acked);
+    for (int i = 0; i < NODES; i++)
+        node_kill(&nodes[i]);
+    for (int i = 0; i < NODES; i++)
+        node_run(&nodes[i], i, nodes[i].srv.data_dir, false);
+    leader = wait_leader(nodes, -1);
+    for (int i = 0; i < NODES; i++)
+        assert_int_equal(check_partition(&nodes[i], "plain", 1, &ledger, ledger.acked),
+                         ledger.acked);
+    c = producer(&nodes[leader]);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(send_batch(c, "plain", 1, "post", i, 2, &ledger), 0);
+    sl_client_close(c);
+    for (int i = 0; i < NODES; i++)
+        assert_int_equal(check_partition(&nodes[i], "plain", 1, &ledger, ledger.acked),
+                         ledger.acked);
+    nodes_stop(nodes, true);
+    ledger_free(&ledger);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_replicated_byte_for_byte),
         cmocka_unit_test(test_primary_killed_under_load),
         cmocka_unit_test(test_backup_restart_catches_up),
+        cmocka_unit_test(test_all_killed_keep_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -204,12 +204,19 @@ static uint32_t wait_stream(const node_t *n, const char *name, const char *user)
     return 0;
 }
 
-/* The node opened the topic's partition when it applied CreateTopic (the
- * same effects on partitions as single-node mode): a send to it on that
- * node lands. Messages are not replicated yet: each node keeps its own. */
-static void assert_partition_open(const node_t *n, const char *stream, const char *topic)
+/* Every node opened the topic's partition when it applied CreateTopic (the
+ * same effects on partitions as single-node mode), and its partition group
+ * with it: a send on the leader lands (retried while the partition's
+ * primary moves to the leader), and every node serves it. */
+static void assert_partition_open(const node_t nodes[NODES], int leader, const char *stream,
+                                  const char *topic)
 {
-    sl_client_t *c = login(n);
+    sl_client_options_t o = {.transient_retries = 200, .transient_delay_ms = 20,
+                             .settle_on_leader = SL_CLIENT_SETTLE_OFF};
+    th_client_options(&o);
+    sl_client_t *c = NULL;
+    assert_int_equal(sl_client_connect("127.0.0.1", nodes[leader].tcp, &o, &c), 0);
+    assert_int_equal(sl_client_login(c, "iggy", "iggy", NULL), 0);
     sl_send_message_t m = {.payload = "hello", .payload_len = 5};
     sl_send_result_t r;
     assert_int_equal(sl_client_send_messages(c, sl_id_name(stream), sl_id_name(topic),
@@ -217,6 +224,22 @@ static void assert_partition_open(const node_t *n, const char *stream, const cha
                      0);
     assert_true(r.confirmed);
     sl_client_close(c);
+    for (int i = 0; i < NODES; i++) {
+        c = login(&nodes[i]);
+        sl_polled_messages_t out = {0};
+        for (int p = 0; p < POLLS_MAX && out.count == 0; p++) {
+            assert_int_equal(sl_client_poll_messages(c, sl_consumer_single(sl_id_num(1)),
+                                                     sl_id_name(stream), sl_id_name(topic), 0,
+                                                     sl_poll_offset(r.base_offset), 1, false,
+                                                     &out),
+                             0);
+            if (out.count == 0)
+                pause_ms(100);
+        }
+        assert_int_equal(out.count, 1);
+        assert_memory_equal(out.messages[0].payload, "hello", 5);
+        sl_client_close(c);
+    }
 }
 
 static void test_replicated_metadata_and_failover(void **state)
@@ -251,10 +274,9 @@ static void test_replicated_metadata_and_failover(void **state)
     sl_client_close(c);
 
     /* Every node applies it, partition directory included. */
-    for (int i = 0; i < NODES; i++) {
+    for (int i = 0; i < NODES; i++)
         assert_int_equal(wait_stream(&nodes[i], "orders", "alice"), stream_id);
-        assert_partition_open(&nodes[i], "orders", "paid");
-    }
+    assert_partition_open(nodes, leader, "orders", "paid");
 
     /* A backup refuses a write with 58 (the client goes to the leader). */
     int backup = (leader + 1) % NODES;

@@ -124,6 +124,8 @@ static void open_replica(sim_t *s, uint8_t i)
         return;
     }
     s->up[i] = true;
+    if (s->opt.partitions)
+        pgroups_open(s, i);
     sim_log(s, "replica %u up", i);
 }
 
@@ -169,6 +171,10 @@ static void sim_init(sim_t *s, const sim_options_t *opt)
     }
     for (uint8_t i = 0; i < s->nclients; i++)
         client_init(&s->clients[i], s, i);
+    /* Drawn after everything above: the first group's scenario of a seed
+     * is the same with or without --partitions up to here. */
+    if (opt->partitions)
+        pgroups_init(s, is_prone);
     for (uint8_t i = 0; i < s->n; i++)
         open_replica(s, i);
 }
@@ -180,6 +186,7 @@ static void sim_free(sim_t *s)
             sl_vsr_replica_close(s->replicas[i]);
         disk_free(&s->disks[i]);
     }
+    pgroups_free(s);
     for (uint8_t i = 0; i < s->nclients; i++)
         free(s->clients[i].committed_ops);
     net_free(&s->net);
@@ -197,13 +204,17 @@ static void crash(sim_t *s, uint8_t i)
     s->up[i] = false;
     s->restart_at[i] = s->tick + prng_range(&s->prng, 1, 300);
     s->stats.crashes++;
-    if (s->disks[i].fault_prone && prng_chance(&s->prng, 250000)) {
+    bool wipe = s->disks[i].fault_prone && prng_chance(&s->prng, 250000);
+    if (wipe) {
         disk_wipe(&s->disks[i]);
         s->stats.wipes++;
         sim_log(s, "replica %u crashed, disk wiped", i);
     } else {
         sim_log(s, "replica %u crashed", i);
     }
+    /* The node's partition replicas go down with it (its disk with theirs). */
+    if (s->opt.partitions)
+        pgroups_crash(s, i, wipe);
 }
 
 static void heal(sim_t *s)
@@ -268,6 +279,11 @@ static void inject_faults(sim_t *s)
             s->stats.corruptions++;
             sim_log(s, "replica %u: disk corrupted", i);
         }
+        if (s->opt.partitions && s->disks[i].fault_prone && prng_chance(p, s->corrupt_ppm) &&
+            pgroups_corrupt(s, i)) {
+            s->stats.corruptions++;
+            sim_log(s, "replica %u: a partition group's disk corrupted", i);
+        }
     }
     if (s->partition_until != 0 && s->tick >= s->partition_until) {
         heal(s);
@@ -295,6 +311,10 @@ static void enter_liveness(sim_t *s)
 
 static void deliver(sim_t *s, const packet_t *pk)
 {
+    if (pk->to >= s->n + s->nclients) {
+        pgroups_client_frame(s, pk->to, pk->data, pk->len);
+        return;
+    }
     if (pk->to >= s->n) {
         client_on_frame(s, &s->clients[pk->to - s->n], pk->data, pk->len);
         return;
@@ -303,9 +323,14 @@ static void deliver(sim_t *s, const packet_t *pk)
     if (!s->up[i])
         return;
     if (pk->from < s->n) {
+        /* Routed by the frame's group, as sluiced does. */
+        if (s->opt.partitions && pgroups_route(s, i, pk->data, pk->len))
+            return;
         sl_vsr_replica_on_frame(s->replicas[i], pk->data, pk->len);
         return;
     }
+    if (s->opt.partitions && pgroups_request(s, pk->from, i, pk->data, pk->len))
+        return;
     /* A client request: the host's admission decodes the header and stamps
      * the acting user. */
     sl_request_header_t h;
@@ -346,7 +371,7 @@ static bool converged(sim_t *s)
         if (s->clients[i].outstanding || s->clients[i].parked || !s->clients[i].registered)
             return false;
     }
-    return true;
+    return !s->opt.partitions || pgroups_converged(s);
 }
 
 static void describe(sim_t *s, FILE *out)
@@ -407,14 +432,17 @@ static void step(sim_t *s)
         if (s->up[i])
             disk_complete(&s->disks[i], s->replicas[i], s->tick);
     }
+    uint64_t realtime_us[SIM_REPLICAS_MAX];
     for (uint8_t i = 0; i < s->n; i++) {
-        if (s->up[i]) {
-            int64_t us = (int64_t)(s->tick * SIM_TICK_US) + 1000000000 + s->skew_us[i];
-            sl_vsr_replica_tick(s->replicas[i], (uint64_t)us);
-        }
+        int64_t us = (int64_t)(s->tick * SIM_TICK_US) + 1000000000 + s->skew_us[i];
+        realtime_us[i] = (uint64_t)us;
+        if (s->up[i])
+            sl_vsr_replica_tick(s->replicas[i], realtime_us[i]);
     }
     for (uint8_t i = 0; i < s->nclients; i++)
         client_tick(s, &s->clients[i]);
+    if (s->opt.partitions && !s->failed)
+        pgroups_step(s, realtime_us);
 }
 
 static void describe(sim_t *s, FILE *out);
@@ -435,8 +463,11 @@ static int run_seed(const sim_options_t *opt, bool report)
         if (s->phase == PHASE_LIVENESS) {
             if (liveness_start == 0)
                 liveness_start = s->tick;
-            if (converged(s))
+            if (converged(s)) {
+                if (s->opt.partitions)
+                    pgroups_check_final(s);
                 break;
+            }
             if (s->tick - liveness_start > opt->liveness_ticks)
                 sim_fail(s, "LIVENESS: not converged %llu ticks after faults stopped",
                          (unsigned long long)opt->liveness_ticks);
@@ -455,7 +486,20 @@ static int run_seed(const sim_options_t *opt, bool report)
                 (unsigned long long)s->stats.partitions, (unsigned long long)s->stats.corruptions,
                 (unsigned long long)s->tick,
                 (unsigned long long)(liveness_start ? s->tick - liveness_start : 0));
+        if (s->opt.partitions)
+            fprintf(out,
+                    "  %u partition groups: %llu batches acknowledged, %llu take-overs, "
+                    "%llu prepares refused, %llu accepted, heads %llu applied / %llu "
+                    "journaled, %llu state transfers\n",
+                    s->npgroups, (unsigned long long)s->stats.batches_acked,
+                    (unsigned long long)s->stats.take_overs, (unsigned long long)pgroups_refused(s),
+                    (unsigned long long)s->stats.accepts,
+                    (unsigned long long)s->stats.heads_applied,
+                    (unsigned long long)s->stats.heads_journal,
+                    (unsigned long long)s->stats.pstate_transfers);
         describe(s, out);
+        if (s->opt.partitions)
+            pgroups_describe(s, out);
     }
     /* 1: a checker found a violation; 2: liveness only. */
     int rc = !s->failed ? 0 : strncmp(s->failure, "LIVENESS", 8) == 0 ? 2 : 1;
@@ -467,18 +511,29 @@ static int run_seed(const sim_options_t *opt, bool report)
 /* --- many seeds
  * ------------------------------------------------------------------------------------ */
 
-static const char *bug_names[] = {"commit-quorum", "nack-quorum", "canonical-by-op"};
+static const char *bug_names[] = {"commit-quorum", "nack-quorum", "canonical-by-op",
+                                  "head-applied"};
+#define BUGS (sizeof(bug_names) / sizeof(bug_names[0]))
 
 static void print_replay(const sim_options_t *opt)
 {
     fprintf(stderr, "sim: replay with: make sim SEED=%llu", (unsigned long long)opt->seed);
-    if (opt->replicas)
+    bool args = false;
+    if (opt->replicas) {
         fprintf(stderr, " SIM_ARGS='--replicas %u", opt->replicas);
-    for (unsigned i = 0; i < 3; i++) {
-        if (opt->bugs & (1u << i))
-            fprintf(stderr, "%s--bug %s", opt->replicas ? " " : " SIM_ARGS='", bug_names[i]);
+        args = true;
     }
-    if (opt->replicas || opt->bugs)
+    for (unsigned i = 0; i < BUGS; i++) {
+        if (opt->bugs & (1u << i)) {
+            fprintf(stderr, "%s--bug %s", args ? " " : " SIM_ARGS='", bug_names[i]);
+            args = true;
+        }
+    }
+    if (opt->partitions) {
+        fprintf(stderr, "%s--partitions", args ? " " : " SIM_ARGS='");
+        args = true;
+    }
+    if (args)
         fputc('\'', stderr);
     fputc('\n', stderr);
 }
@@ -607,9 +662,10 @@ static uint64_t run_range(sim_options_t opt, seed_set_t *set, unsigned jobs, boo
 static int usage(void)
 {
     fprintf(stderr, "usage: sl_sim --seed N | --seeds A-B | --seeds COUNT | --seed-list N,A-B,...\n"
-                    "       [--replicas 3|5] [--bug commit-quorum|nack-quorum|canonical-by-op]\n"
+                    "       [--replicas 3|5]\n"
+                    "       [--bug commit-quorum|nack-quorum|canonical-by-op|head-applied]\n"
                     "       [--jobs J] [--ticks FAULT_TICKS] [--expect-failure]\n"
-                    "       [--dump-at TICK] [--verbose]\n");
+                    "       [--dump-at TICK] [--partitions] [--verbose]\n");
     return 2;
 }
 
@@ -643,9 +699,9 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--bug") && v) {
             unsigned k = 0;
-            while (k < 3 && strcmp(v, bug_names[k]) != 0)
+            while (k < BUGS && strcmp(v, bug_names[k]) != 0)
                 k++;
-            if (k == 3)
+            if (k == BUGS)
                 return usage();
             opt.bugs |= 1u << k;
             i++;
@@ -658,6 +714,8 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--dump-at") && v) {
             opt.dump_at = strtoull(v, NULL, 0);
             i++;
+        } else if (!strcmp(a, "--partitions")) {
+            opt.partitions = true;
         } else if (!strcmp(a, "--expect-failure")) {
             expect_failure = true;
         } else if (!strcmp(a, "--verbose")) {
@@ -692,8 +750,9 @@ int main(int argc, char **argv)
         return 0;
     }
     const char *sizes = opt.replicas == 3 ? "3" : opt.replicas == 5 ? "5" : "3 and 5";
-    printf("sim: %llu seeds (%llu-%llu, %s replicas): %s, %llu stalled (liveness), %lld s\n",
+    printf("sim: %llu seeds (%llu-%llu, %s replicas%s): %s, %llu stalled (liveness), %lld s\n",
            (unsigned long long)done, (unsigned long long)first, (unsigned long long)last, sizes,
+           opt.partitions ? ", partition groups" : "",
            failed_seed == 0 ? "every seed passed" : "FAILED", (unsigned long long)stalls, secs);
     if (failed_seed != 0) {
         opt.seed = failed_seed;

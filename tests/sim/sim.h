@@ -10,7 +10,9 @@
  *            corrupts; the state record; checkpoint artifacts; wiping
  * machine.c  the replicated test machine (a small key-value store)
  * client.c   lockstep clients: register, requests, retries, evictions
- * check.c    the checkers run at every apply, restore and reply */
+ * check.c    the checkers run at every apply, restore and reply
+ * partition.c  --partitions: sessionless partition groups beside the first
+ *            group on the same nodes, network and disks (issue 13) */
 #ifndef SL_SIM_H
 #define SL_SIM_H
 
@@ -79,7 +81,10 @@ static inline bool prng_chance(prng_t *p, uint32_t ppm)
 
 #define SIM_REPLICAS_MAX  5
 #define SIM_CLIENTS_MAX   8
-#define SIM_NODES_MAX     (SIM_REPLICAS_MAX + SIM_CLIENTS_MAX)
+#define SIM_PGROUPS_MAX   4 /* partition groups (--partitions) */
+#define SIM_PCLIENTS_MAX  8 /* their producers */
+#define SIM_PAYLOAD_MAX   24
+#define SIM_NODES_MAX     (SIM_REPLICAS_MAX + SIM_CLIENTS_MAX + SIM_PCLIENTS_MAX)
 #define SIM_KEYS          8
 #define SIM_ARTIFACT_SETS 3
 /* Simulated time: one tick is 10 ms. */
@@ -241,6 +246,110 @@ void check_reset(sim_t *s, uint8_t replica);
 void check_client_reply(sim_t *s, const client_t *c, uint64_t op, uint64_t request,
                         uint8_t operation, sl_span_t body);
 
+/* --- partition groups (partition.c)
+ * ----------------------------------------------------------------------- */
+
+/* A partition replica's machine: a byte log of batches. The primary's
+ * prepare hook stamps each batch [base u64][prepare timestamp u64][payload]
+ * with its base offset (the end of the log after op - 1: the head's end, or
+ * the applied end); accept re-derives both and refuses a mismatch; apply
+ * appends the payload and checks the chain. */
+typedef struct pmachine {
+    sim_t *sim;
+    uint8_t group;
+    uint8_t replica;
+    uint64_t applied; /* op of the last applied prepare */
+    uint64_t history; /* hash of everything applied */
+    uint8_t *log;
+    uint64_t len;
+    uint64_t cap;
+} pmachine_t;
+
+/* The checker's record of one op of a partition group (the first apply). */
+typedef struct pop_record {
+    bool have;
+    uint64_t content; /* prepare fields and body */
+    uint64_t base;
+    uint64_t digest; /* machine state after it */
+    sl_u128_t client;
+    uint64_t request;
+} pop_record_t;
+
+/* A batch a producer got acknowledged: where the reply says it is. */
+typedef struct pack {
+    uint64_t base;
+    uint32_t len;
+    uint8_t client;
+    uint64_t request;
+} pack_t;
+
+typedef struct pbus_ctx {
+    sim_t *sim;
+    uint8_t group;
+    uint8_t replica;
+} pbus_ctx_t;
+
+typedef struct pgroup {
+    uint8_t index;
+    sl_vsr_config_t cfg;
+    sl_vsr_replica_t *replicas[SIM_REPLICAS_MAX];
+    disk_t disks[SIM_REPLICAS_MAX];
+    pmachine_t machines[SIM_REPLICAS_MAX];
+    sl_vsr_bus_t buses[SIM_REPLICAS_MAX];
+    pbus_ctx_t bus_ctx[SIM_REPLICAS_MAX];
+    /* checker */
+    pop_record_t *ops;
+    uint64_t ops_cap;
+    uint64_t committed_max;
+    uint64_t last_applied[SIM_REPLICAS_MAX];
+    uint8_t *truth; /* the log as first applied, byte for byte */
+    uint64_t truth_len;
+    uint64_t truth_cap;
+    pack_t *acks;
+    size_t nacks;
+    size_t acks_cap;
+} pgroup_t;
+
+/* A producer of one partition group: no Register, lockstep, at-least-once
+ * (a retried batch may commit twice; each copy is a batch of its own). */
+typedef struct pclient {
+    uint8_t index;
+    uint8_t node;
+    uint8_t group;
+    sl_u128_t id;
+    uint64_t next_request;
+    uint32_t requests_left;
+    bool outstanding;
+    uint64_t request;
+    uint8_t body[SIM_PAYLOAD_MAX];
+    uint32_t body_len;
+    uint64_t sent_at;
+    uint64_t retry_at;
+    uint64_t wake_at;
+    uint8_t target;
+} pclient_t;
+
+void pgroups_init(sim_t *s, const bool *fault_prone);
+void pgroups_free(sim_t *s);
+void pgroups_open(sim_t *s, uint8_t replica);
+void pgroups_crash(sim_t *s, uint8_t replica, bool wipe);
+/* A fault-prone node's disk: flips a byte in one of its partition groups'. */
+bool pgroups_corrupt(sim_t *s, uint8_t replica);
+/* A frame for replica `to` from a replica: delivered to its partition
+ * group's replica when its group is one; false for the first group's. */
+bool pgroups_route(sim_t *s, uint8_t to, const uint8_t *frame, uint32_t len);
+/* Whether node `from` is a producer; then its request is delivered. */
+bool pgroups_request(sim_t *s, uint8_t from, uint8_t to, const uint8_t *frame, uint32_t len);
+void pgroups_client_frame(sim_t *s, uint8_t node, const uint8_t *frame, uint32_t len);
+/* Disk completions, ticks, producers and random take-overs of one tick. */
+void pgroups_step(sim_t *s, uint64_t realtime_us[SIM_REPLICAS_MAX]);
+bool pgroups_converged(sim_t *s);
+/* At convergence: every acknowledged batch on a quorum, byte for byte. */
+void pgroups_check_final(sim_t *s);
+void pgroups_describe(sim_t *s, FILE *out);
+/* Prepares the partition groups' accept hooks refused (closed replicas too). */
+uint64_t pgroups_refused(sim_t *s);
+
 /* --- the world
  * -----------------------------------------------------------------------------------------------
  */
@@ -253,6 +362,7 @@ typedef struct sim_options {
     uint64_t fault_ticks;    /* length of the fault phase */
     uint64_t liveness_ticks; /* bound on recovery once faults stop */
     uint64_t dump_at;        /* --dump-at: print every replica's state at this tick */
+    bool partitions;         /* --partitions: partition groups beside the first group */
 } sim_options_t;
 
 enum { PHASE_FAULTS, PHASE_LIVENESS };
@@ -277,6 +387,13 @@ struct sim {
     client_t clients[SIM_CLIENTS_MAX];
     uint8_t nclients;
 
+    /* --partitions */
+    pgroup_t pgroups[SIM_PGROUPS_MAX];
+    uint8_t npgroups;
+    pclient_t pclients[SIM_PCLIENTS_MAX];
+    uint8_t npclients;
+    uint32_t take_over_ppm;
+
     /* checker state */
     committed_t *committed;
     uint64_t committed_cap;
@@ -295,6 +412,11 @@ struct sim {
     struct {
         uint64_t crashes, wipes, partitions, corruptions, replies, view_changes;
         uint64_t state_transfers;
+        uint64_t take_overs, batches_acked, prepares_refused;
+        /* partition groups: prepare hook calls whose head was the applied
+         * state / a journaled body; accept calls that said yes; state
+         * transfers installed */
+        uint64_t heads_applied, heads_journal, accepts, pstate_transfers;
     } stats;
 };
 
