@@ -81,6 +81,40 @@ static void fault_file_make(th_cluster_node_t *n)
     n->env[1] = NULL;
 }
 
+static bool port_taken(const th_cluster_t *c, uint16_t port)
+{
+    for (int i = 0; i < c->count; i++)
+        for (int j = i + 1; j < c->count; j++)
+            if (c->proxy[i][j] && th_proxy_port(c->proxy[i][j]) == port)
+                return true;
+    return false;
+}
+
+/* Free ports for every node, then the proxies (when asked). A proxy binds
+ * an ephemeral port after the nodes' ports were picked and closed, so the
+ * kernel may hand it one of them: then everything is picked again (a node
+ * would otherwise fail to listen). False on such a clash. */
+static bool ports_pick(th_cluster_t *c, bool proxies)
+{
+    for (int i = 0; i < c->count; i++)
+        for (int j = 0; j < c->count; j++)
+            if (c->proxy[i][j]) {
+                th_proxy_stop(c->proxy[i][j]);
+                c->proxy[i][j] = NULL;
+            }
+    for (int i = 0; i < c->count; i++) {
+        c->nodes[i].tcp = th_free_port();
+        c->nodes[i].replica = th_free_port();
+    }
+    for (int i = 0; proxies && i < c->count; i++)
+        for (int j = i + 1; j < c->count; j++)
+            c->proxy[i][j] = th_proxy_start(c->nodes[j].replica);
+    for (int i = 0; i < c->count; i++)
+        if (port_taken(c, c->nodes[i].tcp) || port_taken(c, c->nodes[i].replica))
+            return false;
+    return true;
+}
+
 bool th_cluster_start(th_cluster_t *c, const th_cluster_options_t *o)
 {
     memset(c, 0, sizeof(*c));
@@ -94,15 +128,12 @@ bool th_cluster_start(th_cluster_t *c, const th_cluster_options_t *o)
         die("no randomness for the cluster secret");
     for (size_t k = 0; k < sizeof(raw); k++)
         snprintf(secret + 2 * k, 3, "%02x", raw[k]);
-    for (int i = 0; i < c->count; i++) {
-        c->nodes[i].tcp = th_free_port();
-        c->nodes[i].replica = th_free_port();
+    for (int i = 0; i < c->count; i++)
         if (o->faults)
             fault_file_make(&c->nodes[i]);
-    }
-    for (int i = 0; o->proxies && i < c->count; i++)
-        for (int j = i + 1; j < c->count; j++)
-            c->proxy[i][j] = th_proxy_start(c->nodes[j].replica);
+    for (int attempt = 0; !ports_pick(c, o->proxies); attempt++)
+        if (attempt == 10)
+            die("the proxies keep taking the nodes' ports");
     for (int i = 0; i < c->count; i++)
         node_config(c, i, o, secret);
     for (int i = 0; i < c->count; i++)
