@@ -85,6 +85,18 @@ sim: deps
 	@cmake --build $(BUILD) -j $(JOBS) --target sl_sim
 	./$(BUILD)/tests/sim/sl_sim $(if $(SEED),--seed $(SEED),--seeds $(SEEDS) --jobs $(SIM_JOBS)) $(SIM_ARGS)
 
+# The chaos run on a 3-node loopback cluster (tests/chaos, docs/reliability.md
+# "Chaos"): CHAOS_CYCLES kill -9 cycles (3 by default; 100 for the long run),
+# then cut links and a slow disk, then every acknowledged write checked.
+# CHAOS_SEED=N replays a schedule; CHAOS_CHECK=metadata checks only what the
+# metadata group replicates.
+CHAOS_CYCLES ?= 3
+.PHONY: chaos
+chaos: deps
+	$(call configure,$(BUILD),$(CONFIGURE_ARGS))
+	@cmake --build $(BUILD) -j $(JOBS) --target sl_chaos sluiced
+	SLUICE_SLUICED=$(BUILD)/sluiced CHAOS_CYCLES=$(CHAOS_CYCLES) ./$(BUILD)/tests/chaos/sl_chaos
+
 # The long robustness runs (not in CI): 100 kill -9 cycles, 10^5 hostile frames, connection
 # floods with memory bounds; figures printed at the end (tests/soak/run.sh, docs/reliability.md).
 .PHONY: soak

@@ -267,6 +267,21 @@ void sb_stall_run(const sb_options_t *o, const char *host, uint16_t port);
  * 3-node cluster's leader, both started here, rounds alternating. */
 void sb_cluster_run(const sb_options_t *o);
 
+/* What the message figures (sluice_bench_cluster_msgs.c) need of a side:
+ * where its leader listens, and every node's port and pid. */
+typedef struct sb_cluster_side {
+    const char *name;
+    int count;
+    uint16_t leader_port;
+    uint16_t ports[3];
+    pid_t pids[3];
+} sb_cluster_side_t;
+/* Produce and consume of --batch-messages x --message-bytes batches on a
+ * plain and an enforce_fsync topic, on both sides (1 node, 3 nodes),
+ * rounds alternating; prints rates, trip p50/p99, server CPU per MB, and
+ * whether the backups hold the leader's messages. */
+void sb_cluster_messages_run(const sb_options_t *o, const sb_cluster_side_t sides[2]);
+
 /* --- http (sluice_bench_http.c) --------------------------------------------------- */
 
 /* GetStream over the HTTP API next to the binary protocol, same server, same

@@ -1,6 +1,7 @@
 /* sluice-bench cluster: metadata operations per second and their latency on
  * one sluiced next to the leader of a 3-node cluster, both started here,
- * in the same run with rounds alternating between them. Each round runs
+ * in the same run with rounds alternating between them (then the message
+ * figures of sluice_bench_cluster_msgs.c on the same two sides). Each round runs
  * CreateStream + CreateTopic + DeleteStream cycles from one client, then
  * from a few clients at once, then CreateUser + DeleteUser (Argon2id makes
  * those slow, so they are a figure of their own). Until the metadata group
@@ -371,6 +372,17 @@ void sb_cluster_run(const sb_options_t *o)
              USERS_PER_ROUND);
     print_figure(sides, FIG_USERS, title, rounds);
     print_cpu(sides);
+    /* The message figures on the same two sides (sluice_bench_cluster_msgs.c). */
+    sb_cluster_side_t views[SIDES];
+    for (int i = 0; i < SIDES; i++) {
+        views[i] = (sb_cluster_side_t){
+            .name = side_names[i], .count = sides[i].count, .leader_port = sides[i].leader_port};
+        for (int k = 0; k < sides[i].count; k++) {
+            views[i].ports[k] = sides[i].servers[k].port;
+            views[i].pids[k] = sides[i].servers[k].pid;
+        }
+    }
+    sb_cluster_messages_run(o, views);
     side_close(&sides[SIDE_ONE]);
     side_close(&sides[SIDE_THREE]);
     free(sides);

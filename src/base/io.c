@@ -414,6 +414,14 @@ static bool call_moves_bytes(sl_io_call_t call)
     return (SL_IO_MASK_WRITES | SL_IO_BIT(SL_IO_PREAD)) & SL_IO_BIT(call);
 }
 
+/* Sleeps ms milliseconds, resuming after signals so the whole delay is served. */
+static void io_sleep_ms(uint32_t ms)
+{
+    struct timespec left = {ms / 1000u, (long)(ms % 1000u) * 1000000L};
+    while (nanosleep(&left, &left) != 0 && errno == EINTR)
+        ;
+}
+
 int sl_io_fault_hook(void *ctx, sl_io_op_t *op)
 {
     sl_io_fault_t *plan = ctx;
@@ -424,6 +432,14 @@ int sl_io_fault_hook(void *ctx, sl_io_op_t *op)
         plan->trace(plan->trace_ctx, op);
     if (number < plan->after || (plan->count && number - plan->after >= plan->count))
         return 0;
+    if (plan->delay_ms) {
+        /* A slow disk: the call waits, then fails or (error 0) runs as it would have. */
+        io_sleep_ms(plan->delay_ms);
+        if (plan->error == 0 && plan->short_len == 0) {
+            plan->fired++;
+            return 0;
+        }
+    }
     if (call_moves_bytes(op->call) && plan->short_len && op->len > plan->short_len &&
         (plan->error == 0 || plan->fired == 0)) {
         plan->fired++;

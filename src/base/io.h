@@ -127,7 +127,10 @@ SL_WUR int sl_io_write_file_synced(const char *path, sl_span_t data);
  * crash) are faulted. A faulted call fails with `error`, except that a read or write asked for
  * more than a non-zero `short_len` bytes moves only short_len bytes and succeeds when it is the
  * first faulted call or `error` is 0. So {short_len 10, error ENOSPC, count 0} tears a write
- * after 10 bytes and fails what follows; {short_len 1, error 0} makes every write short. */
+ * after 10 bytes and fails what follows; {short_len 1, error 0} makes every write short.
+ * A non-zero `delay_ms` makes a slow disk: each faulted call first sleeps that long (on the
+ * thread that made it), then fails with `error` or, when `error` is 0, runs and succeeds. So
+ * {calls SL_IO_MASK_SYNCS, delay_ms 200} makes every sync take at least 200 ms. */
 typedef struct sl_io_fault {
     uint32_t calls;
     const char *path_contains;
@@ -135,9 +138,10 @@ typedef struct sl_io_fault {
     uint64_t count;
     int error;
     size_t short_len;
+    uint32_t delay_ms; /* sleep before each faulted call; 0: none */
     /* outputs */
     uint64_t seen;  /* matching calls so far */
-    uint64_t fired; /* calls failed or shortened */
+    uint64_t fired; /* calls failed, shortened or delayed */
     /* optional trace of every matching call (call, path) for order checks */
     void (*trace)(void *trace_ctx, const sl_io_op_t *op);
     void *trace_ctx;

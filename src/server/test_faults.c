@@ -96,19 +96,26 @@ static bool parse_plan(char *line)
     char *save = NULL;
     char *error = strtok_r(line, " \t", &save);
     char *call = error ? strtok_r(NULL, " \t", &save) : NULL;
-    sl_io_fault_t plan = {.error = error ? parse_error(error) : 0,
+    /* "slow" fails nothing: with delay=<ms> the calls only take longer. */
+    bool slow = error && strcmp(error, "slow") == 0;
+    sl_io_fault_t plan = {.error = error && !slow ? parse_error(error) : 0,
                           .calls = call ? parse_calls(call) : 0};
-    if (plan.error == 0 || plan.calls == 0)
+    if ((plan.error == 0 && !slow) || plan.calls == 0)
         return false;
     bool bad = false;
-    uint64_t short_len = 0;
+    uint64_t short_len = 0, delay_ms = 0;
     faults.substring[0] = '\0';
     for (char *w = strtok_r(NULL, " \t", &save); w && !bad; w = strtok_r(NULL, " \t", &save)) {
         if (!parse_option(w, "after", &plan.after, &bad) &&
             !parse_option(w, "count", &plan.count, &bad) &&
-            !parse_option(w, "short", &short_len, &bad))
+            !parse_option(w, "short", &short_len, &bad) &&
+            !parse_option(w, "delay", &delay_ms, &bad))
             snprintf(faults.substring, sizeof(faults.substring), "%s", w);
     }
+    /* A minute bounds one call's delay: longer is a hang, not a slow disk. */
+    if (delay_ms > 60000 || (slow && delay_ms == 0))
+        return false;
+    plan.delay_ms = (uint32_t)delay_ms;
     plan.short_len = (size_t)short_len;
     plan.path_contains = faults.substring[0] ? faults.substring : NULL;
     faults.plan = plan;

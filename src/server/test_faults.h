@@ -6,18 +6,21 @@
  * server re-reads that file before every request frame and on every tick. Its first line is
  * one fault plan for src/base/io.h (sl_io_fault_t):
  *
- *     <error> <call> [<path-substring>] [after=<n>] [count=<n>] [short=<bytes>]
+ *     <error> <call> [<path-substring>] [after=<n>] [count=<n>] [short=<bytes>] [delay=<ms>]
  *
- * error: enospc, eio, edquot, erofs or a positive errno number; call: an sl_io_call_name()
- * ("pwritev", "pwrite", "fdatasync", ...), "writes", "syncs" or "any"; the path substring
- * limits the plan to matching files (".log", ".index"); after, count and short are the plan's
- * fields of the same names. A missing, empty or unreadable file clears the plan. A plan is
- * (re)armed, with its counters reset, only when the file's text changes. Every change is
- * logged ("test faults: armed ..." / "test faults: cleared"). The line "hold workers" arms no
- * plan but holds the worker pool (server/work_pool.h): jobs queue and none starts until the
- * line changes, so a test can see requests answered while background work is pending, or
- * kill the server with it pending. "hold telemetry" holds the OpenTelemetry exporter the same
- * way. Runs on the loop thread. */
+ * error: enospc, eio, edquot, erofs or a positive errno number, or "slow" (fail nothing; needs
+ * delay); call: an sl_io_call_name() ("pwritev", "pwrite", "fdatasync", ...), "writes", "syncs"
+ * or "any"; the path substring limits the plan to matching files (".log", ".index"); after,
+ * count and short are the plan's fields of the same names, and delay its delay_ms (at most
+ * 60000): each faulted call sleeps that long first. So "slow syncs delay=200" is a slow disk
+ * (every fdatasync, fsync and directory fsync takes 200 ms more, then succeeds), and
+ * "slow fdatasync journal delay=500 count=3" slows three journal syncs only. A missing, empty or
+ * unreadable file clears the plan. A plan is (re)armed, with its counters reset, only when the
+ * file's text changes. Every change is logged ("test faults: armed ..." / "test faults: cleared").
+ * The line "hold workers" arms no plan but holds the worker pool (server/work_pool.h): jobs queue
+ * and none starts until the line changes, so a test can see requests answered while background work
+ * is pending, or kill the server with it pending. "hold telemetry" holds the OpenTelemetry exporter
+ * the same way. Runs on the loop thread. */
 #ifndef SL_SERVER_TEST_FAULTS_H
 #define SL_SERVER_TEST_FAULTS_H
 

@@ -21,8 +21,13 @@
 #define PAIRS_MAX 16
 #define POLL_MS   10
 
+/* What the thread is told to do; a one-way cut names the side whose bytes
+ * are dropped (pair_t.fd's index). */
+enum { WANT_FORWARD, WANT_CUT, WANT_STOP, WANT_DROP_DIALER, WANT_DROP_TARGET };
+
 typedef struct pair {
-    int fd[2]; /* accepted side, target side; -1 when free */
+    int fd[2];    /* accepted side, target side; -1 when free */
+    bool dropped; /* a one-way cut threw bytes of it away: closed on restore */
 } pair_t;
 
 struct th_proxy {
@@ -31,7 +36,7 @@ struct th_proxy {
     uint16_t target_port;
     pthread_t thread;
     pair_t pairs[PAIRS_MAX];
-    atomic_int wanted; /* 0 forward, 1 cut, 2 stop */
+    atomic_int wanted; /* the WANT_* below */
     atomic_int state;  /* what the thread has applied */
     atomic_uint forwarded;
 };
@@ -49,6 +54,7 @@ static void pair_close(pair_t *p)
             close(p->fd[i]);
         p->fd[i] = -1;
     }
+    p->dropped = false;
 }
 
 static int connect_target(uint16_t port)
@@ -84,8 +90,9 @@ static void accept_one(th_proxy_t *p, bool cut)
     atomic_fetch_add(&p->forwarded, 1);
 }
 
-/* Moves what one side has to the other; false when the pair is done. */
-static bool forward(pair_t *pr, int from)
+/* Moves what one side has to the other (or, when drop, reads it and
+ * throws it away); false when the pair is done. */
+static bool forward(pair_t *pr, int from, bool drop)
 {
     char buf[65536];
     ssize_t n = recv(pr->fd[from], buf, sizeof(buf), MSG_DONTWAIT);
@@ -93,6 +100,10 @@ static bool forward(pair_t *pr, int from)
         return true;
     if (n <= 0)
         return false;
+    if (drop) {
+        pr->dropped = true;
+        return true;
+    }
     for (ssize_t off = 0; off < n;) {
         ssize_t w = send(pr->fd[1 - from], buf + off, (size_t)(n - off), MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR)
@@ -104,8 +115,11 @@ static bool forward(pair_t *pr, int from)
     return true;
 }
 
-static void turn(th_proxy_t *p, bool cut)
+/* One poll turn under `wanted` (WANT_FORWARD, WANT_CUT or a one-way cut). */
+static void turn(th_proxy_t *p, int wanted)
 {
+    bool cut = wanted == WANT_CUT;
+    int dropped_side = wanted == WANT_DROP_DIALER ? 0 : wanted == WANT_DROP_TARGET ? 1 : -1;
     struct pollfd fds[1 + 2 * PAIRS_MAX];
     int owner[1 + 2 * PAIRS_MAX];
     nfds_t n = 0;
@@ -127,7 +141,8 @@ static void turn(th_proxy_t *p, bool cut)
             continue;
         }
         pair_t *pr = &p->pairs[owner[k] / 2];
-        if (pr->fd[0] >= 0 && !forward(pr, owner[k] % 2))
+        int side = owner[k] % 2;
+        if (pr->fd[0] >= 0 && !forward(pr, side, side == dropped_side))
             pair_close(pr);
     }
 }
@@ -137,13 +152,14 @@ static void *proxy_main(void *arg)
     th_proxy_t *p = arg;
     for (;;) {
         int wanted = atomic_load(&p->wanted);
-        if (wanted == 1 || wanted == 2)
-            for (int i = 0; i < PAIRS_MAX; i++)
+        for (int i = 0; i < PAIRS_MAX; i++)
+            if (wanted == WANT_CUT || wanted == WANT_STOP ||
+                (wanted == WANT_FORWARD && p->pairs[i].dropped))
                 pair_close(&p->pairs[i]);
         atomic_store(&p->state, wanted);
-        if (wanted == 2)
+        if (wanted == WANT_STOP)
             return NULL;
-        turn(p, wanted == 1);
+        turn(p, wanted);
     }
 }
 
@@ -193,12 +209,17 @@ static void command(th_proxy_t *p, int want)
 
 void th_proxy_cut(th_proxy_t *p)
 {
-    command(p, 1);
+    command(p, WANT_CUT);
+}
+
+void th_proxy_cut_one_way(th_proxy_t *p, th_proxy_direction_t dropped)
+{
+    command(p, dropped == TH_PROXY_FROM_DIALER ? WANT_DROP_DIALER : WANT_DROP_TARGET);
 }
 
 void th_proxy_restore(th_proxy_t *p)
 {
-    command(p, 0);
+    command(p, WANT_FORWARD);
 }
 
 uint32_t th_proxy_forwarded(th_proxy_t *p)
@@ -208,7 +229,7 @@ uint32_t th_proxy_forwarded(th_proxy_t *p)
 
 void th_proxy_stop(th_proxy_t *p)
 {
-    atomic_store(&p->wanted, 2);
+    atomic_store(&p->wanted, WANT_STOP);
     pthread_join(p->thread, NULL);
     close(p->listen_fd);
     free(p);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/io.h"
 #include "tu_tmpdir.h"
 
@@ -224,6 +225,41 @@ static void test_io_read_file_and_write_file_synced(void **state)
     sl_buf_free(&b);
 }
 
+/* A slow disk: a delayed sync sleeps at least delay_ms, then succeeds (error 0); calls outside
+ * the plan's window are not delayed; a delay with an error fails after the wait. Only lower
+ * bounds are checked: the sleep cannot make a call faster, and a loaded machine only slower. */
+static void test_io_fault_delay_slows_syncs(void **state)
+{
+    io_fixture_t *f = *state;
+    char path[PATH_MAX];
+    path_of(f, "slow", path);
+    int fd = sl_io_open(path, O_RDWR | O_CREAT, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(sl_io_pwrite_all(fd, "slow", 4, 0), 0);
+    sl_io_fault_t plan = {.calls = SL_IO_MASK_SYNCS, .count = 2, .delay_ms = 150};
+    sl_io_fault_arm(&plan);
+    for (int i = 0; i < 2; i++) {
+        uint64_t t0 = sl_clock_monotonic_ns();
+        assert_int_equal(i ? sl_io_fsync(fd) : sl_io_fdatasync(fd), 0);
+        assert_true(sl_clock_monotonic_ns() - t0 >= 150u * 1000000u);
+    }
+    assert_int_equal(plan.fired, 2);
+    assert_int_equal(sl_io_fdatasync(fd), 0); /* past count: not delayed, not counted */
+    assert_int_equal(plan.fired, 2);
+    assert_int_equal(plan.seen, 3);
+    /* Writes are outside the mask: never delayed. */
+    assert_int_equal(sl_io_pwrite_all(fd, "more", 4, 4), 0);
+    assert_int_equal(plan.seen, 3);
+    plan = (sl_io_fault_t){.calls = SL_IO_BIT(SL_IO_FDATASYNC), .delay_ms = 100, .error = EIO};
+    sl_io_fault_arm(&plan);
+    uint64_t t0 = sl_clock_monotonic_ns();
+    assert_int_equal(sl_io_fdatasync(fd), -EIO);
+    assert_true(sl_clock_monotonic_ns() - t0 >= 100u * 1000000u);
+    assert_int_equal(plan.fired, 1);
+    sl_io_fault_arm(NULL);
+    sl_io_close(fd);
+}
+
 /* The modes callers create with: owner only by default, group-readable on
  * request; write_file_synced uses them (umask 000, so the mode is exact). */
 static void test_io_modes(void **state)
@@ -299,6 +335,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_io_read_file_and_write_file_synced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_io_modes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_io_fault_delay_slows_syncs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_io_trace_sees_calls_in_order_with_paths, setup,
                                         teardown),
     };

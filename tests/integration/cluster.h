@@ -1,0 +1,86 @@
+/* A cluster of real sluiced on loopback for integration and chaos tests
+ * (docs/cluster.md): the roster every node reads, each node started with
+ * --format-cluster the first time and over its own data directory after,
+ * every link between two nodes through a cutting TCP proxy (proxy.h) when
+ * asked, a fault control file per node (server/test_faults.h), and who
+ * leads as the nodes say it. Helpers abort the program on a broken
+ * environment (no port, a node that does not start) and report everything
+ * else to the caller, so a long run counts what went wrong instead of
+ * stopping at the first refusal. Start, restart and stop nodes from the
+ * thread that started the cluster: each node dies with that thread
+ * (PR_SET_PDEATHSIG in harness.c). */
+#ifndef SL_TEST_CLUSTER_H
+#define SL_TEST_CLUSTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "harness.h"
+#include "proxy.h"
+
+#define TH_CLUSTER_NODES_MAX 3
+
+typedef struct th_cluster_node {
+    th_server_t srv;
+    bool alive;
+    uint16_t tcp, replica;
+    char config[4096];
+    char id[4];
+    const char *args[4];
+    char fault_file[320]; /* "" without faults */
+    char fault_env[400];  /* "SLUICE_FAULT_FILE=<fault_file>" */
+    const char *env[2];
+} th_cluster_node_t;
+
+typedef struct th_cluster_options {
+    int nodes;          /* 2 or 3; 0: 3 */
+    const char *name;   /* the cluster's name; NULL: "it-cluster" */
+    const char *timing; /* extra [cluster] lines (heartbeat_timeout = ...); NULL: none */
+    bool proxies;       /* node i dials each higher node j through proxy[i][j] */
+    bool faults;        /* a SLUICE_FAULT_FILE per node (th_cluster_fault) */
+} th_cluster_options_t;
+
+typedef struct th_cluster {
+    int count;
+    th_cluster_node_t nodes[TH_CLUSTER_NODES_MAX];
+    th_proxy_t *proxy[TH_CLUSTER_NODES_MAX][TH_CLUSTER_NODES_MAX]; /* [i][j], i < j */
+} th_cluster_t;
+
+/* Formats and starts every node. False when io_uring is refused here (the
+ * caller exits 77). */
+bool th_cluster_start(th_cluster_t *c, const th_cluster_options_t *o);
+/* Starts node i again over its data directory (after a kill). False when
+ * io_uring is refused. */
+bool th_cluster_restart(th_cluster_t *c, int i);
+/* Signals node i (SIGKILL, SIGTERM) and reaps it. */
+void th_cluster_stop_node(th_cluster_t *c, int i, int sig);
+/* Stops every live node, removes their directories and fault files, and
+ * stops the proxies. */
+void th_cluster_stop(th_cluster_t *c);
+
+/* The node node i names as its only Leader, or -1 (not logged in, no
+ * answer, none or several named). */
+int th_cluster_leader_seen_by(th_cluster_t *c, int i);
+/* Polls (100 ms apart, at most polls times) until every live node other
+ * than those in `skip` (a bit per node) names the same single live leader
+ * that is not in skip either; returns it, or -1 on giving up. */
+int th_cluster_wait_leader(th_cluster_t *c, unsigned skip, int polls);
+
+/* A client of node i logged in as iggy/iggy with leader settlement off,
+ * or NULL when it cannot log in now (one attempt). */
+struct sl_client *th_cluster_login(th_cluster_t *c, int i);
+
+/* Replaces node i's fault control file with line ("" clears it). */
+void th_cluster_fault(th_cluster_t *c, int i, const char *line);
+
+/* How a node is cut from the others (every link it has goes through a
+ * proxy: th_cluster_options_t.proxies). */
+typedef enum th_cut {
+    TH_CUT_NONE,     /* restore every link of the node */
+    TH_CUT_BOTH,     /* nothing in or out */
+    TH_CUT_OUTBOUND, /* the others do not hear it; it hears them */
+    TH_CUT_INBOUND,  /* it does not hear the others; they hear it */
+} th_cut_t;
+void th_cluster_cut(th_cluster_t *c, int i, th_cut_t how);
+
+#endif
