@@ -84,6 +84,10 @@ static void machine_apply(void *ctx, const sl_vsr_prepare_t *p, sl_span_t body, 
                                sl_span(reply->data + mark, reply->len - mark));
     }
     sl_cluster_pgroups_sync(c, false);
+    if (p->operation == SL_OP_PURGE_STREAM || p->operation == SL_OP_PURGE_TOPIC)
+        /* The partition groups this node leads take the purge op now, before
+         * the reply goes out: a send that follows the reply lands after it. */
+        sl_cluster_pgroups_purge_due(c);
 }
 
 static void machine_snapshot(void *ctx, sl_buf_t *out)
@@ -421,17 +425,6 @@ void sl_cluster_submit(sl_cluster_t *c, sl_session_t *s, const sl_request_header
         sl_reply_result(s, req, operation, SL_ERR_INVALID_FORMAT);
         return;
     }
-    if (operation == SL_OP_PURGE_STREAM || operation == SL_OP_PURGE_TOPIC) {
-        /* A purge restarts the partitions' offsets at 0 on each node as it
-         * applies the metadata op, outside the partition groups' order: the
-         * groups would go on stamping the old offsets and every later send
-         * would fail. Refused until purges go through the groups. */
-        sl_log_warn("cluster: %s refused: purges are not ordered through the partition groups "
-                    "yet (docs/cluster.md)",
-                    operation == SL_OP_PURGE_STREAM ? "PurgeStream" : "PurgeTopic");
-        sl_reply_result(s, req, operation, SL_ERR_FEATURE_UNAVAILABLE);
-        return;
-    }
     s->vsr_req = *req;
     s->vsr_nonce = (sl_u128_t){0, 0};
     sl_vsr_info_t info;
@@ -695,6 +688,8 @@ int sl_cluster_open(sl_server_t *srv, char *err, size_t err_len)
     /* Until the replay is over, meta is behind the partition directories:
      * nothing it does not know yet is swept (replay_due). */
     srv->partitions.keep_unknown = c->replay_until > 0;
+    /* Purges reach the partitions through their groups' logs only. */
+    srv->partitions.purge_by_groups = true;
     sl_partitions_sync(&srv->partitions, srv->meta, true);
     sl_cluster_pgroups_sync(c, true);
     sl_log_info("cluster: metadata replica %u of %u opened on %s/%s/replica: heartbeat timeout "

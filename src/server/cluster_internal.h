@@ -95,6 +95,10 @@ sl_pgroup_t *sl_cluster_pgroup(sl_cluster_t *c, uint64_t group);
 void sl_cluster_pgroup_frame(sl_cluster_t *c, uint64_t group, const uint8_t *frame, uint32_t len);
 /* Every group's tick; the metadata primary also takes the groups over. */
 void sl_cluster_pgroups_tick(sl_cluster_t *c, bool metadata_primary);
+/* On each partition group this node leads: submits the purge op of a purge
+ * the metadata committed and the group's log does not hold yet (also on
+ * every tick, so a new primary finishes an old one's). */
+void sl_cluster_pgroups_purge_due(sl_cluster_t *c);
 
 /* cluster_forward.c */
 /* A backup's login or logout goes to the primary (cluster.md 10). */

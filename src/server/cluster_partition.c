@@ -10,9 +10,18 @@
  *                         backup's accept hook;
  *   StoreConsumerOffset   [kind u8][id u32][offset u64][flags u8][next u64]
  *   DeleteConsumerOffset  [kind u8][id u32][next u64]
+ *   PurgeTopic            [generation u64][next u64]
  * where `next` is the partition's next offset after the prepare: a prepare
  * hook whose previous op is still in the pipeline reads the next offset
  * from that op's body (the head) whatever its kind.
+ *
+ * A purge (PurgeTopic / PurgeStream, docs/cluster.md "Purges") commits in
+ * the metadata group, which bumps the topic's purge generation and touches
+ * no partition; the partition group's primary then submits a purge op with
+ * that generation (client 0, an internal op) and every replica purges the
+ * partition where that op sits in the log. Its `next` is 0 when it purges
+ * (the stamping restarts there), the head's when the generation was
+ * already purged (a resubmission: nothing changes).
  *
  * Apply appends the stamped record with sl_partition_append, skipping one
  * whose offsets the segments already hold (a replay after a restart); the
@@ -31,12 +40,14 @@
 #include "base/log.h"
 #include "server/cluster_internal.h"
 #include "store/offsets.h"
+#include "store/purge_gen.h"
 #include "wire/batch.h"
 #include "wire/cmd_messages.h"
 #include "wire/codec.h"
 
 #define OFFSET_STORE_BODY  23u
 #define OFFSET_DELETE_BODY 14u
+#define PURGE_BODY         16u
 #define STORE_NEVER_BACK   1u
 
 struct sl_pgroup {
@@ -55,6 +66,12 @@ struct sl_pgroup {
      * log's view, which the segments may be ahead of during a replay). */
     uint64_t applied_next;
     uint64_t take_over_tick; /* ticks at the last take-over (0: none) */
+    /* The purge generation as of the last op applied (the log's view, in the
+     * snapshot): while the partition's own is higher, a replay is going over
+     * ops from before a purge the segments already hold, which are skipped. */
+    uint64_t log_gen;
+    uint64_t prepared_gen; /* the highest purge this replica's prepare hook stamped */
+    uint64_t purge_tick;   /* ticks at the last purge submitted (0: none) */
 };
 
 /* --- prepare bodies --------------------------------------------------------------------- */
@@ -76,6 +93,8 @@ static uint64_t next_after(sl_span_t body)
         return sl_load_u64(body.ptr + 15);
     if (body.len == OFFSET_DELETE_BODY)
         return sl_load_u64(body.ptr + 6);
+    if (body.len == PURGE_BODY)
+        return sl_load_u64(body.ptr + 8);
     return 0;
 }
 
@@ -150,9 +169,41 @@ static void apply_offset(sl_pgroup_t *pg, sl_span_t body, sl_buf_t *reply)
     put_result(reply, rc == 0 ? 0 : (uint32_t)-rc);
 }
 
+/* The purge op: the partition purged to the generation unless it already is
+ * (a replay after a restart, a resubmission). */
+static void apply_purge(sl_pgroup_t *pg, const sl_vsr_prepare_t *p, sl_span_t body,
+                        sl_buf_t *reply)
+{
+    uint64_t gen = sl_load_u64(body.ptr);
+    pg->applied_next = next_after(body);
+    if (gen > pg->log_gen)
+        pg->log_gen = gen;
+    if (sl_partition_purge_generation(pg->partition) >= gen)
+        return put_result(reply, 0);
+    int rc = sl_partition_purge_to(pg->partition, gen);
+    if (rc != 0) {
+        /* The segments hold what the log says was purged: sends stamped from
+         * 0 will not append here (logged there) until a restart replays this. */
+        sl_log_error("cluster: partition group %" PRIx64 " op %" PRIu64
+                     ": purge to generation %" PRIu64 " failed: %s",
+                     pg->group, p->op, gen, sl_strerror(rc));
+        return put_result(reply, (uint32_t)-rc);
+    }
+    sl_log_info("cluster: partition %u/%u/%u purged to generation %" PRIu64 " at op %" PRIu64,
+                pg->stream_id, pg->topic_id, pg->partition_id, gen, p->op);
+    put_result(reply, 0);
+}
+
 static void machine_apply(void *ctx, const sl_vsr_prepare_t *p, sl_span_t body, sl_buf_t *reply)
 {
     sl_pgroup_t *pg = ctx;
+    if (p->operation == SL_OP_PURGE_TOPIC && body.len == PURGE_BODY)
+        return apply_purge(pg, p, body, reply);
+    if (sl_partition_purge_generation(pg->partition) > pg->log_gen) {
+        /* A replay of an op from before a purge the segments already hold. */
+        pg->applied_next = next_after(body);
+        return put_result(reply, SL_ERR_ERROR);
+    }
     if (p->operation == SL_OP_SEND_MESSAGES && is_record(body))
         return apply_send(pg, p, body, reply);
     if ((p->operation == SL_OP_STORE_CONSUMER_OFFSET && body.len == OFFSET_STORE_BODY) ||
@@ -183,6 +234,7 @@ static void machine_snapshot(void *ctx, sl_buf_t *out)
         sl_put_u32(out, id);
         sl_put_u64(out, offset);
     }
+    sl_put_u64(out, pg->log_gen); /* absent from snapshots of older versions */
 }
 
 static int machine_restore(void *ctx, sl_span_t snap)
@@ -192,7 +244,8 @@ static int machine_restore(void *ctx, sl_span_t snap)
         return -1;
     uint64_t next = sl_load_u64(snap.ptr);
     uint32_t n = sl_load_u32(snap.ptr + 8);
-    if ((snap.len - 12) / 13 < n || snap.len != 12 + (size_t)n * 13)
+    if ((snap.len - 12) / 13 < n ||
+        (snap.len != 12 + (size_t)n * 13 && snap.len != 20 + (size_t)n * 13))
         return -1;
     uint64_t have = sl_partition_next_offset(pg->partition);
     if (have < next) {
@@ -206,6 +259,8 @@ static int machine_restore(void *ctx, sl_span_t snap)
         return -1;
     }
     pg->applied_next = next;
+    if (snap.len == 20 + (size_t)n * 13)
+        pg->log_gen = sl_load_u64(snap.ptr + 12 + (size_t)n * 13);
     /* At open the offsets on disk are those of the newest op applied, at or after the
      * checkpoint: they stay (the replay brings the log's ops again, idempotently). From a
      * peer (a state transfer) the snapshot's are the state. */
@@ -241,6 +296,17 @@ static uint32_t machine_prepare(void *ctx, const sl_vsr_prepare_t *p, sl_span_t 
             return SL_ERR_TRANSIENT_NOT_ACCEPTED;
         memcpy(rec, body.ptr, body.len);
         sl_batch_stamp(rec, body.len, pg->partition_id, next, p->timestamp);
+        return 0;
+    }
+    if (p->operation == SL_OP_PURGE_TOPIC) {
+        if (body.len != PURGE_BODY)
+            return SL_ERR_INVALID_COMMAND;
+        uint64_t gen = sl_load_u64(body.ptr);
+        bool purges = gen > pg->log_gen && gen > pg->prepared_gen;
+        if (purges)
+            pg->prepared_gen = gen;
+        sl_put_u64(out, gen);
+        sl_put_u64(out, purges ? 0 : next);
         return 0;
     }
     uint32_t want = p->operation == SL_OP_STORE_CONSUMER_OFFSET ? OFFSET_STORE_BODY
@@ -279,6 +345,8 @@ static bool machine_accept(void *ctx, const sl_vsr_prepare_t *p, sl_span_t head,
         return body.len == OFFSET_STORE_BODY && next_after(body) == next;
     if (p->operation == SL_OP_DELETE_CONSUMER_OFFSET)
         return body.len == OFFSET_DELETE_BODY && next_after(body) == next;
+    if (p->operation == SL_OP_PURGE_TOPIC)
+        return body.len == PURGE_BODY && (next_after(body) == 0 || next_after(body) == next);
     return false;
 }
 
@@ -480,6 +548,25 @@ static int pgroup_storage(sl_pgroup_t *pg, char *dir, size_t dir_len)
     return rc;
 }
 
+/* The purge generation the group's log starts at, in <dir>/purge.gen: a replay
+ * from the log's start (no checkpoint yet) must know whether the partition was
+ * purged since, to skip the ops from before (machine_apply). Written when the
+ * group is formatted; a group formatted by a version without purges in cluster
+ * mode has none, and its partition's generation has not moved since. */
+static int log_base(sl_pgroup_t *pg, const char *dir, bool formatted)
+{
+    pg->log_gen = sl_partition_purge_generation(pg->partition);
+    if (formatted)
+        return sl_purge_gen_write(dir, pg->log_gen, pg->topic_created_at);
+    char path[PATH_MAX + 16];
+    struct stat st;
+    int n = snprintf(path, sizeof(path), "%s/%s", dir, SL_PURGE_GEN_FILE);
+    if (n < 0 || (size_t)n >= sizeof(path) || stat(path, &st) != 0)
+        return 0;
+    /* The checkpoint's snapshot, when there is one, says where the log is (restore). */
+    return sl_purge_gen_read(dir, pg->topic_created_at, &pg->log_gen);
+}
+
 /* Opens the group of one partition over <partition dir>/replica/. A
  * directory with no state record is formatted when the partition is new to
  * this node (format), else opened as a lost disk. */
@@ -511,7 +598,8 @@ static sl_pgroup_t *pgroup_open(sl_cluster_t *c, const sl_topic_rt_t *rt, uint32
                                 .write_artifacts = st_write_artifacts,
                                 .read_artifact = st_read_artifact};
     bool has_state = storage.read_state(pg).len != 0;
-    if (!has_state && format && sl_vsr_replica_format(&pg->vcfg, &storage) != 0) {
+    if ((!has_state && format && sl_vsr_replica_format(&pg->vcfg, &storage) != 0) ||
+        log_base(pg, dir, !has_state && format) != 0) {
         sl_log_error("cluster: cannot format %s", dir);
         pgroup_free(pg);
         return NULL;
@@ -636,6 +724,8 @@ void sl_cluster_pgroup_frame(sl_cluster_t *c, uint64_t group, const uint8_t *fra
 /* The metadata primary brings every partition group's primary to itself,
  * at most once per heartbeat timeout per group (a view change takes that
  * long to give up), so clients settled on it find the partitions there. */
+static void purge_due(sl_cluster_t *c, sl_pgroup_t *pg);
+
 static void take_over_due(sl_cluster_t *c, sl_pgroup_t *pg, const sl_vsr_info_t *info)
 {
     if (info->primary_index == c->vcfg.replica || info->wiped || info->syncing ||
@@ -657,8 +747,41 @@ void sl_cluster_pgroups_tick(sl_cluster_t *c, bool metadata_primary)
             sl_vsr_replica_info(pg->replica, &info);
             take_over_due(c, pg, &info);
         }
+        purge_due(c, pg);
         pgroup_complete(pg);
     }
+}
+
+/* --- purges ---------------------------------------------------------------------------------- */
+
+/* On this group's primary: a purge committed in the metadata group and not
+ * yet in this group's log is submitted, at most once per heartbeat timeout
+ * (a new primary finishes what an old one did not). */
+static void purge_due(sl_cluster_t *c, sl_pgroup_t *pg)
+{
+    const sl_meta_stream_t *ms = sl_meta_stream_by_id(c->srv->meta, pg->stream_id);
+    sl_ident_t tid = sl_ident_number(pg->topic_id);
+    const sl_meta_topic_t *mt = ms ? sl_meta_topic_find(ms, &tid) : NULL;
+    if (!mt || mt->created_at != pg->topic_created_at || mt->purge_generation <= pg->log_gen ||
+        (pg->purge_tick != 0 && c->ticks - pg->purge_tick < c->vcfg.heartbeat_timeout_ticks))
+        return;
+    sl_vsr_info_t info;
+    sl_vsr_replica_info(pg->replica, &info);
+    if (!info.primary || info.syncing)
+        return;
+    pg->purge_tick = c->ticks;
+    uint8_t body[PURGE_BODY];
+    sl_store_u64(body, mt->purge_generation);
+    sl_store_u64(body + 8, 0);
+    sl_vsr_request_t r = {.operation = SL_OP_PURGE_TOPIC, .body = sl_span(body, sizeof(body))};
+    sl_vsr_replica_request(pg->replica, &r);
+    pgroup_complete(pg);
+}
+
+void sl_cluster_pgroups_purge_due(sl_cluster_t *c)
+{
+    for (uint32_t i = 0; i < c->pgroups_count; i++)
+        purge_due(c, c->pgroups[i]);
 }
 
 /* --- submissions ----------------------------------------------------------------------------------- */

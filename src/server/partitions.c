@@ -251,7 +251,10 @@ static void open_partition(sl_partitions_t *ps, sl_topic_rt_t *rt, const sl_meta
                      rt->stream_id, sl_partition_refused(rc) ? "refused" : "not opened", err);
         return;
     }
-    settle_purge(rt, mt, id);
+    /* In cluster mode a partition with data is purged by its group, in its log's order; a
+     * new one is empty and made on every node at the same metadata op. */
+    if (fresh || !ps->purge_by_groups)
+        settle_purge(rt, mt, id);
 }
 
 /* Closes partition id, flushing it first when its data stays (flush), and
@@ -612,6 +615,8 @@ void sl_partitions_purge(sl_partitions_t *ps, const sl_meta_t *meta, uint32_t st
 {
     const sl_meta_stream_t *ms = sl_meta_stream_by_id(meta, stream_id);
     uint32_t partitions = 0, with_messages = 0;
+    if (ps->purge_by_groups)
+        return;
     for (uint32_t i = stream_run(ps, stream_id);
          ms && i < ps->count && ps->topics[i]->stream_id == stream_id; i++) {
         sl_topic_rt_t *rt = ps->topics[i];

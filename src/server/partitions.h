@@ -72,6 +72,9 @@ typedef struct sl_partitions {
      * restart (server/cluster.c): meta is behind the disk, so a boot sync opens what it
      * knows and sweeps nothing it does not know yet. */
     bool keep_unknown;
+    /* Cluster mode: a committed purge and an open leave the partitions' purge generation to
+     * the partition groups (server/cluster_partition.c), which purge in their logs' order. */
+    bool purge_by_groups;
     sl_topic_rt_t **topics; /* sorted by (stream_id, topic_id) */
     uint32_t count;
     uint32_t cap;
@@ -108,7 +111,7 @@ void sl_partitions_stream_stats(sl_partitions_t *ps, uint32_t stream_id,
                                 sl_partitions_stats_t *out);
 void sl_partitions_all_stats(sl_partitions_t *ps, sl_partitions_stats_t *out);
 
-/* After a committed purge: purges every partition of a stream or of one topic (UINT32_MAX:
+/* After a committed purge (not in cluster mode: purge_by_groups): purges every partition of a stream or of one topic (UINT32_MAX:
  * all) to its topic's purge generation in meta and records it in purge.gen. A partition that
  * cannot be purged is closed (answers as missing) until a restart purges it. */
 void sl_partitions_purge(sl_partitions_t *ps, const sl_meta_t *meta, uint32_t stream_id,

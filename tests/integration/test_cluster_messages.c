@@ -5,8 +5,12 @@
  *     at the offsets their replies named, and every node's segment files
  *     hold the same bytes;
  *   - a SendMessages on a backup gets 58; a batch larger than a cluster
- *     takes gets 4036 InvalidMessagesSize; a purge gets 5 FeatureUnavailable
- *     and sends go on;
+ *     takes gets 4036 InvalidMessagesSize; a PurgeTopic on the leader
+ *     empties both partitions on every node, and the sends after its reply
+ *     get offsets from 0, the same bytes on every node;
+ *   - the primary killed with SIGKILL right after a purge's reply: every
+ *     node, the restarted one too, ends purged and then holds what was
+ *     sent to the new leader from offset 0;
  *   - the primary killed with SIGKILL while producers run: every
  *     acknowledged message is readable from the new leader, byte for byte,
  *     at its offset, the offsets contiguous; stored consumer offsets
@@ -307,6 +311,46 @@ static uint64_t check_partition(const node_t *n, const char *topic, uint32_t p, 
     return next;
 }
 
+/* Waits until partition p of node n holds nothing at offset 0 (purged). */
+static void wait_empty(const node_t *n, const char *topic, uint32_t p)
+{
+    sl_client_t *c = login(n);
+    for (int poll = 0; poll < POLLS_MAX; poll++) {
+        sl_polled_messages_t out;
+        assert_int_equal(sl_client_poll_messages(c, sl_consumer_single(sl_id_num(1)),
+                                                 sl_id_name("s"), sl_id_name(topic), p,
+                                                 sl_poll_offset(0), 1, false, &out),
+                         0);
+        if (out.count == 0) {
+            sl_client_close(c);
+            return;
+        }
+        pause_ms(100);
+    }
+    fail_msg("partition %s/%u of the node on port %u was not purged", topic, p, n->tcp);
+}
+
+/* Waits until offset 0 of partition p of node n holds the ledger's payload
+ * (that node has applied the purge and what followed it). */
+static void wait_first(const node_t *n, const char *topic, uint32_t p, const ledger_t *l)
+{
+    sl_client_t *c = login(n);
+    assert_non_null(l->at[0]);
+    for (int poll = 0; poll < POLLS_MAX; poll++) {
+        sl_polled_messages_t out;
+        int rc = sl_client_poll_messages(c, sl_consumer_single(sl_id_num(1)), sl_id_name("s"),
+                                         sl_id_name(topic), p, sl_poll_offset(0), 1, false, &out);
+        if (rc == 0 && out.count == 1 && out.messages[0].payload_len == strlen(l->at[0]) &&
+            memcmp(out.messages[0].payload, l->at[0], strlen(l->at[0])) == 0) {
+            sl_client_close(c);
+            return;
+        }
+        pause_ms(100);
+    }
+    fail_msg("offset 0 of %s/%u on the node on port %u never held \"%s\"", topic, p, n->tcp,
+             l->at[0]);
+}
+
 /* Concatenated .log files of one partition, in name order. */
 static char *segments_of(const node_t *n, uint32_t topic, uint32_t p, size_t *len)
 {
@@ -431,18 +475,33 @@ static void test_replicated_byte_for_byte(void **state)
                                              sl_partitioning_partition(0), &m, 1, &r),
                      -SL_ERR_INVALID_MESSAGES_SIZE);
     free(big);
-    /* A purge would restart offsets outside the groups' order: refused. */
-    assert_int_equal(sl_client_purge_topic(l, sl_id_name("s"), sl_id_name("plain")),
-                     -SL_ERR_FEATURE_UNAVAILABLE);
-    assert_int_equal(send_batch(l, "plain", 0, "after", 0, 2, &plain[0]), 0);
-    sl_client_close(l);
     assert_logged(&nodes[leader].srv, "a cluster takes at most", true);
-    assert_logged(&nodes[leader].srv, "PurgeTopic refused", true);
+    /* A purge goes through each partition's group: the sends that follow
+     * its reply are stamped after it, from offset 0. */
+    assert_true(plain[0].acked > 0 && plain[1].acked > 0);
+    assert_int_equal(sl_client_purge_topic(l, sl_id_name("s"), sl_id_name("plain")), 0);
+    ledger_t after[2];
+    memset(after, 0, sizeof(after));
+    pthread_mutex_init(&after[0].lock, NULL);
+    pthread_mutex_init(&after[1].lock, NULL);
+    for (int b2 = 0; b2 < 4; b2++) {
+        for (uint32_t p = 0; p < 2; p++)
+            assert_int_equal(send_batch(l, "plain", p, "after", b2, 2 + b2, &after[p]), 0);
+    }
+    assert_non_null(after[0].at[0]); /* offset 0 was given out again */
+    assert_non_null(after[1].at[0]);
+    sl_client_close(l);
     /* Every node has applied everything before the comparison below (a
-     * backup applies at the next Commit it hears). */
-    for (int i = 0; i < NODES; i++)
-        assert_int_equal(check_partition(&nodes[i], "plain", 0, &plain[0], plain[0].acked),
-                         plain[0].acked);
+     * backup applies at the next Commit it hears): only what followed the
+     * purge, from offset 0. */
+    for (int i = 0; i < NODES; i++) {
+        for (uint32_t p = 0; p < 2; p++) {
+            wait_first(&nodes[i], "plain", p, &after[p]);
+            assert_int_equal(check_partition(&nodes[i], "plain", p, &after[p], after[p].acked),
+                             after[p].acked);
+        }
+        assert_logged(&nodes[i].srv, "purged to generation 1", true);
+    }
 
     /* Shut down (partitions flush): every node's segments hold the same bytes. */
     nodes_stop(nodes, false);
@@ -467,6 +526,67 @@ static void test_replicated_byte_for_byte(void **state)
     ledger_free(&plain[1]);
     ledger_free(&fsync);
     ledger_free(&scratch);
+    ledger_free(&after[0]);
+    ledger_free(&after[1]);
+}
+
+/* The primary killed with SIGKILL right after a purge's reply: the new
+ * primary finishes the purge wherever the old one did not get it into a
+ * partition group's log, and the old one, restarted, catches up purged. */
+static void test_purge_then_primary_killed(void **state)
+{
+    (void)state;
+    node_t nodes[NODES];
+    nodes_start(nodes);
+    int leader = wait_leader(nodes, -1);
+    create_topics(nodes, leader);
+    ledger_t before, after;
+    memset(&before, 0, sizeof(before));
+    memset(&after, 0, sizeof(after));
+    pthread_mutex_init(&before.lock, NULL);
+    pthread_mutex_init(&after.lock, NULL);
+    sl_client_t *c = producer(&nodes[leader]);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(send_batch(c, "plain", 0, "before", i, 3, &before), 0);
+    for (int i = 0; i < NODES; i++)
+        check_partition(&nodes[i], "plain", 0, &before, before.acked);
+    assert_int_equal(sl_client_purge_topic(c, sl_id_name("s"), sl_id_name("plain")), 0);
+    node_kill(&nodes[leader]);
+    sl_client_close(c);
+    int old = leader;
+    leader = wait_leader(nodes, old);
+    for (int i = 0; i < NODES; i++) {
+        if (nodes[i].alive)
+            wait_empty(&nodes[i], "plain", 0);
+    }
+    /* 6 messages: the purged batches of 3 include one at offset 6, which a
+     * replay from before the purge would append after these. */
+    c = producer(&nodes[leader]);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(send_batch(c, "plain", 0, "after", i, 2, &after), 0);
+    sl_client_close(c);
+    assert_non_null(after.at[0]);
+    node_run(&nodes[old], old, nodes[old].srv.data_dir, false);
+    for (int i = 0; i < NODES; i++) {
+        wait_first(&nodes[i], "plain", 0, &after);
+        assert_int_equal(check_partition(&nodes[i], "plain", 0, &after, after.acked),
+                         after.acked);
+    }
+    /* Every node restarted (the partitions flushed, purge.gen written): each
+     * replays its partition log from the start, the ops from before the
+     * purge over segments that no longer hold them. */
+    nodes_stop(nodes, false);
+    for (int i = 0; i < NODES; i++)
+        node_run(&nodes[i], i, nodes[i].srv.data_dir, false);
+    wait_leader(nodes, -1);
+    for (int i = 0; i < NODES; i++) {
+        assert_int_equal(check_partition(&nodes[i], "plain", 0, &after, after.acked),
+                         after.acked);
+        assert_logged(&nodes[i].srv, "not appended", false);
+    }
+    nodes_stop(nodes, true);
+    ledger_free(&before);
+    ledger_free(&after);
 }
 
 /* --- failover under load --------------------------------------------------------------------- */
@@ -746,6 +866,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_replicated_byte_for_byte),
         cmocka_unit_test(test_primary_killed_under_load),
+        cmocka_unit_test(test_purge_then_primary_killed),
         cmocka_unit_test(test_backup_restart_catches_up),
         cmocka_unit_test(test_all_killed_keep_messages),
         cmocka_unit_test(test_offsets_replicated),
