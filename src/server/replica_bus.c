@@ -74,6 +74,7 @@ struct sl_rbus {
     peer_t peers[SL_RBUS_REPLICAS_MAX];
     sl_rbus_stats_t stats;
     uint64_t jitter_state;
+    link_t *delivering; /* the link whose frame on_frame is being handed (sl_rbus_take_frame) */
 };
 
 void sl_rbus_config_init(sl_rbus_config_t *cfg)
@@ -215,19 +216,29 @@ static void link_close(sl_rbus_t *bus, link_t *l, const char *reason)
     }
 }
 
-/* Appends a copy of bytes to the link's queue; false when it is full. */
-static bool queue_push(sl_rbus_t *bus, link_t *l, const uint8_t *bytes, uint32_t len)
+/* Appends bytes (malloc'd, now the queue's) to the link's queue; false
+ * when it is full, and the caller still owns them. */
+static bool queue_push_owned(sl_rbus_t *bus, link_t *l, uint8_t *bytes, uint32_t len)
 {
     if (l->queue_count == bus->cfg.queue_max)
         return false;
+    uint32_t at = (l->queue_head + l->queue_count) % bus->cfg.queue_max;
+    l->queue[at] = (out_frame_t){bytes, len};
+    l->queue_count++;
+    return true;
+}
+
+/* Appends a copy of bytes to the link's queue; false when it is full. */
+static bool queue_push(sl_rbus_t *bus, link_t *l, const uint8_t *bytes, uint32_t len)
+{
     uint8_t *copy = malloc(len);
     if (!copy)
         return false;
     memcpy(copy, bytes, len);
-    uint32_t at = (l->queue_head + l->queue_count) % bus->cfg.queue_max;
-    l->queue[at] = (out_frame_t){copy, len};
-    l->queue_count++;
-    return true;
+    if (queue_push_owned(bus, l, copy, len))
+        return true;
+    free(copy);
+    return false;
 }
 
 /* Writes what the socket takes. -1 when the link was closed. */
@@ -443,8 +454,11 @@ static void up_frame(sl_rbus_t *bus, link_t *l, const sl_vsr_frame_t *f, const u
         return;
     }
     bus->stats.frames_in++;
-    if (bus->cfg.on_frame)
+    if (bus->cfg.on_frame) {
+        bus->delivering = l;
         bus->cfg.on_frame(bus->cfg.ctx, l->peer, f, bytes, len);
+        bus->delivering = NULL;
+    }
 }
 
 /* One whole frame read from l. */
@@ -779,22 +793,49 @@ void sl_rbus_destroy(sl_rbus_t *bus)
     free(bus);
 }
 
-int sl_rbus_send(sl_rbus_t *bus, uint8_t peer, const uint8_t *frame, uint32_t len)
+int sl_rbus_send_owned(sl_rbus_t *bus, uint8_t peer, uint8_t *frame, uint32_t len)
 {
     if (peer >= bus->cfg.replica_count || peer == bus->cfg.self || len < SL_HEADER_SIZE ||
-        len > bus->cfg.frame_max)
+        len > bus->cfg.frame_max) {
+        free(frame);
         return -EINVAL;
+    }
     link_t *l = bus->peers[peer].up;
     if (!l) {
+        free(frame);
         bus->stats.dropped++;
         return -ENOTCONN;
     }
-    if (!queue_push(bus, l, frame, len)) {
+    if (!queue_push_owned(bus, l, frame, len)) {
+        free(frame);
         bus->stats.dropped++;
         return -ENOBUFS;
     }
     (void)link_flush(bus, l); /* most frames go out at once */
     return 0;
+}
+
+int sl_rbus_send(sl_rbus_t *bus, uint8_t peer, const uint8_t *frame, uint32_t len)
+{
+    if (len < SL_HEADER_SIZE || len > bus->cfg.frame_max)
+        return -EINVAL;
+    uint8_t *copy = malloc(len);
+    if (!copy) {
+        bus->stats.dropped++;
+        return -ENOBUFS;
+    }
+    memcpy(copy, frame, len);
+    return sl_rbus_send_owned(bus, peer, copy, len);
+}
+
+uint8_t *sl_rbus_take_frame(sl_rbus_t *bus)
+{
+    link_t *l = bus->delivering;
+    if (l == NULL || l->body_frame == NULL)
+        return NULL;
+    uint8_t *frame = l->body_frame;
+    l->body_frame = NULL;
+    return frame;
 }
 
 uint16_t sl_rbus_port(const sl_rbus_t *bus)

@@ -110,6 +110,13 @@ void sl_rbus_poll(sl_rbus_t *bus, int timeout_ms);
  * link to it is up, -ENOBUFS when its queue is full (the frame is dropped:
  * consensus retransmits, cluster.md 8), -EINVAL for a bad peer or length. */
 SL_WUR int sl_rbus_send(sl_rbus_t *bus, uint8_t peer, const uint8_t *frame, uint32_t len);
+/* sl_rbus_send of a malloc'd frame the bus takes (and frees, also on an
+ * error): a megabyte prepare is queued without a copy. */
+SL_WUR int sl_rbus_send_owned(sl_rbus_t *bus, uint8_t peer, uint8_t *frame, uint32_t len);
+/* Inside on_frame only: the frame being handed (bytes), a malloc'd buffer
+ * the caller now owns and frees, so it can keep it without a copy. NULL
+ * for a header-only frame (its bytes stay the bus's) or outside on_frame. */
+uint8_t *sl_rbus_take_frame(sl_rbus_t *bus);
 
 /* The listening port (the chosen one when cfg.listen.port was 0). */
 uint16_t sl_rbus_port(const sl_rbus_t *bus);

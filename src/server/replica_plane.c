@@ -64,22 +64,29 @@ static void queue_free(plane_queue_t *q)
     q->ring = NULL;
 }
 
+/* Queues owned (malloc'd, or NULL when it could not be: counted as a
+ * drop); false (dropped, counted, freed) when full. */
+static bool queue_push_owned(plane_queue_t *q, uint8_t peer, uint8_t *owned, uint32_t len)
+{
+    pthread_mutex_lock(&q->lock);
+    bool ok = owned && q->count < q->cap;
+    if (ok)
+        q->ring[(q->head + q->count++) % q->cap] = (plane_frame_t){peer, len, owned};
+    else
+        q->dropped++;
+    pthread_mutex_unlock(&q->lock);
+    if (!ok)
+        free(owned);
+    return ok;
+}
+
 /* Copies the frame in; false (dropped, counted) when full or out of memory. */
 static bool queue_push(plane_queue_t *q, uint8_t peer, const uint8_t *bytes, uint32_t len)
 {
     uint8_t *copy = malloc(len);
     if (copy)
         memcpy(copy, bytes, len);
-    pthread_mutex_lock(&q->lock);
-    bool ok = copy && q->count < q->cap;
-    if (ok)
-        q->ring[(q->head + q->count++) % q->cap] = (plane_frame_t){peer, len, copy};
-    else
-        q->dropped++;
-    pthread_mutex_unlock(&q->lock);
-    if (!ok)
-        free(copy);
-    return ok;
+    return queue_push_owned(q, peer, copy, len);
 }
 
 static bool queue_pop(plane_queue_t *q, plane_frame_t *out)
@@ -106,7 +113,12 @@ static void on_frame(void *ctx, uint8_t peer, const sl_vsr_frame_t *f, const uin
                      uint32_t len)
 {
     sl_replica_plane_t *plane = ctx;
-    if (queue_push(&plane->inbox, peer, bytes, len)) {
+    /* A frame with a body comes in a buffer of its own, which the queue
+     * takes: a megabyte prepare crosses to the loop without a copy. */
+    uint8_t *owned = sl_rbus_take_frame(plane->bus);
+    bool queued = owned ? queue_push_owned(&plane->inbox, peer, owned, len)
+                        : queue_push(&plane->inbox, peer, bytes, len);
+    if (queued) {
         wake(plane->inbox_fd);
         return;
     }
@@ -128,9 +140,9 @@ static void flush_outbox(sl_replica_plane_t *plane)
 {
     plane_frame_t f;
     for (uint32_t i = 0; i < SL_PLANE_OUTBOX_MAX && queue_pop(&plane->outbox, &f); i++) {
-        int rc = sl_rbus_send(plane->bus, f.peer, f.bytes, f.len);
+        /* The bus takes the copy made for the queue (and frees it). */
+        int rc = sl_rbus_send_owned(plane->bus, f.peer, f.bytes, f.len);
         (void)rc; /* counted by the bus; consensus resends */
-        free(f.bytes);
     }
 }
 

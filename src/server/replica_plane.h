@@ -4,14 +4,15 @@
  *
  * Two bounded queues join it to the io_uring loop thread, where the
  * consensus replica lives (server/cluster.h). Inbound: every decoded frame
- * is copied into a queue of SL_PLANE_INBOX_MAX frames and the plane's
- * eventfd is written; the loop reads that eventfd (a completion source, as
- * the hash pool's) and drains the queue. Outbound: the loop queues frames
- * per peer (at most SL_PLANE_OUTBOX_MAX waiting in all) and wakes the
- * plane's poll through a second eventfd; the plane moves them to the bus's
- * per-link queues. A full queue drops the frame: consensus resends what
- * matters (cluster.md 8). Link states are mirrored in atomics the loop
- * thread reads (GetClusterMetadata's status). */
+ * goes into a queue of SL_PLANE_INBOX_MAX frames (a frame with a body by
+ * pointer, in the buffer the bus read it into) and the plane's eventfd is
+ * written; the loop reads that eventfd (a completion source, as the hash
+ * pool's) and drains the queue. Outbound: the loop queues a copy of each
+ * frame per peer (at most SL_PLANE_OUTBOX_MAX waiting in all) and wakes the
+ * plane's poll through a second eventfd; the plane hands those copies to
+ * the bus's per-link queues. A full queue drops the frame: consensus
+ * resends what matters (cluster.md 8). Link states are mirrored in atomics
+ * the loop thread reads (GetClusterMetadata's status). */
 #ifndef SL_SERVER_REPLICA_PLANE_H
 #define SL_SERVER_REPLICA_PLANE_H
 

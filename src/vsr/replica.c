@@ -304,6 +304,26 @@ void vsr_journal_write(sl_vsr_replica_t *r, const uint8_t header[SL_HEADER_SIZE]
     s->writing_view = r->view;
     r->storage.write_prepare(r->storage.ctx, (uint32_t)(op % r->cfg.journal_slots), r->out.data,
                              (uint32_t)r->out.len);
+    sl_buf_t written = r->last;
+    r->last = r->out;
+    r->out = written;
+    r->last_op = op;
+    r->last_identity = identity;
+}
+
+/* The bytes the journal holds for op when they are the last prepare
+ * written: the slot is being written or is valid with that very prepare
+ * (a failed write left it faulty: no answer then, as from the disk). */
+static sl_span_t journal_last(sl_vsr_replica_t *r, uint64_t op, sl_u128_t identity)
+{
+    const vsr_slot_t *s = vsr_slot(r, op);
+    bool writing = s->writing && s->writing_op == op && sl_u128_eq(s->writing_identity, identity);
+    bool valid =
+        !s->writing && s->state == SLOT_VALID && s->op == op && sl_u128_eq(s->identity, identity);
+    bool slot_holds = writing || valid;
+    if (r->last_op != op || op == 0 || !sl_u128_eq(r->last_identity, identity) || !slot_holds)
+        return sl_span(NULL, 0);
+    return sl_buf_span(&r->last);
 }
 
 /* A journal slot's bytes: a prepare frame, then the XXH3-64 of it (the
@@ -324,8 +344,9 @@ bool vsr_journal_read(sl_vsr_replica_t *r, uint64_t op, sl_vsr_frame_t *f)
         return false;
     vsr_entry_t *e = vsr_entry(r, op);
     vsr_slot_t *s = vsr_slot(r, op);
-    sl_span_t bytes =
-        r->storage.read_prepare(r->storage.ctx, (uint32_t)(op % r->cfg.journal_slots));
+    sl_span_t bytes = journal_last(r, op, e->identity);
+    if (bytes.ptr == NULL)
+        bytes = r->storage.read_prepare(r->storage.ctx, (uint32_t)(op % r->cfg.journal_slots));
     bool ok = journal_decode(r, bytes, f) && f->u.prepare.op == op &&
               sl_u128_eq(f->h.checksum, e->identity);
     if (!ok && !s->writing && s->state == SLOT_VALID && s->op == op &&
@@ -415,6 +436,7 @@ static int alloc_replica(const sl_vsr_config_t *cfg, sl_vsr_replica_t **out)
     sl_buf_init(&r->reply, 0);
     sl_buf_init(&r->state, 0);
     sl_buf_init(&r->prep, cfg->frame_max);
+    sl_buf_init(&r->last, (size_t)cfg->frame_max + VSR_JOURNAL_SEAL);
     for (int i = 0; i < 2; i++)
         sl_buf_init(&r->sync.data[i], cfg->state_max);
     return ok ? 0 : -1;
@@ -432,6 +454,7 @@ void sl_vsr_replica_close(sl_vsr_replica_t *r)
     sl_buf_free(&r->reply);
     sl_buf_free(&r->state);
     sl_buf_free(&r->prep);
+    sl_buf_free(&r->last);
     for (int i = 0; i < 2; i++)
         sl_buf_free(&r->sync.data[i]);
     free(r->view_headers);

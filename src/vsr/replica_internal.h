@@ -160,6 +160,14 @@ struct sl_vsr_replica {
     sl_buf_t reply; /* apply output */
     sl_buf_t state; /* the state record, snapshots */
     sl_buf_t prep;  /* the machine's prepare output */
+    /* The last prepare journaled, as written (journal seal included): the
+     * next prepare's head and, one op later, the op applied are nearly
+     * always this one, and reading it back from the journal cost a copy of
+     * up to a slot and a system call per prepare. Swapped with `out` after
+     * each journal write, so keeping it copies nothing. */
+    sl_buf_t last;
+    uint64_t last_op; /* 0: holds nothing */
+    sl_u128_t last_identity;
     uint64_t nonce_counter;
     uint64_t frames_dropped;
     uint64_t prepares_refused;

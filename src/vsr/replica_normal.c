@@ -503,9 +503,19 @@ static void primary_heartbeat(sl_vsr_replica_t *r)
      * reach). It goes on otherwise as before. */
     if (r->ticks - r->progress_tick >= r->cfg.heartbeat_timeout_ticks)
         return;
-    if (r->heartbeat_seq != 0 && r->ticks - r->heartbeat_tick < r->cfg.commit_interval_ticks)
+    uint64_t interval = r->cfg.commit_interval_ticks;
+    if (r->heartbeat_seq != 0 && r->ticks - r->heartbeat_tick < interval)
         return;
+    /* Each group beats on ticks of its own phase (from its id): groups
+     * created together would otherwise send their Commits in the same tick
+     * for ever, hundreds of frames at once on a node leading many
+     * partitions. The first beat goes at once; the next on the group's
+     * phase, at most an interval later. The metadata group is one of its
+     * kind and beats from its first beat, as it always has. */
+    uint64_t phase = ((r->cfg.group * 0x9E3779B97F4A7C15ull) >> 32) % interval;
     r->heartbeat_tick = r->ticks;
+    if (r->cfg.group != SL_VSR_GROUP_METADATA)
+        r->heartbeat_tick -= (r->ticks + phase) % interval;
     r->heartbeat_seq++;
     sl_vsr_frame_t f;
     vsr_frame_init(r, &f, SL_VSR_COMMIT);

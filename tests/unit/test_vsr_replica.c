@@ -36,6 +36,7 @@ typedef struct disk {
     uint64_t art_op;
     uint8_t *art[2];
     size_t art_len[2];
+    uint64_t reads; /* read_prepare calls */
 } disk_t;
 
 typedef struct node {
@@ -57,7 +58,6 @@ static bool up[N];
 static bool deaf[N]; /* frames to it are lost (the client still hears it) */
 static msg_t queue[QUEUE_MAX];
 static size_t q_head, q_tail;
-static uint64_t now;
 /* the client's view of its last reply */
 static sl_reply_header_t last_reply;
 static uint8_t last_body[64];
@@ -74,9 +74,14 @@ static void push(int to, const uint8_t *data, uint32_t len)
     memcpy(m->data, data, len);
 }
 
+static uint64_t now;
+static uint32_t commit_residues; /* bit t: a Commit was sent on a tick = t (mod 2) */
+
 static void bus_send(void *ctx, uint8_t replica, const uint8_t *frame, uint32_t size)
 {
     (void)ctx;
+    if (frame[60] == SL_VSR_COMMIT)
+        commit_residues |= 1u << (now % 2);
     push(replica, frame, size);
 }
 
@@ -100,6 +105,7 @@ static void write_prepare(void *ctx, uint32_t slot, const uint8_t *frame, uint32
 static sl_span_t read_prepare(void *ctx, uint32_t slot)
 {
     disk_t *d = ctx;
+    d->reads++;
     return sl_span(d->slot[slot], d->slot_len[slot]);
 }
 
@@ -144,6 +150,7 @@ static sl_span_t read_artifact(void *ctx, uint64_t op, uint8_t kind)
 /* The plane tests' switches: a sessionless group, and the machine's
  * prepare / accept hooks (the counting machine below). */
 static bool plane_sessionless, plane_hooks;
+static uint64_t plane_group;   /* 0: the metadata group */
 static uint32_t prepare_code;  /* what the prepare hook answers (0: builds) */
 static int prepare_calls;      /* prepare hook calls */
 static bool prepare_head_seen; /* the last call's head was a journaled body */
@@ -249,6 +256,7 @@ static sl_vsr_config_t config(int id)
     c.resend_ticks = resend_ticks;
     c.nonce_seed = 1000 + (uint64_t)id;
     c.sessionless = plane_sessionless;
+    c.group = plane_group;
     return c;
 }
 
@@ -750,6 +758,62 @@ static void test_prepare_hooks_offsets(void **state)
     plane_down();
 }
 
+/* Requests one at a time on a partition-like group: every replica applies
+ * the op it journaled last, and the primary's next prepare has that op as
+ * its head, from the copy kept in memory: nothing is read back from the
+ * journal (a megabyte batch used to be read back once per replica). A
+ * restarted replica, which holds nothing in memory, still reads its
+ * journal and catches up. */
+static void test_last_prepare_not_read_back(void **state)
+{
+    (void)state;
+    plane_up(true, true);
+    int p = primary();
+    request(p, SL_OP_SEND_MESSAGES, 1, 1);
+    steps(10);
+    uint64_t reads[N];
+    for (int i = 0; i < N; i++)
+        reads[i] = nodes[i].disk.reads;
+    for (uint8_t k = 2; k <= 9; k++)
+        request(p, SL_OP_SEND_MESSAGES, k, k);
+    steps(10);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(nodes[i].end, 9);
+        assert_int_equal(info_of(i).commit_min, info_of(p).commit_min);
+        assert_int_equal(nodes[i].disk.reads, reads[i]);
+    }
+    int b = (p + 1) % N;
+    crash(b);
+    request(p, SL_OP_SEND_MESSAGES, 10, 1);
+    open_node(b);
+    steps(200);
+    assert_true(nodes[b].disk.reads > reads[b]);
+    assert_int_equal(nodes[b].end, 10);
+    assert_int_equal(info_of(b).commit_min, info_of(p).commit_min);
+    plane_down();
+}
+
+/* Idle partition groups formatted together beat on ticks of their own
+ * phase (from the group id), not all in the same tick: over a few groups
+ * (the test's interval is 2 ticks) the Commits of one group all go on one
+ * residue, and not every group has the same one. */
+static void test_heartbeat_phase(void **state)
+{
+    (void)state;
+    uint32_t seen = 0;
+    for (uint32_t k = 1; k <= 6; k++) {
+        plane_group = sl_vsr_group_partition(1, 1, k);
+        plane_up(true, true);
+        commit_residues = 0;
+        steps(40);
+        assert_true(commit_residues == 1u || commit_residues == 2u);
+        seen |= commit_residues;
+        plane_down();
+    }
+    plane_group = 0;
+    assert_int_equal(seen, 3);
+}
+
 /* A backup whose accept hook refuses never journals nor acknowledges the
  * prepare (not even through repair); the op commits on the other two. */
 static void test_accept_refused(void **state)
@@ -891,6 +955,8 @@ int main(void)
         cmocka_unit_test(test_config_check),
         cmocka_unit_test(test_sessionless),
         cmocka_unit_test(test_prepare_hooks_offsets),
+        cmocka_unit_test(test_last_prepare_not_read_back),
+        cmocka_unit_test(test_heartbeat_phase),
         cmocka_unit_test(test_accept_refused),
         cmocka_unit_test(test_prepare_refused),
         cmocka_unit_test(test_take_over),
