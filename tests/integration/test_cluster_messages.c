@@ -145,6 +145,12 @@ static void ledger_note(ledger_t *l, uint64_t offset, const char *payload)
     pthread_mutex_unlock(&l->lock);
 }
 
+static void ledger_init(ledger_t *l)
+{
+    memset(l, 0, sizeof(*l));
+    pthread_mutex_init(&l->lock, NULL);
+}
+
 static void ledger_free(ledger_t *l)
 {
     for (int i = 0; i < SENT_MAX; i++)
@@ -176,6 +182,15 @@ static int send_batch(sl_client_t *c, const char *topic, uint32_t p, const char 
             ledger_note(l, r.base_offset + (uint64_t)i, payloads[i]);
     }
     return rc;
+}
+
+/* `batches` batches of `count` (tag-0.. tag-<batches-1>) to partition p
+ * of topic, every one acknowledged. */
+static void send_batches(sl_client_t *c, const char *topic, uint32_t p, const char *tag,
+                         int batches, int count, ledger_t *l)
+{
+    for (int i = 0; i < batches; i++)
+        assert_int_equal(send_batch(c, topic, p, tag, i, count, l), 0);
 }
 
 /* Polls partition p of node n from offset 0 until it holds `at_least`
@@ -225,6 +240,14 @@ static uint64_t check_partition(const node_t *n, const char *topic, uint32_t p, 
         fail_msg("node on port %u holds %llu messages of %s/%u, expected at least %llu", n->tcp,
                  (unsigned long long)next, topic, p, (unsigned long long)at_least);
     return next;
+}
+
+/* Every node holds exactly the acknowledged messages of partition p. */
+static void assert_all_hold(const node_t nodes[NODES], const char *topic, uint32_t p,
+                            const ledger_t *l)
+{
+    for (int i = 0; i < NODES; i++)
+        assert_int_equal(check_partition(&nodes[i], topic, p, l, l->acked), l->acked);
 }
 
 /* Waits until partition p of node n holds nothing at offset 0 (purged). */
@@ -313,6 +336,15 @@ static void create_topics(const node_t nodes[NODES], int leader)
     }
 }
 
+/* A started cluster with the test topics; returns its leader. */
+static int cluster_up(th_cluster_t *c)
+{
+    nodes_start(c);
+    int leader = wait_leader(c, -1);
+    create_topics(c->nodes, leader);
+    return leader;
+}
+
 /* A client of the leader whose sends succeed: partition groups follow the
  * metadata primary, which takes a view change after the cluster starts. */
 static sl_client_t *producer(const node_t *leader)
@@ -331,6 +363,28 @@ static sl_client_t *producer(const node_t *leader)
     return NULL;
 }
 
+/* Polls node n until consumer `id`'s offset on plain/0 is `want` (found),
+ * or not found when want is UINT64_MAX. */
+static void wait_offset(const node_t *n, uint32_t id, uint64_t want)
+{
+    sl_client_t *c = login(n);
+    sl_consumer_offset_t off = {0};
+    bool ok = false;
+    for (int p = 0; p < POLLS_MAX && !ok; p++) {
+        assert_int_equal(sl_client_get_consumer_offset(c, sl_consumer_single(sl_id_num(id)),
+                                                       sl_id_name("s"), sl_id_name("plain"), 0,
+                                                       &off),
+                         0);
+        ok = want == UINT64_MAX ? !off.found : off.found && off.stored_offset == want;
+        if (!ok)
+            pause_ms(100);
+    }
+    sl_client_close(c);
+    if (!ok)
+        fail_msg("consumer %u on port %u: offset %llu (found %d), expected %llu", id, n->tcp,
+                 (unsigned long long)off.stored_offset, off.found, (unsigned long long)want);
+}
+
 /* --- the tests ------------------------------------------------------------------------- */
 
 static void test_replicated_byte_for_byte(void **state)
@@ -338,15 +392,11 @@ static void test_replicated_byte_for_byte(void **state)
     (void)state;
     th_cluster_t cluster;
     node_t *nodes = cluster.nodes;
-    nodes_start(&cluster);
-    int leader = wait_leader(&cluster, -1);
-    create_topics(nodes, leader);
+    int leader = cluster_up(&cluster);
     ledger_t plain[2], fsync;
-    memset(plain, 0, sizeof(plain));
-    memset(&fsync, 0, sizeof(fsync));
-    pthread_mutex_init(&plain[0].lock, NULL);
-    pthread_mutex_init(&plain[1].lock, NULL);
-    pthread_mutex_init(&fsync.lock, NULL);
+    ledger_init(&plain[0]);
+    ledger_init(&plain[1]);
+    ledger_init(&fsync);
     enum { PRODUCERS = 3, BATCHES = 20 };
     sl_client_t *c[PRODUCERS];
     for (int i = 0; i < PRODUCERS; i++)
@@ -363,21 +413,15 @@ static void test_replicated_byte_for_byte(void **state)
     }
     for (int i = 0; i < PRODUCERS; i++)
         sl_client_close(c[i]);
-    for (int i = 0; i < NODES; i++) {
-        assert_int_equal(check_partition(&nodes[i], "plain", 0, &plain[0], plain[0].acked),
-                         plain[0].acked);
-        assert_int_equal(check_partition(&nodes[i], "plain", 1, &plain[1], plain[1].acked),
-                         plain[1].acked);
-        assert_int_equal(check_partition(&nodes[i], "fsync", 0, &fsync, fsync.acked),
-                         fsync.acked);
-    }
+    assert_all_hold(nodes, "plain", 0, &plain[0]);
+    assert_all_hold(nodes, "plain", 1, &plain[1]);
+    assert_all_hold(nodes, "fsync", 0, &fsync);
 
     /* A backup does not take writes: 58 TransientNotAccepted. */
     int backup = (leader + 1) % NODES;
     sl_client_t *b = login(&nodes[backup]);
     ledger_t scratch;
-    memset(&scratch, 0, sizeof(scratch));
-    pthread_mutex_init(&scratch.lock, NULL);
+    ledger_init(&scratch);
     assert_int_equal(send_batch(b, "plain", 0, "backup", 0, 1, &scratch),
                      -SL_ERR_TRANSIENT_NOT_ACCEPTED);
     sl_client_close(b);
@@ -398,9 +442,8 @@ static void test_replicated_byte_for_byte(void **state)
     assert_true(plain[0].acked > 0 && plain[1].acked > 0);
     assert_int_equal(sl_client_purge_topic(l, sl_id_name("s"), sl_id_name("plain")), 0);
     ledger_t after[2];
-    memset(after, 0, sizeof(after));
-    pthread_mutex_init(&after[0].lock, NULL);
-    pthread_mutex_init(&after[1].lock, NULL);
+    ledger_init(&after[0]);
+    ledger_init(&after[1]);
     for (int b2 = 0; b2 < 4; b2++) {
         for (uint32_t p = 0; p < 2; p++)
             assert_int_equal(send_batch(l, "plain", p, "after", b2, 2 + b2, &after[p]), 0);
@@ -454,17 +497,12 @@ static void test_purge_then_primary_killed(void **state)
     (void)state;
     th_cluster_t cluster;
     node_t *nodes = cluster.nodes;
-    nodes_start(&cluster);
-    int leader = wait_leader(&cluster, -1);
-    create_topics(nodes, leader);
+    int leader = cluster_up(&cluster);
     ledger_t before, after;
-    memset(&before, 0, sizeof(before));
-    memset(&after, 0, sizeof(after));
-    pthread_mutex_init(&before.lock, NULL);
-    pthread_mutex_init(&after.lock, NULL);
+    ledger_init(&before);
+    ledger_init(&after);
     sl_client_t *c = producer(&nodes[leader]);
-    for (int i = 0; i < 10; i++)
-        assert_int_equal(send_batch(c, "plain", 0, "before", i, 3, &before), 0);
+    send_batches(c, "plain", 0, "before", 10, 3, &before);
     for (int i = 0; i < NODES; i++)
         check_partition(&nodes[i], "plain", 0, &before, before.acked);
     assert_int_equal(sl_client_purge_topic(c, sl_id_name("s"), sl_id_name("plain")), 0);
@@ -479,8 +517,7 @@ static void test_purge_then_primary_killed(void **state)
     /* 6 messages: the purged batches of 3 include one at offset 6, which a
      * replay from before the purge would append after these. */
     c = producer(&nodes[leader]);
-    for (int i = 0; i < 3; i++)
-        assert_int_equal(send_batch(c, "plain", 0, "after", i, 2, &after), 0);
+    send_batches(c, "plain", 0, "after", 3, 2, &after);
     sl_client_close(c);
     assert_non_null(after.at[0]);
     node_restart(&cluster, old);
@@ -565,16 +602,12 @@ static void test_primary_killed_under_load(void **state)
     (void)state;
     th_cluster_t cluster;
     node_t *nodes = cluster.nodes;
-    nodes_start(&cluster);
-    volatile int leader = wait_leader(&cluster, -1);
-    create_topics(nodes, leader);
+    volatile int leader = cluster_up(&cluster);
     ledger_t ledger;
-    memset(&ledger, 0, sizeof(ledger));
-    pthread_mutex_init(&ledger.lock, NULL);
+    ledger_init(&ledger);
     /* Warm the groups up, then store a consumer offset with Quorum. */
     sl_client_t *c = producer(&nodes[leader]);
-    for (int i = 0; i < 5; i++)
-        assert_int_equal(send_batch(c, "fsync", 0, "warm", i, 4, &ledger), 0);
+    send_batches(c, "fsync", 0, "warm", 5, 4, &ledger);
     assert_int_equal(sl_client_store_consumer_offset(c, sl_consumer_single(sl_id_num(7)),
                                                      sl_id_name("s"), sl_id_name("fsync"), 0, 9,
                                                      SL_ACK_LEVEL_QUORUM),
@@ -635,20 +668,15 @@ static void test_backup_restart_catches_up(void **state)
     (void)state;
     th_cluster_t cluster;
     node_t *nodes = cluster.nodes;
-    nodes_start(&cluster);
-    int leader = wait_leader(&cluster, -1);
-    create_topics(nodes, leader);
+    int leader = cluster_up(&cluster);
     ledger_t ledger;
-    memset(&ledger, 0, sizeof(ledger));
-    pthread_mutex_init(&ledger.lock, NULL);
+    ledger_init(&ledger);
     sl_client_t *c = producer(&nodes[leader]);
-    for (int i = 0; i < 10; i++)
-        assert_int_equal(send_batch(c, "plain", 0, "before", i, 3, &ledger), 0);
+    send_batches(c, "plain", 0, "before", 10, 3, &ledger);
     int backup = (leader + 1) % NODES;
     check_partition(&nodes[backup], "plain", 0, &ledger, ledger.acked);
     th_cluster_stop_node(&cluster, backup, SIGKILL);
-    for (int i = 0; i < 40; i++)
-        assert_int_equal(send_batch(c, "plain", 0, "during", i, 2, &ledger), 0);
+    send_batches(c, "plain", 0, "during", 40, 2, &ledger);
     assert_int_equal(sl_client_store_consumer_offset(c, sl_consumer_single(sl_id_num(3)),
                                                      sl_id_name("s"), sl_id_name("plain"), 0, 50,
                                                      SL_ACK_LEVEL_QUORUM),
@@ -657,19 +685,7 @@ static void test_backup_restart_catches_up(void **state)
     node_restart(&cluster, backup);
     assert_int_equal(check_partition(&nodes[backup], "plain", 0, &ledger, ledger.acked),
                      ledger.acked);
-    sl_client_t *b = login(&nodes[backup]);
-    sl_consumer_offset_t off = {0};
-    for (int p = 0; p < POLLS_MAX && !(off.found && off.stored_offset == 50); p++) {
-        assert_int_equal(sl_client_get_consumer_offset(b, sl_consumer_single(sl_id_num(3)),
-                                                       sl_id_name("s"), sl_id_name("plain"), 0,
-                                                       &off),
-                         0);
-        if (!(off.found && off.stored_offset == 50))
-            pause_ms(100);
-    }
-    assert_true(off.found);
-    assert_int_equal(off.stored_offset, 50);
-    sl_client_close(b);
+    wait_offset(&nodes[backup], 3, 50);
     assert_logged(&nodes[backup].srv, "needs a segment state transfer", false);
     th_cluster_stop(&cluster);
     ledger_free(&ledger);
@@ -684,15 +700,11 @@ static void test_all_killed_keep_messages(void **state)
     (void)state;
     th_cluster_t cluster;
     node_t *nodes = cluster.nodes;
-    nodes_start(&cluster);
-    int leader = wait_leader(&cluster, -1);
-    create_topics(nodes, leader);
+    int leader = cluster_up(&cluster);
     ledger_t ledger;
-    memset(&ledger, 0, sizeof(ledger));
-    pthread_mutex_init(&ledger.lock, NULL);
+    ledger_init(&ledger);
     sl_client_t *c = producer(&nodes[leader]);
-    for (int i = 0; i < 30; i++)
-        assert_int_equal(send_batch(c, "plain", 1, "pre", i, 3, &ledger), 0);
+    send_batches(c, "plain", 1, "pre", 30, 3, &ledger);
     sl_client_close(c);
     for (int i = 0; i < NODES; i++)
         check_partition(&nodes[i], "plain", 1, &ledger, ledger.acked);
@@ -701,40 +713,13 @@ static void test_all_killed_keep_messages(void **state)
     for (int i = 0; i < NODES; i++)
         node_restart(&cluster, i);
     leader = wait_leader(&cluster, -1);
-    for (int i = 0; i < NODES; i++)
-        assert_int_equal(check_partition(&nodes[i], "plain", 1, &ledger, ledger.acked),
-                         ledger.acked);
+    assert_all_hold(nodes, "plain", 1, &ledger);
     c = producer(&nodes[leader]);
-    for (int i = 0; i < 5; i++)
-        assert_int_equal(send_batch(c, "plain", 1, "post", i, 2, &ledger), 0);
+    send_batches(c, "plain", 1, "post", 5, 2, &ledger);
     sl_client_close(c);
-    for (int i = 0; i < NODES; i++)
-        assert_int_equal(check_partition(&nodes[i], "plain", 1, &ledger, ledger.acked),
-                         ledger.acked);
+    assert_all_hold(nodes, "plain", 1, &ledger);
     th_cluster_stop(&cluster);
     ledger_free(&ledger);
-}
-
-/* Polls node n until consumer `id`'s offset on plain/0 is `want` (found),
- * or not found when want is UINT64_MAX. */
-static void wait_offset(const node_t *n, uint32_t id, uint64_t want)
-{
-    sl_client_t *c = login(n);
-    sl_consumer_offset_t off = {0};
-    bool ok = false;
-    for (int p = 0; p < POLLS_MAX && !ok; p++) {
-        assert_int_equal(sl_client_get_consumer_offset(c, sl_consumer_single(sl_id_num(id)),
-                                                       sl_id_name("s"), sl_id_name("plain"), 0,
-                                                       &off),
-                         0);
-        ok = want == UINT64_MAX ? !off.found : off.found && off.stored_offset == want;
-        if (!ok)
-            pause_ms(100);
-    }
-    sl_client_close(c);
-    if (!ok)
-        fail_msg("consumer %u on port %u: offset %llu (found %d), expected %llu", id, n->tcp,
-                 (unsigned long long)off.stored_offset, off.found, (unsigned long long)want);
 }
 
 /* Consumer offsets through the partition group: NoAck answered at once and
@@ -745,15 +730,11 @@ static void test_offsets_replicated(void **state)
     (void)state;
     th_cluster_t cluster;
     node_t *nodes = cluster.nodes;
-    nodes_start(&cluster);
-    int leader = wait_leader(&cluster, -1);
-    create_topics(nodes, leader);
+    int leader = cluster_up(&cluster);
     ledger_t ledger;
-    memset(&ledger, 0, sizeof(ledger));
-    pthread_mutex_init(&ledger.lock, NULL);
+    ledger_init(&ledger);
     sl_client_t *c = producer(&nodes[leader]);
-    for (int i = 0; i < 10; i++)
-        assert_int_equal(send_batch(c, "plain", 0, "o", i, 2, &ledger), 0);
+    send_batches(c, "plain", 0, "o", 10, 2, &ledger);
     sl_id_t s = sl_id_name("s"), t = sl_id_name("plain");
     assert_int_equal(sl_client_store_consumer_offset(c, sl_consumer_single(sl_id_num(11)), s, t,
                                                      0, 4, SL_ACK_LEVEL_NONE),
