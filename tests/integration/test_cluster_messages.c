@@ -96,7 +96,7 @@ static sl_client_t *login(const node_t *n)
 /* The leader every live node names, other than `except` (-1: any). */
 static int wait_leader(th_cluster_t *c, int except)
 {
-    int leader = th_cluster_wait_leader(c, except >= 0 ? 1u << except : 0u, POLLS_MAX);
+    int leader = th_cluster_wait_leader_other(c, except, POLLS_MAX);
     if (leader < 0)
         fail_msg("the live nodes did not agree on one leader");
     return leader;
