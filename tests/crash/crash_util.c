@@ -96,6 +96,41 @@ void cu_stop_clean(th_server_t *srv)
         fail_msg("sluiced stopped with wait status 0x%x:\n%s", (unsigned)status, th_log(srv));
 }
 
+bool cu_start_with_faults(th_server_t *srv, const th_options_t *opt, char *fault_file,
+                          size_t cap)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(fault_file, cap, "%s/sluice-faults-XXXXXX", tmp ? tmp : "/tmp");
+    int fd = mkstemp(fault_file);
+    if (fd < 0)
+        return false;
+    close(fd);
+    setenv("SLUICE_FAULT_FILE", fault_file, 1);
+    if (!th_start(srv, opt)) {
+        unlink(fault_file);
+        exit(77);
+    }
+    return true;
+}
+
+void cu_set_fault(const char *fault_file, const char *line)
+{
+    char tmp[600];
+    assert_true((size_t)snprintf(tmp, sizeof(tmp), "%s.new", fault_file) < sizeof(tmp));
+    FILE *f = fopen(tmp, "w");
+    assert_non_null(f);
+    fprintf(f, "%s\n", line);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(rename(tmp, fault_file), 0);
+}
+
+void cu_stop_with_faults(th_server_t *srv, const char *fault_file)
+{
+    cu_stop_clean(srv);
+    th_cleanup(srv);
+    unlink(fault_file);
+}
+
 sl_client_t *cu_connect(const th_server_t *srv)
 {
     sl_client_options_t o = {.request_timeout_ms = 20000};

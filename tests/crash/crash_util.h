@@ -64,6 +64,20 @@ uint64_t cu_rss_kib(pid_t pid);
 uint64_t cu_read_all(sl_client_t *c, sl_id_t stream, sl_id_t topic, uint32_t partition,
                      uint64_t tag, uint64_t *numbers, uint64_t cap);
 
+/* --- the fault control file (server/test_faults.h) -------------------------------------- */
+
+/* Makes an empty fault control file under $TMPDIR (its path in fault_file, cap bytes), names
+ * it in SLUICE_FAULT_FILE (inherited by sluiced; a test process is the only one that sets it)
+ * and starts sluiced (opt as th_start). False when the file cannot be made; exits 77 when
+ * sluiced cannot start here (io_uring refused). */
+bool cu_start_with_faults(th_server_t *srv, const th_options_t *opt, char *fault_file,
+                          size_t cap);
+/* Replaces the control file's content with line ("" disarms), atomically (rename): sluiced
+ * may re-read it at any request. */
+void cu_set_fault(const char *fault_file, const char *line);
+/* cu_stop_clean, then removes the data directory and the control file. */
+void cu_stop_with_faults(th_server_t *srv, const char *fault_file);
+
 /* --- files (server stopped) ---------------------------------------------------------------- */
 
 /* <data>/streams/<s>/topics/<t>/partitions/<p> of the harness's data directory. */

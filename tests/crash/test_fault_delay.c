@@ -24,21 +24,10 @@
 static th_server_t srv;
 static char fault_file[512];
 
-static void set_fault(const char *line)
-{
-    char tmp[600];
-    snprintf(tmp, sizeof(tmp), "%s.new", fault_file);
-    FILE *f = fopen(tmp, "w");
-    assert_non_null(f);
-    fprintf(f, "%s\n", line);
-    assert_int_equal(fclose(f), 0);
-    assert_int_equal(rename(tmp, fault_file), 0);
-}
-
 /* Each request frame re-reads the control file: a ping applies a line before what follows. */
 static void apply(sl_client_t *c, const char *line)
 {
-    set_fault(line);
+    cu_set_fault(fault_file, line);
     assert_int_equal(sl_client_ping(c), 0);
 }
 
@@ -81,26 +70,13 @@ static void test_bad_slow_lines_arm_nothing(void **state)
 static int setup(void **state)
 {
     (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(fault_file, sizeof(fault_file), "%s/sluice-delay-XXXXXX", tmp ? tmp : "/tmp");
-    int fd = mkstemp(fault_file);
-    if (fd < 0)
-        return -1;
-    close(fd);
-    setenv("SLUICE_FAULT_FILE", fault_file, 1);
-    if (!th_start(&srv, NULL)) {
-        unlink(fault_file);
-        exit(77);
-    }
-    return 0;
+    return cu_start_with_faults(&srv, NULL, fault_file, sizeof(fault_file)) ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    cu_stop_clean(&srv);
-    th_cleanup(&srv);
-    unlink(fault_file);
+    cu_stop_with_faults(&srv, fault_file);
     return 0;
 }
 

@@ -46,14 +46,15 @@ static void node_config(th_cluster_t *c, int self, const th_cluster_options_t *o
         die("the roster does not fit");
 }
 
-/* Starts node i; data_dir NULL formats a new one. */
-static bool node_run(th_cluster_t *c, int i, const char *data_dir)
+/* Starts node i over data_dir (NULL: a new one), with --format-cluster when
+ * format is set. */
+static bool node_run(th_cluster_t *c, int i, const char *data_dir, bool format)
 {
     th_cluster_node_t *n = &c->nodes[i];
     snprintf(n->id, sizeof(n->id), "%d", i);
     n->args[0] = "--replica-id";
     n->args[1] = n->id;
-    n->args[2] = data_dir ? NULL : "--format-cluster";
+    n->args[2] = format ? "--format-cluster" : NULL;
     n->args[3] = NULL;
     th_options_t opt = {.extra_config = n->config,
                         .args = n->args,
@@ -119,6 +120,7 @@ bool th_cluster_start(th_cluster_t *c, const th_cluster_options_t *o)
 {
     memset(c, 0, sizeof(*c));
     c->count = o->nodes ? o->nodes : TH_CLUSTER_NODES_MAX;
+    c->on_metadata = o->on_metadata;
     if (c->count < 2 || c->count > TH_CLUSTER_NODES_MAX)
         die("a cluster of 2 or 3 nodes");
     /* The run's own secret, so two runs side by side never talk. */
@@ -137,14 +139,19 @@ bool th_cluster_start(th_cluster_t *c, const th_cluster_options_t *o)
     for (int i = 0; i < c->count; i++)
         node_config(c, i, o, secret);
     for (int i = 0; i < c->count; i++)
-        if (!node_run(c, i, NULL))
+        if (!node_run(c, i, NULL, true))
             return false;
     return true;
 }
 
 bool th_cluster_restart(th_cluster_t *c, int i)
 {
-    return node_run(c, i, c->nodes[i].srv.data_dir);
+    return node_run(c, i, c->nodes[i].srv.data_dir, false);
+}
+
+bool th_cluster_start_wiped(th_cluster_t *c, int i)
+{
+    return node_run(c, i, NULL, false);
 }
 
 void th_cluster_stop_node(th_cluster_t *c, int i, int sig)
@@ -188,6 +195,8 @@ int th_cluster_leader_seen_by(th_cluster_t *c, int i)
     const sl_cluster_t *m = NULL;
     int leader = -1, leaders = 0;
     if (sl_client_get_cluster_metadata(client, &m) == 0) {
+        if (c->on_metadata)
+            c->on_metadata(m);
         for (uint32_t k = 0; k < m->nodes_count; k++) {
             if (m->nodes[k].role != 0)
                 continue;
@@ -214,6 +223,18 @@ int th_cluster_wait_leader(th_cluster_t *c, unsigned skip, int polls)
         if (agreed >= 0 && c->nodes[agreed].alive && !(skip & (1u << agreed)))
             return agreed;
         pause_ms(100);
+    }
+    return -1;
+}
+
+int th_cluster_wait_leader_other(th_cluster_t *c, int except, int polls)
+{
+    for (int p = 0; p < polls; p++) {
+        int leader = th_cluster_wait_leader(c, 0u, 1); /* one poll */
+        if (leader >= 0 && leader != except)
+            return leader;
+        if (leader >= 0)
+            pause_ms(100);
     }
     return -1;
 }

@@ -18,6 +18,8 @@
 #include "harness.h"
 #include "proxy.h"
 
+struct sl_cluster;
+
 #define TH_CLUSTER_NODES_MAX 3
 
 typedef struct th_cluster_node {
@@ -38,12 +40,16 @@ typedef struct th_cluster_options {
     const char *timing; /* extra [cluster] lines (heartbeat_timeout = ...); NULL: none */
     bool proxies;       /* node i dials each higher node j through proxy[i][j] */
     bool faults;        /* a SLUICE_FAULT_FILE per node (th_cluster_fault) */
+    /* Called with every cluster metadata answer th_cluster_leader_seen_by
+     * reads (a test's checks of the roster a node reports); NULL: none. */
+    void (*on_metadata)(const struct sl_cluster *m);
 } th_cluster_options_t;
 
 typedef struct th_cluster {
     int count;
     th_cluster_node_t nodes[TH_CLUSTER_NODES_MAX];
     th_proxy_t *proxy[TH_CLUSTER_NODES_MAX][TH_CLUSTER_NODES_MAX]; /* [i][j], i < j */
+    void (*on_metadata)(const struct sl_cluster *m);
 } th_cluster_t;
 
 /* Formats and starts every node. False when io_uring is refused here (the
@@ -52,6 +58,10 @@ bool th_cluster_start(th_cluster_t *c, const th_cluster_options_t *o);
 /* Starts node i again over its data directory (after a kill). False when
  * io_uring is refused. */
 bool th_cluster_restart(th_cluster_t *c, int i);
+/* Starts node i over a new empty data directory without --format-cluster:
+ * a lost disk (after th_cluster_stop_node and th_cleanup of its old one).
+ * False when io_uring is refused. */
+bool th_cluster_start_wiped(th_cluster_t *c, int i);
 /* Signals node i (SIGKILL, SIGTERM) and reaps it. */
 void th_cluster_stop_node(th_cluster_t *c, int i, int sig);
 /* Stops every live node, removes their directories and fault files, and
@@ -65,6 +75,11 @@ int th_cluster_leader_seen_by(th_cluster_t *c, int i);
  * than those in `skip` (a bit per node) names the same single live leader
  * that is not in skip either; returns it, or -1 on giving up. */
 int th_cluster_wait_leader(th_cluster_t *c, unsigned skip, int polls);
+/* Polls (100 ms apart, at most polls times) until every live node names
+ * the same single live leader other than `except` (-1: any), asking every
+ * live node, `except` too when it runs (a restarted node must agree);
+ * returns it, or -1 on giving up. */
+int th_cluster_wait_leader_other(th_cluster_t *c, int except, int polls);
 
 /* A client of node i logged in as iggy/iggy with leader settlement off,
  * or NULL when it cannot log in now (one attempt). */

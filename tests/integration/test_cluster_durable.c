@@ -36,22 +36,14 @@
 #include <sluice/client.h>
 #include <sluice/error.h>
 
+#include "cluster.h"
 #include "harness.h"
 
 #define NODES 3
 /* Polls of 100 ms: 90 s before a wait fails. */
 #define POLLS_MAX 900
 
-static const char secret[] = "0b7e3c5a9d1f2e4a6c8b0d2f4e6a8c1b";
-
-typedef struct node {
-    th_server_t srv;
-    bool alive;
-    uint16_t tcp, replica;
-    char config[4096];
-    char id[4];
-    const char *args[4];
-} node_t;
+typedef th_cluster_node_t node_t;
 
 static void pause_ms(long ms)
 {
@@ -59,80 +51,31 @@ static void pause_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-static void node_config(node_t nodes[NODES], int self)
+/* Every node lists the whole roster. */
+static void check_metadata(const sl_cluster_t *m)
 {
-    node_t *n = &nodes[self];
-    size_t cap = sizeof(n->config);
-    size_t at = (size_t)snprintf(n->config, cap,
-                                 "[cluster]\nenabled = true\nname = \"it-durable\"\n"
-                                 "[cluster.auth]\nenabled = true\nshared_secret = \"%s\"\n",
-                                 secret);
-    for (int j = 0; j < NODES && at < cap; j++)
-        at += (size_t)snprintf(n->config + at, cap - at,
-                               "[[cluster.nodes]]\nname = \"node-%d\"\nip = \"127.0.0.1\"\n"
-                               "replica_id = %d\nports = { tcp = %u, tcp_replica = %u }\n",
-                               j, j, nodes[j].tcp, nodes[j].replica);
-    assert_true(at < cap);
+    assert_int_equal(m->nodes_count, NODES);
 }
 
-/* Starts node id over data_dir (NULL: a new one), with --format-cluster
- * when format is set. */
-static void node_run(node_t *n, int id, const char *data_dir, bool format)
+static void nodes_start(th_cluster_t *c)
 {
-    snprintf(n->id, sizeof(n->id), "%d", id);
-    n->args[0] = "--replica-id";
-    n->args[1] = n->id;
-    n->args[2] = format ? "--format-cluster" : NULL;
-    n->args[3] = NULL;
-    th_options_t o = {.extra_config = n->config, .args = n->args, .data_dir = data_dir};
-    if (!th_start(&n->srv, &o))
+    th_cluster_options_t o = {.nodes = NODES, .name = "it-durable", .on_metadata = check_metadata};
+    if (!th_cluster_start(c, &o))
         exit(77);
-    assert_int_equal(n->srv.port, n->tcp);
-    n->alive = true;
 }
 
-static void nodes_start(node_t nodes[NODES])
+/* Node i again over its own data directory. */
+static void node_restart(th_cluster_t *c, int i)
 {
-    memset(nodes, 0, sizeof(node_t) * NODES);
-    for (int i = 0; i < NODES; i++) {
-        nodes[i].tcp = th_free_port();
-        nodes[i].replica = th_free_port();
-    }
-    for (int i = 0; i < NODES; i++)
-        node_config(nodes, i);
-    for (int i = 0; i < NODES; i++)
-        node_run(&nodes[i], i, NULL, true);
+    if (!th_cluster_restart(c, i))
+        exit(77);
 }
 
-static void node_kill(node_t *n)
+/* Node i over a new empty directory, without --format-cluster. */
+static void node_start_wiped(th_cluster_t *c, int i)
 {
-    th_stop(&n->srv, SIGKILL);
-    n->alive = false;
-}
-
-static void nodes_stop(node_t nodes[NODES])
-{
-    for (int i = 0; i < NODES; i++) {
-        if (nodes[i].alive)
-            th_stop(&nodes[i].srv, SIGTERM);
-        th_cleanup(&nodes[i].srv);
-    }
-}
-
-/* A logged-in client of node n, or NULL while it cannot log in yet (no root
- * user applied there yet, no primary to forward the login to). Settlement
- * off (th_client_connect): the client stays on the node it dialled, whose
- * answers are the point. */
-static sl_client_t *try_login(const node_t *n)
-{
-    sl_client_t *c = NULL;
-    if (th_client_connect(n->tcp, &c) != 0)
-        return NULL;
-    if (sl_client_login(c, "iggy", "iggy", NULL) != 0) {
-        sl_client_close(c);
-        return NULL;
-    }
-    return c;
+    if (!th_cluster_start_wiped(c, i))
+        exit(77);
 }
 
 static sl_client_t *login(const node_t *n)
@@ -142,46 +85,13 @@ static sl_client_t *login(const node_t *n)
     return c;
 }
 
-/* The index of the node n reports as Leader when it reports exactly one,
- * -1 otherwise. */
-static int leader_seen_by(const node_t *n)
+/* The leader every live node names, other than `except` (-1: any). */
+static int wait_leader(th_cluster_t *c, int except)
 {
-    sl_client_t *c = try_login(n);
-    if (!c)
-        return -1;
-    const sl_cluster_t *cl = NULL;
-    int leader = -1, leaders = 0;
-    if (sl_client_get_cluster_metadata(c, &cl) == 0) {
-        assert_int_equal(cl->nodes_count, NODES);
-        for (uint32_t i = 0; i < cl->nodes_count; i++) {
-            if (cl->nodes[i].role == 0) {
-                leader = (int)i;
-                leaders++;
-            }
-        }
-    }
-    sl_client_close(c);
-    return leaders == 1 ? leader : -1;
-}
-
-/* Polls until every live node names the same single live Leader, other
- * than `not` (-1: any); returns it. */
-static int wait_leader(const node_t nodes[NODES], int not)
-{
-    for (int p = 0; p < POLLS_MAX; p++) {
-        int agreed = -2;
-        for (int i = 0; i < NODES && agreed != -1; i++) {
-            if (!nodes[i].alive)
-                continue;
-            int l = leader_seen_by(&nodes[i]);
-            agreed = (agreed == -2 || agreed == l) ? l : -1;
-        }
-        if (agreed >= 0 && agreed != not && nodes[agreed].alive)
-            return agreed;
-        pause_ms(100);
-    }
-    fail_msg("the live nodes did not agree on one leader");
-    return -1;
+    int leader = th_cluster_wait_leader_other(c, except, POLLS_MAX);
+    if (leader < 0)
+        fail_msg("the live nodes did not agree on one leader");
+    return leader;
 }
 
 /* Polls node n until it shows stream `name` (and, when user is not NULL,
@@ -232,9 +142,10 @@ static void assert_recovered_from_journal(node_t *n)
 static void test_restarts_keep_what_was_acknowledged(void **state)
 {
     (void)state;
-    node_t nodes[NODES];
-    nodes_start(nodes);
-    int leader = wait_leader(nodes, -1);
+    th_cluster_t cluster;
+    node_t *nodes = cluster.nodes;
+    nodes_start(&cluster);
+    int leader = wait_leader(&cluster, -1);
     sl_client_t *c = login(&nodes[leader]);
     assert_int_equal(sl_client_create_stream(c, "a", NULL), 0);
     assert_int_equal(sl_client_create_topic(c, sl_id_name("a"), "t", 1, NULL, NULL), 0);
@@ -246,9 +157,9 @@ static void test_restarts_keep_what_was_acknowledged(void **state)
     /* (a) A backup killed; ops commit while it is down; it comes back over
      * its own directory, recovers its journal, and repairs the rest. */
     int backup = (leader + 1) % NODES;
-    node_kill(&nodes[backup]);
+    th_cluster_stop_node(&cluster, backup, SIGKILL);
     create_stream(&nodes[leader], "b");
-    node_run(&nodes[backup], backup, nodes[backup].srv.data_dir, false);
+    node_restart(&cluster, backup);
     wait_meta(&nodes[backup], "b", NULL, NULL);
     wait_meta(&nodes[backup], "a", "t", "alice");
     assert_recovered_from_journal(&nodes[backup]);
@@ -256,21 +167,21 @@ static void test_restarts_keep_what_was_acknowledged(void **state)
     /* (c) The primary killed: another is elected; the old one, restarted,
      * follows the new view and gets what was committed without it. */
     int old = leader;
-    node_kill(&nodes[old]);
-    leader = wait_leader(nodes, old);
+    th_cluster_stop_node(&cluster, old, SIGKILL);
+    leader = wait_leader(&cluster, old);
     create_stream(&nodes[leader], "c");
-    node_run(&nodes[old], old, nodes[old].srv.data_dir, false);
+    node_restart(&cluster, old);
     wait_meta(&nodes[old], "c", NULL, NULL);
-    assert_int_equal(wait_leader(nodes, old), leader);
+    assert_int_equal(wait_leader(&cluster, old), leader);
     assert_recovered_from_journal(&nodes[old]);
 
     /* (b) All three killed at once, none formatted on the way back: every
      * acknowledged create is on every node, and the cluster commits. */
     for (int i = 0; i < NODES; i++)
-        node_kill(&nodes[i]);
+        th_cluster_stop_node(&cluster, i, SIGKILL);
     for (int i = 0; i < NODES; i++)
-        node_run(&nodes[i], i, nodes[i].srv.data_dir, false);
-    leader = wait_leader(nodes, -1);
+        node_restart(&cluster, i);
+    leader = wait_leader(&cluster, -1);
     for (int i = 0; i < NODES; i++) {
         wait_meta(&nodes[i], "a", "t", "alice");
         wait_meta(&nodes[i], "b", NULL, NULL);
@@ -280,7 +191,7 @@ static void test_restarts_keep_what_was_acknowledged(void **state)
     create_stream(&nodes[leader], "d");
     for (int i = 0; i < NODES; i++)
         wait_meta(&nodes[i], "d", NULL, NULL);
-    nodes_stop(nodes);
+    th_cluster_stop(&cluster);
 }
 
 /* (d) A wiped node, started without --format-cluster, is a lost disk: it
@@ -289,9 +200,10 @@ static void test_restarts_keep_what_was_acknowledged(void **state)
 static void test_wiped_node_rejoins(void **state)
 {
     (void)state;
-    node_t nodes[NODES];
-    nodes_start(nodes);
-    int leader = wait_leader(nodes, -1);
+    th_cluster_t cluster;
+    node_t *nodes = cluster.nodes;
+    nodes_start(&cluster);
+    int leader = wait_leader(&cluster, -1);
     sl_client_t *c = login(&nodes[leader]);
     assert_int_equal(sl_client_create_stream(c, "w1", NULL), 0);
     assert_int_equal(sl_client_create_user(c, "bob", "secret-2", 1, NULL, NULL), 0);
@@ -300,18 +212,18 @@ static void test_wiped_node_rejoins(void **state)
         wait_meta(&nodes[i], "w1", NULL, "bob");
 
     int wiped = (leader + 1) % NODES, other = (leader + 2) % NODES;
-    node_kill(&nodes[wiped]);
+    th_cluster_stop_node(&cluster, wiped, SIGKILL);
     th_cleanup(&nodes[wiped].srv);
     create_stream(&nodes[leader], "w2");
-    node_run(&nodes[wiped], wiped, NULL, false);
+    node_start_wiped(&cluster, wiped);
     assert_logged(&nodes[wiped].srv, "starting as a lost disk", true);
     wait_meta(&nodes[wiped], "w1", NULL, "bob");
     wait_meta(&nodes[wiped], "w2", NULL, NULL);
 
-    node_kill(&nodes[other]);
+    th_cluster_stop_node(&cluster, other, SIGKILL);
     create_stream(&nodes[leader], "w3");
     wait_meta(&nodes[wiped], "w3", NULL, NULL);
-    nodes_stop(nodes);
+    th_cluster_stop(&cluster);
 }
 
 /* A wiped node so far behind that the others' journals no longer hold the
@@ -321,15 +233,16 @@ static void test_wiped_node_rejoins(void **state)
 static void test_wiped_node_state_transfer(void **state)
 {
     (void)state;
-    node_t nodes[NODES];
-    nodes_start(nodes);
-    int leader = wait_leader(nodes, -1);
+    th_cluster_t cluster;
+    node_t *nodes = cluster.nodes;
+    nodes_start(&cluster);
+    int leader = wait_leader(&cluster, -1);
     /* The primary's chain successor (prepares go primary -> leader + 1 ->
      * leader + 2): with it down the chain reaches nobody, and the primary
      * must send straight to leader + 2 once a resend shows the break
      * (regression, issue 12: each op waited a resend, 1100 took minutes). */
     int wiped = (leader + 1) % NODES;
-    node_kill(&nodes[wiped]);
+    th_cluster_stop_node(&cluster, wiped, SIGKILL);
     th_cleanup(&nodes[wiped].srv);
     enum { OPS = 1100 }; /* past the journal ring's 1024 slots */
     sl_client_t *c = login(&nodes[leader]);
@@ -340,7 +253,7 @@ static void test_wiped_node_state_transfer(void **state)
     }
     assert_int_equal(sl_client_create_user(c, "carol", "secret-5", 1, NULL, NULL), 0);
     sl_client_close(c);
-    node_run(&nodes[wiped], wiped, NULL, false);
+    node_start_wiped(&cluster, wiped);
     assert_logged(&nodes[wiped].srv, "starting as a lost disk", true);
     wait_meta(&nodes[wiped], "st-0", NULL, "carol");
     snprintf(name, sizeof(name), "st-%d", OPS - 1);
@@ -348,10 +261,10 @@ static void test_wiped_node_state_transfer(void **state)
     assert_logged(&nodes[wiped].srv, "(state transfer)", true);
     /* A full member again: with the third node down, the quorum needs it. */
     int other = (leader + 2) % NODES;
-    node_kill(&nodes[other]);
+    th_cluster_stop_node(&cluster, other, SIGKILL);
     create_stream(&nodes[leader], "after-transfer");
     wait_meta(&nodes[wiped], "after-transfer", NULL, NULL);
-    nodes_stop(nodes);
+    th_cluster_stop(&cluster);
 }
 
 /* A metadata request whose body would not fit a journal slot (a user with a
@@ -359,9 +272,10 @@ static void test_wiped_node_state_transfer(void **state)
 static void test_oversize_request_refused(void **state)
 {
     (void)state;
-    node_t nodes[NODES];
-    nodes_start(nodes);
-    int leader = wait_leader(nodes, -1);
+    th_cluster_t cluster;
+    node_t *nodes = cluster.nodes;
+    nodes_start(&cluster);
+    int leader = wait_leader(&cluster, -1);
     enum { TOPICS = 200000 }; /* about 10 bytes each on the wire */
     sl_topic_permission_t *topics = calloc(TOPICS, sizeof(*topics));
     assert_non_null(topics);
@@ -381,13 +295,14 @@ static void test_oversize_request_refused(void **state)
     for (int i = 0; i < NODES; i++)
         wait_meta(&nodes[i], "after-huge", NULL, "large");
     assert_logged(&nodes[leader].srv, "a metadata request of", true);
-    nodes_stop(nodes);
+    th_cluster_stop(&cluster);
 }
 
 /* A roster of one node is refused, and says why: the core would not commit
  * a lone replica's journaled tail after a restart. */
 static void test_one_node_roster_refused(void **state)
 {
+    static const char secret[] = "0b7e3c5a9d1f2e4a6c8b0d2f4e6a8c1b";
     (void)state;
     char config[1024];
     snprintf(config, sizeof(config),

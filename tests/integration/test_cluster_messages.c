@@ -45,22 +45,14 @@
 #include <sluice/client.h>
 #include <sluice/error.h>
 
+#include "cluster.h"
 #include "harness.h"
 
 #define NODES 3
 /* Polls of 100 ms: 90 s before a wait fails. */
 #define POLLS_MAX 900
 
-static const char secret[] = "5d1c7a9e3b2f4068a1c3e5b7d9f0a2c4";
-
-typedef struct node {
-    th_server_t srv;
-    bool alive;
-    uint16_t tcp, replica;
-    char config[4096];
-    char id[4];
-    const char *args[4];
-} node_t;
+typedef th_cluster_node_t node_t;
 
 static void pause_ms(long ms)
 {
@@ -68,78 +60,30 @@ static void pause_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-static void node_config(node_t nodes[NODES], int self)
+static void nodes_start(th_cluster_t *c)
 {
-    node_t *n = &nodes[self];
-    size_t cap = sizeof(n->config);
     /* A short heartbeat: a failover takes about 2 s plus a view change. */
-    size_t at = (size_t)snprintf(n->config, cap,
-                                 "[cluster]\nenabled = true\nname = \"it-messages\"\n"
-                                 "heartbeat_timeout = \"2 s\"\n"
-                                 "commit_broadcast_interval = \"100 ms\"\n"
-                                 "[cluster.auth]\nenabled = true\nshared_secret = \"%s\"\n",
-                                 secret);
-    for (int j = 0; j < NODES && at < cap; j++)
-        at += (size_t)snprintf(n->config + at, cap - at,
-                               "[[cluster.nodes]]\nname = \"node-%d\"\nip = \"127.0.0.1\"\n"
-                               "replica_id = %d\nports = { tcp = %u, tcp_replica = %u }\n",
-                               j, j, nodes[j].tcp, nodes[j].replica);
-    assert_true(at < cap);
-}
-
-static void node_run(node_t *n, int id, const char *data_dir, bool format)
-{
-    snprintf(n->id, sizeof(n->id), "%d", id);
-    n->args[0] = "--replica-id";
-    n->args[1] = n->id;
-    n->args[2] = format ? "--format-cluster" : NULL;
-    n->args[3] = NULL;
-    th_options_t o = {.extra_config = n->config, .args = n->args, .data_dir = data_dir};
-    if (!th_start(&n->srv, &o))
+    th_cluster_options_t o = {.nodes = NODES,
+                              .name = "it-messages",
+                              .timing = "heartbeat_timeout = \"2 s\"\n"
+                                        "commit_broadcast_interval = \"100 ms\"\n"};
+    if (!th_cluster_start(c, &o))
         exit(77);
-    n->alive = true;
 }
 
-static void nodes_start(node_t nodes[NODES])
+/* Node i again over its own data directory. */
+static void node_restart(th_cluster_t *c, int i)
 {
-    memset(nodes, 0, sizeof(node_t) * NODES);
-    for (int i = 0; i < NODES; i++) {
-        nodes[i].tcp = th_free_port();
-        nodes[i].replica = th_free_port();
-    }
-    for (int i = 0; i < NODES; i++)
-        node_config(nodes, i);
-    for (int i = 0; i < NODES; i++)
-        node_run(&nodes[i], i, NULL, true);
+    if (!th_cluster_restart(c, i))
+        exit(77);
 }
 
-static void node_kill(node_t *n)
+/* Every live node stopped with SIGTERM, their directories kept. */
+static void nodes_stop_keep(th_cluster_t *c)
 {
-    th_stop(&n->srv, SIGKILL);
-    n->alive = false;
-}
-
-static void nodes_stop(node_t nodes[NODES], bool cleanup)
-{
-    for (int i = 0; i < NODES; i++) {
-        if (nodes[i].alive)
-            th_stop(&nodes[i].srv, SIGTERM);
-        nodes[i].alive = false;
-        if (cleanup)
-            th_cleanup(&nodes[i].srv);
-    }
-}
-
-static sl_client_t *try_login(const node_t *n)
-{
-    sl_client_t *c = NULL;
-    if (th_client_connect(n->tcp, &c) != 0)
-        return NULL;
-    if (sl_client_login(c, "iggy", "iggy", NULL) != 0) {
-        sl_client_close(c);
-        return NULL;
-    }
-    return c;
+    for (int i = 0; i < c->count; i++)
+        if (c->nodes[i].alive)
+            th_cluster_stop_node(c, i, SIGTERM);
 }
 
 static sl_client_t *login(const node_t *n)
@@ -149,41 +93,13 @@ static sl_client_t *login(const node_t *n)
     return c;
 }
 
-static int leader_seen_by(const node_t *n)
+/* The leader every live node names, other than `except` (-1: any). */
+static int wait_leader(th_cluster_t *c, int except)
 {
-    sl_client_t *c = try_login(n);
-    if (!c)
-        return -1;
-    const sl_cluster_t *cl = NULL;
-    int leader = -1, leaders = 0;
-    if (sl_client_get_cluster_metadata(c, &cl) == 0) {
-        for (uint32_t i = 0; i < cl->nodes_count; i++) {
-            if (cl->nodes[i].role == 0) {
-                leader = (int)i;
-                leaders++;
-            }
-        }
-    }
-    sl_client_close(c);
-    return leaders == 1 ? leader : -1;
-}
-
-static int wait_leader(const node_t nodes[NODES], int not)
-{
-    for (int p = 0; p < POLLS_MAX; p++) {
-        int agreed = -2;
-        for (int i = 0; i < NODES && agreed != -1; i++) {
-            if (!nodes[i].alive)
-                continue;
-            int l = leader_seen_by(&nodes[i]);
-            agreed = (agreed == -2 || agreed == l) ? l : -1;
-        }
-        if (agreed >= 0 && agreed != not && nodes[agreed].alive)
-            return agreed;
-        pause_ms(100);
-    }
-    fail_msg("the live nodes did not agree on one leader");
-    return -1;
+    int leader = th_cluster_wait_leader_other(c, except, POLLS_MAX);
+    if (leader < 0)
+        fail_msg("the live nodes did not agree on one leader");
+    return leader;
 }
 
 static void wait_topic(const node_t *n, const char *stream, const char *topic)
@@ -229,6 +145,12 @@ static void ledger_note(ledger_t *l, uint64_t offset, const char *payload)
     pthread_mutex_unlock(&l->lock);
 }
 
+static void ledger_init(ledger_t *l)
+{
+    memset(l, 0, sizeof(*l));
+    pthread_mutex_init(&l->lock, NULL);
+}
+
 static void ledger_free(ledger_t *l)
 {
     for (int i = 0; i < SENT_MAX; i++)
@@ -260,6 +182,15 @@ static int send_batch(sl_client_t *c, const char *topic, uint32_t p, const char 
             ledger_note(l, r.base_offset + (uint64_t)i, payloads[i]);
     }
     return rc;
+}
+
+/* `batches` batches of `count` (tag-0.. tag-<batches-1>) to partition p
+ * of topic, every one acknowledged. */
+static void send_batches(sl_client_t *c, const char *topic, uint32_t p, const char *tag,
+                         int batches, int count, ledger_t *l)
+{
+    for (int i = 0; i < batches; i++)
+        assert_int_equal(send_batch(c, topic, p, tag, i, count, l), 0);
 }
 
 /* Polls partition p of node n from offset 0 until it holds `at_least`
@@ -309,6 +240,14 @@ static uint64_t check_partition(const node_t *n, const char *topic, uint32_t p, 
         fail_msg("node on port %u holds %llu messages of %s/%u, expected at least %llu", n->tcp,
                  (unsigned long long)next, topic, p, (unsigned long long)at_least);
     return next;
+}
+
+/* Every node holds exactly the acknowledged messages of partition p. */
+static void assert_all_hold(const node_t nodes[NODES], const char *topic, uint32_t p,
+                            const ledger_t *l)
+{
+    for (int i = 0; i < NODES; i++)
+        assert_int_equal(check_partition(&nodes[i], topic, p, l, l->acked), l->acked);
 }
 
 /* Waits until partition p of node n holds nothing at offset 0 (purged). */
@@ -397,6 +336,15 @@ static void create_topics(const node_t nodes[NODES], int leader)
     }
 }
 
+/* A started cluster with the test topics; returns its leader. */
+static int cluster_up(th_cluster_t *c)
+{
+    nodes_start(c);
+    int leader = wait_leader(c, -1);
+    create_topics(c->nodes, leader);
+    return leader;
+}
+
 /* A client of the leader whose sends succeed: partition groups follow the
  * metadata primary, which takes a view change after the cluster starts. */
 static sl_client_t *producer(const node_t *leader)
@@ -415,21 +363,40 @@ static sl_client_t *producer(const node_t *leader)
     return NULL;
 }
 
+/* Polls node n until consumer `id`'s offset on plain/0 is `want` (found),
+ * or not found when want is UINT64_MAX. */
+static void wait_offset(const node_t *n, uint32_t id, uint64_t want)
+{
+    sl_client_t *c = login(n);
+    sl_consumer_offset_t off = {0};
+    bool ok = false;
+    for (int p = 0; p < POLLS_MAX && !ok; p++) {
+        assert_int_equal(sl_client_get_consumer_offset(c, sl_consumer_single(sl_id_num(id)),
+                                                       sl_id_name("s"), sl_id_name("plain"), 0,
+                                                       &off),
+                         0);
+        ok = want == UINT64_MAX ? !off.found : off.found && off.stored_offset == want;
+        if (!ok)
+            pause_ms(100);
+    }
+    sl_client_close(c);
+    if (!ok)
+        fail_msg("consumer %u on port %u: offset %llu (found %d), expected %llu", id, n->tcp,
+                 (unsigned long long)off.stored_offset, off.found, (unsigned long long)want);
+}
+
 /* --- the tests ------------------------------------------------------------------------- */
 
 static void test_replicated_byte_for_byte(void **state)
 {
     (void)state;
-    node_t nodes[NODES];
-    nodes_start(nodes);
-    int leader = wait_leader(nodes, -1);
-    create_topics(nodes, leader);
+    th_cluster_t cluster;
+    node_t *nodes = cluster.nodes;
+    int leader = cluster_up(&cluster);
     ledger_t plain[2], fsync;
-    memset(plain, 0, sizeof(plain));
-    memset(&fsync, 0, sizeof(fsync));
-    pthread_mutex_init(&plain[0].lock, NULL);
-    pthread_mutex_init(&plain[1].lock, NULL);
-    pthread_mutex_init(&fsync.lock, NULL);
+    ledger_init(&plain[0]);
+    ledger_init(&plain[1]);
+    ledger_init(&fsync);
     enum { PRODUCERS = 3, BATCHES = 20 };
     sl_client_t *c[PRODUCERS];
     for (int i = 0; i < PRODUCERS; i++)
@@ -446,21 +413,15 @@ static void test_replicated_byte_for_byte(void **state)
     }
     for (int i = 0; i < PRODUCERS; i++)
         sl_client_close(c[i]);
-    for (int i = 0; i < NODES; i++) {
-        assert_int_equal(check_partition(&nodes[i], "plain", 0, &plain[0], plain[0].acked),
-                         plain[0].acked);
-        assert_int_equal(check_partition(&nodes[i], "plain", 1, &plain[1], plain[1].acked),
-                         plain[1].acked);
-        assert_int_equal(check_partition(&nodes[i], "fsync", 0, &fsync, fsync.acked),
-                         fsync.acked);
-    }
+    assert_all_hold(nodes, "plain", 0, &plain[0]);
+    assert_all_hold(nodes, "plain", 1, &plain[1]);
+    assert_all_hold(nodes, "fsync", 0, &fsync);
 
     /* A backup does not take writes: 58 TransientNotAccepted. */
     int backup = (leader + 1) % NODES;
     sl_client_t *b = login(&nodes[backup]);
     ledger_t scratch;
-    memset(&scratch, 0, sizeof(scratch));
-    pthread_mutex_init(&scratch.lock, NULL);
+    ledger_init(&scratch);
     assert_int_equal(send_batch(b, "plain", 0, "backup", 0, 1, &scratch),
                      -SL_ERR_TRANSIENT_NOT_ACCEPTED);
     sl_client_close(b);
@@ -481,9 +442,8 @@ static void test_replicated_byte_for_byte(void **state)
     assert_true(plain[0].acked > 0 && plain[1].acked > 0);
     assert_int_equal(sl_client_purge_topic(l, sl_id_name("s"), sl_id_name("plain")), 0);
     ledger_t after[2];
-    memset(after, 0, sizeof(after));
-    pthread_mutex_init(&after[0].lock, NULL);
-    pthread_mutex_init(&after[1].lock, NULL);
+    ledger_init(&after[0]);
+    ledger_init(&after[1]);
     for (int b2 = 0; b2 < 4; b2++) {
         for (uint32_t p = 0; p < 2; p++)
             assert_int_equal(send_batch(l, "plain", p, "after", b2, 2 + b2, &after[p]), 0);
@@ -504,7 +464,7 @@ static void test_replicated_byte_for_byte(void **state)
     }
 
     /* Shut down (partitions flush): every node's segments hold the same bytes. */
-    nodes_stop(nodes, false);
+    nodes_stop_keep(&cluster);
     /* Stream 0; topic 0 "plain" (2 partitions), topic 1 "fsync". */
     for (uint32_t t = 0; t <= 1; t++) {
         for (uint32_t p = 0; p < (t == 0 ? 2u : 1u); p++) {
@@ -520,8 +480,7 @@ static void test_replicated_byte_for_byte(void **state)
             free(first);
         }
     }
-    for (int i = 0; i < NODES; i++)
-        th_cleanup(&nodes[i].srv);
+    th_cluster_stop(&cluster);
     ledger_free(&plain[0]);
     ledger_free(&plain[1]);
     ledger_free(&fsync);
@@ -536,25 +495,21 @@ static void test_replicated_byte_for_byte(void **state)
 static void test_purge_then_primary_killed(void **state)
 {
     (void)state;
-    node_t nodes[NODES];
-    nodes_start(nodes);
-    int leader = wait_leader(nodes, -1);
-    create_topics(nodes, leader);
+    th_cluster_t cluster;
+    node_t *nodes = cluster.nodes;
+    int leader = cluster_up(&cluster);
     ledger_t before, after;
-    memset(&before, 0, sizeof(before));
-    memset(&after, 0, sizeof(after));
-    pthread_mutex_init(&before.lock, NULL);
-    pthread_mutex_init(&after.lock, NULL);
+    ledger_init(&before);
+    ledger_init(&after);
     sl_client_t *c = producer(&nodes[leader]);
-    for (int i = 0; i < 10; i++)
-        assert_int_equal(send_batch(c, "plain", 0, "before", i, 3, &before), 0);
+    send_batches(c, "plain", 0, "before", 10, 3, &before);
     for (int i = 0; i < NODES; i++)
         check_partition(&nodes[i], "plain", 0, &before, before.acked);
     assert_int_equal(sl_client_purge_topic(c, sl_id_name("s"), sl_id_name("plain")), 0);
-    node_kill(&nodes[leader]);
+    th_cluster_stop_node(&cluster, leader, SIGKILL);
     sl_client_close(c);
     int old = leader;
-    leader = wait_leader(nodes, old);
+    leader = wait_leader(&cluster, old);
     for (int i = 0; i < NODES; i++) {
         if (nodes[i].alive)
             wait_empty(&nodes[i], "plain", 0);
@@ -562,11 +517,10 @@ static void test_purge_then_primary_killed(void **state)
     /* 6 messages: the purged batches of 3 include one at offset 6, which a
      * replay from before the purge would append after these. */
     c = producer(&nodes[leader]);
-    for (int i = 0; i < 3; i++)
-        assert_int_equal(send_batch(c, "plain", 0, "after", i, 2, &after), 0);
+    send_batches(c, "plain", 0, "after", 3, 2, &after);
     sl_client_close(c);
     assert_non_null(after.at[0]);
-    node_run(&nodes[old], old, nodes[old].srv.data_dir, false);
+    node_restart(&cluster, old);
     for (int i = 0; i < NODES; i++) {
         wait_first(&nodes[i], "plain", 0, &after);
         assert_int_equal(check_partition(&nodes[i], "plain", 0, &after, after.acked),
@@ -575,16 +529,16 @@ static void test_purge_then_primary_killed(void **state)
     /* Every node restarted (the partitions flushed, purge.gen written): each
      * replays its partition log from the start, the ops from before the
      * purge over segments that no longer hold them. */
-    nodes_stop(nodes, false);
+    nodes_stop_keep(&cluster);
     for (int i = 0; i < NODES; i++)
-        node_run(&nodes[i], i, nodes[i].srv.data_dir, false);
-    wait_leader(nodes, -1);
+        node_restart(&cluster, i);
+    wait_leader(&cluster, -1);
     for (int i = 0; i < NODES; i++) {
         assert_int_equal(check_partition(&nodes[i], "plain", 0, &after, after.acked),
                          after.acked);
         assert_logged(&nodes[i].srv, "not appended", false);
     }
-    nodes_stop(nodes, true);
+    th_cluster_stop(&cluster);
     ledger_free(&before);
     ledger_free(&after);
 }
@@ -646,17 +600,14 @@ static void *produce(void *arg)
 static void test_primary_killed_under_load(void **state)
 {
     (void)state;
-    node_t nodes[NODES];
-    nodes_start(nodes);
-    volatile int leader = wait_leader(nodes, -1);
-    create_topics(nodes, leader);
+    th_cluster_t cluster;
+    node_t *nodes = cluster.nodes;
+    volatile int leader = cluster_up(&cluster);
     ledger_t ledger;
-    memset(&ledger, 0, sizeof(ledger));
-    pthread_mutex_init(&ledger.lock, NULL);
+    ledger_init(&ledger);
     /* Warm the groups up, then store a consumer offset with Quorum. */
     sl_client_t *c = producer(&nodes[leader]);
-    for (int i = 0; i < 5; i++)
-        assert_int_equal(send_batch(c, "fsync", 0, "warm", i, 4, &ledger), 0);
+    send_batches(c, "fsync", 0, "warm", 5, 4, &ledger);
     assert_int_equal(sl_client_store_consumer_offset(c, sl_consumer_single(sl_id_num(7)),
                                                      sl_id_name("s"), sl_id_name("fsync"), 0, 9,
                                                      SL_ACK_LEVEL_QUORUM),
@@ -673,8 +624,8 @@ static void test_primary_killed_under_load(void **state)
     while (ledger.acked < 100)
         pause_ms(20);
     int old = leader;
-    node_kill(&nodes[old]);
-    leader = wait_leader(nodes, old);
+    th_cluster_stop_node(&cluster, old, SIGKILL);
+    leader = wait_leader(&cluster, old);
     uint64_t at_kill = ledger.acked;
     for (int p = 0; p < POLLS_MAX && ledger.acked < at_kill + 40; p++)
         pause_ms(100);
@@ -704,9 +655,9 @@ static void test_primary_killed_under_load(void **state)
     sl_client_close(c);
 
     /* The old primary, restarted, catches up as a backup. */
-    node_run(&nodes[old], old, nodes[old].srv.data_dir, false);
+    node_restart(&cluster, old);
     check_partition(&nodes[old], "fsync", 0, &ledger, highest);
-    nodes_stop(nodes, true);
+    th_cluster_stop(&cluster);
     ledger_free(&ledger);
 }
 
@@ -715,44 +666,28 @@ static void test_primary_killed_under_load(void **state)
 static void test_backup_restart_catches_up(void **state)
 {
     (void)state;
-    node_t nodes[NODES];
-    nodes_start(nodes);
-    int leader = wait_leader(nodes, -1);
-    create_topics(nodes, leader);
+    th_cluster_t cluster;
+    node_t *nodes = cluster.nodes;
+    int leader = cluster_up(&cluster);
     ledger_t ledger;
-    memset(&ledger, 0, sizeof(ledger));
-    pthread_mutex_init(&ledger.lock, NULL);
+    ledger_init(&ledger);
     sl_client_t *c = producer(&nodes[leader]);
-    for (int i = 0; i < 10; i++)
-        assert_int_equal(send_batch(c, "plain", 0, "before", i, 3, &ledger), 0);
+    send_batches(c, "plain", 0, "before", 10, 3, &ledger);
     int backup = (leader + 1) % NODES;
     check_partition(&nodes[backup], "plain", 0, &ledger, ledger.acked);
-    node_kill(&nodes[backup]);
-    for (int i = 0; i < 40; i++)
-        assert_int_equal(send_batch(c, "plain", 0, "during", i, 2, &ledger), 0);
+    th_cluster_stop_node(&cluster, backup, SIGKILL);
+    send_batches(c, "plain", 0, "during", 40, 2, &ledger);
     assert_int_equal(sl_client_store_consumer_offset(c, sl_consumer_single(sl_id_num(3)),
                                                      sl_id_name("s"), sl_id_name("plain"), 0, 50,
                                                      SL_ACK_LEVEL_QUORUM),
                      0);
     sl_client_close(c);
-    node_run(&nodes[backup], backup, nodes[backup].srv.data_dir, false);
+    node_restart(&cluster, backup);
     assert_int_equal(check_partition(&nodes[backup], "plain", 0, &ledger, ledger.acked),
                      ledger.acked);
-    sl_client_t *b = login(&nodes[backup]);
-    sl_consumer_offset_t off = {0};
-    for (int p = 0; p < POLLS_MAX && !(off.found && off.stored_offset == 50); p++) {
-        assert_int_equal(sl_client_get_consumer_offset(b, sl_consumer_single(sl_id_num(3)),
-                                                       sl_id_name("s"), sl_id_name("plain"), 0,
-                                                       &off),
-                         0);
-        if (!(off.found && off.stored_offset == 50))
-            pause_ms(100);
-    }
-    assert_true(off.found);
-    assert_int_equal(off.stored_offset, 50);
-    sl_client_close(b);
+    wait_offset(&nodes[backup], 3, 50);
     assert_logged(&nodes[backup].srv, "needs a segment state transfer", false);
-    nodes_stop(nodes, true);
+    th_cluster_stop(&cluster);
     ledger_free(&ledger);
 }
 
@@ -763,58 +698,28 @@ static void test_backup_restart_catches_up(void **state)
 static void test_all_killed_keep_messages(void **state)
 {
     (void)state;
-    node_t nodes[NODES];
-    nodes_start(nodes);
-    int leader = wait_leader(nodes, -1);
-    create_topics(nodes, leader);
+    th_cluster_t cluster;
+    node_t *nodes = cluster.nodes;
+    int leader = cluster_up(&cluster);
     ledger_t ledger;
-    memset(&ledger, 0, sizeof(ledger));
-    pthread_mutex_init(&ledger.lock, NULL);
+    ledger_init(&ledger);
     sl_client_t *c = producer(&nodes[leader]);
-    for (int i = 0; i < 30; i++)
-        assert_int_equal(send_batch(c, "plain", 1, "pre", i, 3, &ledger), 0);
+    send_batches(c, "plain", 1, "pre", 30, 3, &ledger);
     sl_client_close(c);
     for (int i = 0; i < NODES; i++)
         check_partition(&nodes[i], "plain", 1, &ledger, ledger.acked);
     for (int i = 0; i < NODES; i++)
-        node_kill(&nodes[i]);
+        th_cluster_stop_node(&cluster, i, SIGKILL);
     for (int i = 0; i < NODES; i++)
-        node_run(&nodes[i], i, nodes[i].srv.data_dir, false);
-    leader = wait_leader(nodes, -1);
-    for (int i = 0; i < NODES; i++)
-        assert_int_equal(check_partition(&nodes[i], "plain", 1, &ledger, ledger.acked),
-                         ledger.acked);
+        node_restart(&cluster, i);
+    leader = wait_leader(&cluster, -1);
+    assert_all_hold(nodes, "plain", 1, &ledger);
     c = producer(&nodes[leader]);
-    for (int i = 0; i < 5; i++)
-        assert_int_equal(send_batch(c, "plain", 1, "post", i, 2, &ledger), 0);
+    send_batches(c, "plain", 1, "post", 5, 2, &ledger);
     sl_client_close(c);
-    for (int i = 0; i < NODES; i++)
-        assert_int_equal(check_partition(&nodes[i], "plain", 1, &ledger, ledger.acked),
-                         ledger.acked);
-    nodes_stop(nodes, true);
+    assert_all_hold(nodes, "plain", 1, &ledger);
+    th_cluster_stop(&cluster);
     ledger_free(&ledger);
-}
-
-/* Polls node n until consumer `id`'s offset on plain/0 is `want` (found),
- * or not found when want is UINT64_MAX. */
-static void wait_offset(const node_t *n, uint32_t id, uint64_t want)
-{
-    sl_client_t *c = login(n);
-    sl_consumer_offset_t off = {0};
-    bool ok = false;
-    for (int p = 0; p < POLLS_MAX && !ok; p++) {
-        assert_int_equal(sl_client_get_consumer_offset(c, sl_consumer_single(sl_id_num(id)),
-                                                       sl_id_name("s"), sl_id_name("plain"), 0,
-                                                       &off),
-                         0);
-        ok = want == UINT64_MAX ? !off.found : off.found && off.stored_offset == want;
-        if (!ok)
-            pause_ms(100);
-    }
-    sl_client_close(c);
-    if (!ok)
-        fail_msg("consumer %u on port %u: offset %llu (found %d), expected %llu", id, n->tcp,
-                 (unsigned long long)off.stored_offset, off.found, (unsigned long long)want);
 }
 
 /* Consumer offsets through the partition group: NoAck answered at once and
@@ -823,16 +728,13 @@ static void wait_offset(const node_t *n, uint32_t id, uint64_t want)
 static void test_offsets_replicated(void **state)
 {
     (void)state;
-    node_t nodes[NODES];
-    nodes_start(nodes);
-    int leader = wait_leader(nodes, -1);
-    create_topics(nodes, leader);
+    th_cluster_t cluster;
+    node_t *nodes = cluster.nodes;
+    int leader = cluster_up(&cluster);
     ledger_t ledger;
-    memset(&ledger, 0, sizeof(ledger));
-    pthread_mutex_init(&ledger.lock, NULL);
+    ledger_init(&ledger);
     sl_client_t *c = producer(&nodes[leader]);
-    for (int i = 0; i < 10; i++)
-        assert_int_equal(send_batch(c, "plain", 0, "o", i, 2, &ledger), 0);
+    send_batches(c, "plain", 0, "o", 10, 2, &ledger);
     sl_id_t s = sl_id_name("s"), t = sl_id_name("plain");
     assert_int_equal(sl_client_store_consumer_offset(c, sl_consumer_single(sl_id_num(11)), s, t,
                                                      0, 4, SL_ACK_LEVEL_NONE),
@@ -865,7 +767,7 @@ static void test_offsets_replicated(void **state)
                                                      0, 1, SL_ACK_LEVEL_NONE),
                      -SL_ERR_TRANSIENT_NOT_ACCEPTED);
     sl_client_close(b);
-    nodes_stop(nodes, true);
+    th_cluster_stop(&cluster);
     ledger_free(&ledger);
 }
 
