@@ -169,11 +169,16 @@ static void test_call_waits_for_the_server(void **state)
     sl_client_t *c = connect_as(&care, "iggy", "iggy");
     uint16_t port = srv.port;
     assert_true(th_stop(&srv, SIGKILL) >= 0);
+    /* While it is down the port is held (hold_port): a server of a test
+     * running beside this one could otherwise take it, accept the call's
+     * dial and then go away (CI saw -8, Disconnected, here). */
+    int down = hold_port(port);
     /* The server comes back while the call is dialling with backoff. */
     waiting_call_t w = {.client = c, .rc = 1};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, ping_while_down, &w), 0);
     pause_ms(400);
+    close(down);
     bool started = start_again(port);
     pthread_join(t, NULL);
     assert_true(started);
