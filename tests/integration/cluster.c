@@ -42,6 +42,8 @@ static void node_config(th_cluster_t *c, int self, const th_cluster_options_t *o
                                "replica_id = %d\nports = { tcp = %u, tcp_replica = %u }\n",
                                j, j, c->nodes[j].tcp, seen);
     }
+    if (o->extra && at < cap)
+        at += (size_t)snprintf(n->config + at, cap - at, "%s", o->extra);
     if (at >= cap)
         die("the roster does not fit");
 }
@@ -116,7 +118,7 @@ static bool ports_pick(th_cluster_t *c, bool proxies)
     return true;
 }
 
-bool th_cluster_start(th_cluster_t *c, const th_cluster_options_t *o)
+void th_cluster_configure(th_cluster_t *c, const th_cluster_options_t *o)
 {
     memset(c, 0, sizeof(*c));
     c->count = o->nodes ? o->nodes : TH_CLUSTER_NODES_MAX;
@@ -138,6 +140,11 @@ bool th_cluster_start(th_cluster_t *c, const th_cluster_options_t *o)
             die("the proxies keep taking the nodes' ports");
     for (int i = 0; i < c->count; i++)
         node_config(c, i, o, secret);
+}
+
+bool th_cluster_start(th_cluster_t *c, const th_cluster_options_t *o)
+{
+    th_cluster_configure(c, o);
     for (int i = 0; i < c->count; i++)
         if (!node_run(c, i, NULL, true))
             return false;

@@ -38,6 +38,7 @@ typedef struct th_cluster_options {
     int nodes;          /* 2 or 3; 0: 3 */
     const char *name;   /* the cluster's name; NULL: "it-cluster" */
     const char *timing; /* extra [cluster] lines (heartbeat_timeout = ...); NULL: none */
+    const char *extra;  /* other tables for every node's file ([heartbeat] ...); NULL: none */
     bool proxies;       /* node i dials each higher node j through proxy[i][j] */
     bool faults;        /* a SLUICE_FAULT_FILE per node (th_cluster_fault) */
     /* Called with every cluster metadata answer th_cluster_leader_seen_by
@@ -52,6 +53,10 @@ typedef struct th_cluster {
     void (*on_metadata)(const struct sl_cluster *m);
 } th_cluster_t;
 
+/* Picks the ports, starts the proxies (when asked) and writes every node's
+ * roster (nodes[i].config) without starting anything: th_cluster_start
+ * does this first; a test of a refused start uses it alone. */
+void th_cluster_configure(th_cluster_t *c, const th_cluster_options_t *o);
 /* Formats and starts every node. False when io_uring is refused here (the
  * caller exits 77). */
 bool th_cluster_start(th_cluster_t *c, const th_cluster_options_t *o);

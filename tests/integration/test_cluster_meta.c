@@ -3,8 +3,9 @@
  * on it appears on both backups; a write to a backup is refused with 58; a
  * login on a backup works (forwarded to the primary); kill -9 of the
  * primary elects another and loses nothing acknowledged; the killed node,
- * restarted over its data directory, catches up; a primary cut off from both others cannot commit, and they elect a
- * new one.
+ * restarted over its data directory, catches up; a primary cut off from
+ * both others cannot commit, and they elect a new one. The nodes, their
+ * rosters and the cutting proxies are cluster.h's.
  *
  * Every wait polls with a deadline of a count of polls (a minute or more on
  * a loaded machine); nothing asserts on how long anything took. */
@@ -31,25 +32,19 @@
 #include <sluice/error.h>
 
 #include "harness.h"
-#include "proxy.h"
+#include "cluster.h"
 #include "raw.h"
 #include "wire/cmd_users.h"
 
 #define NODES 3
 /* Polls of 100 ms: 90 s before a wait fails (a view change takes the
- * heartbeat timeout, 5 s, and more on a loaded machine). */
+ * heartbeat timeout, 6 s here, and more on a loaded machine). */
 #define POLLS_MAX 900
 
-static const char secret[] = "5e2b7c9a1d3f4e6a8b0c2d4e6f8a1b3c";
+typedef th_cluster_node_t node_t;
 
-typedef struct node {
-    th_server_t srv;
-    bool alive;
-    uint16_t tcp, replica;
-    char config[4096];
-    char id[4];
-    const char *args[4];
-} node_t;
+/* The cluster whose metadata answers check_roster checks. */
+static th_cluster_t *roster_of;
 
 static void pause_ms(long ms)
 {
@@ -57,74 +52,49 @@ static void pause_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-/* Node `self`'s file: where it dials each higher node is seen[j] (a proxy's
- * port, or the node's own replica port). */
-static void node_config(node_t nodes[NODES], int self, const uint16_t seen[NODES])
+/* Every cluster metadata answer a leader poll reads: this cluster's name
+ * and every node of the roster at its client port. */
+static void check_roster(const sl_cluster_t *cl)
 {
-    node_t *n = &nodes[self];
-    size_t cap = sizeof(n->config);
-    /* The reference's timing, given explicitly: the log says it was read. */
-    size_t at = (size_t)snprintf(n->config, cap,
-                                 "[cluster]\nenabled = true\nname = \"it-meta\"\n"
-                                 "heartbeat_timeout = \"6 s\"\n"
-                                 "commit_broadcast_interval = \"400 ms\"\n"
-                                 "[cluster.auth]\nenabled = true\nshared_secret = \"%s\"\n",
-                                 secret);
-    for (int j = 0; j < NODES && at < cap; j++)
-        at += (size_t)snprintf(n->config + at, cap - at,
-                               "[[cluster.nodes]]\nname = \"node-%d\"\nip = \"127.0.0.1\"\n"
-                               "replica_id = %d\nports = { tcp = %u, tcp_replica = %u }\n",
-                               j, j, nodes[j].tcp, seen[j]);
-    assert_true(at < cap);
+    assert_int_equal(cl->nodes_count, NODES);
+    assert_string_equal(cl->name, "it-meta");
+    for (uint32_t i = 0; i < cl->nodes_count; i++)
+        assert_int_equal(cl->nodes[i].tcp_port, roster_of->nodes[i].tcp);
 }
 
-static void node_run(node_t *n, int id, const char *data_dir)
+/* The reference's timing, given explicitly: each node's log says it was read. */
+static void assert_timing_read(const node_t *n)
 {
-    snprintf(n->id, sizeof(n->id), "%d", id);
-    n->args[0] = "--replica-id";
-    n->args[1] = n->id;
-    /* A new cluster's first start formats; a restart recovers. */
-    n->args[2] = data_dir ? NULL : "--format-cluster";
-    n->args[3] = NULL;
-    th_options_t o = {.extra_config = n->config, .args = n->args, .data_dir = data_dir};
-    if (!th_start(&n->srv, &o))
+    assert_non_null(strstr(th_log((th_server_t *)&n->srv),
+                           "heartbeat timeout 6000 ms, commit every 400 ms"));
+}
+
+static th_cluster_options_t options(bool proxies)
+{
+    return (th_cluster_options_t){.nodes = NODES,
+                                  .name = "it-meta",
+                                  .timing = "heartbeat_timeout = \"6 s\"\n"
+                                            "commit_broadcast_interval = \"400 ms\"\n",
+                                  .proxies = proxies,
+                                  .on_metadata = check_roster};
+}
+
+static void nodes_start(th_cluster_t *c, bool proxies)
+{
+    th_cluster_options_t o = options(proxies);
+    roster_of = c;
+    if (!th_cluster_start(c, &o))
         exit(77);
-    assert_int_equal(n->srv.port, n->tcp);
-    assert_non_null(strstr(th_log(&n->srv), "heartbeat timeout 6000 ms, commit every 400 ms"));
-    n->alive = true;
-}
-
-static void nodes_start(node_t nodes[NODES], const uint16_t seen[NODES][NODES])
-{
     for (int i = 0; i < NODES; i++)
-        node_config(nodes, i, seen[i]);
-    for (int i = 0; i < NODES; i++)
-        node_run(&nodes[i], i, NULL);
+        assert_timing_read(&c->nodes[i]);
 }
 
-static void nodes_stop(node_t nodes[NODES])
+/* Node i again over its own data directory. */
+static void node_restart(th_cluster_t *c, int i)
 {
-    for (int i = 0; i < NODES; i++) {
-        if (nodes[i].alive)
-            th_stop(&nodes[i].srv, SIGTERM);
-        th_cleanup(&nodes[i].srv);
-    }
-}
-
-/* A logged-in client of node n, or NULL while it cannot log in yet (no root
- * user applied there yet, no primary to forward the login to). Settlement
- * off (th_client_connect): the client stays on the node it dialled, whose
- * answers are the point. */
-static sl_client_t *try_login(const node_t *n)
-{
-    sl_client_t *c = NULL;
-    if (th_client_connect(n->tcp, &c) != 0)
-        return NULL;
-    if (sl_client_login(c, "iggy", "iggy", NULL) != 0) {
-        sl_client_close(c);
-        return NULL;
-    }
-    return c;
+    if (!th_cluster_restart(c, i))
+        exit(77);
+    assert_timing_read(&c->nodes[i]);
 }
 
 static sl_client_t *login(const node_t *n)
@@ -134,45 +104,16 @@ static sl_client_t *login(const node_t *n)
     return c;
 }
 
-/* The index of the node n reports as Leader when it reports exactly one,
- * -1 otherwise; every node listed is checked against the roster. */
-static int leader_seen_by(const node_t *n, const node_t nodes[NODES])
-{
-    sl_client_t *c = try_login(n);
-    if (!c)
-        return -1;
-    const sl_cluster_t *cl = NULL;
-    int leader = -1, leaders = 0;
-    if (sl_client_get_cluster_metadata(c, &cl) == 0) {
-        assert_int_equal(cl->nodes_count, NODES);
-        assert_string_equal(cl->name, "it-meta");
-        for (uint32_t i = 0; i < cl->nodes_count; i++) {
-            assert_int_equal(cl->nodes[i].tcp_port, nodes[i].tcp);
-            if (cl->nodes[i].role == 0) {
-                leader = (int)i;
-                leaders++;
-            }
-        }
-    }
-    sl_client_close(c);
-    return leaders == 1 ? leader : -1;
-}
-
-/* Polls until every live node names the same single Leader, other than
- * `not` (-1: any); returns it. */
-static int wait_leader(const node_t nodes[NODES], int not)
+/* Polls until every live node not in skip names the same single Leader,
+ * other than `not` (-1: any); returns it. */
+static int wait_leader(th_cluster_t *c, unsigned skip, int not)
 {
     for (int p = 0; p < POLLS_MAX; p++) {
-        int agreed = -2;
-        for (int i = 0; i < NODES && agreed != -1; i++) {
-            if (!nodes[i].alive)
-                continue;
-            int l = leader_seen_by(&nodes[i], nodes);
-            agreed = (agreed == -2 || agreed == l) ? l : -1;
-        }
-        if (agreed >= 0 && agreed != not && nodes[agreed].alive)
-            return agreed;
-        pause_ms(100);
+        int leader = th_cluster_wait_leader(c, skip, 1);
+        if (leader >= 0 && leader != not)
+            return leader;
+        if (leader >= 0)
+            pause_ms(100);
     }
     fail_msg("the live nodes did not agree on one leader");
     return -1;
@@ -245,19 +186,11 @@ static void assert_partition_open(const node_t nodes[NODES], int leader, const c
 static void test_replicated_metadata_and_failover(void **state)
 {
     (void)state;
-    node_t nodes[NODES];
-    memset(nodes, 0, sizeof(nodes));
-    for (int i = 0; i < NODES; i++) {
-        nodes[i].tcp = th_free_port();
-        nodes[i].replica = th_free_port();
-    }
-    uint16_t seen[NODES][NODES];
-    for (int i = 0; i < NODES; i++)
-        for (int j = 0; j < NODES; j++)
-            seen[i][j] = nodes[j].replica;
-    nodes_start(nodes, seen);
+    th_cluster_t cluster;
+    node_t *nodes = cluster.nodes;
+    nodes_start(&cluster, false);
 
-    int leader = wait_leader(nodes, -1);
+    int leader = wait_leader(&cluster, 0u, -1);
     sl_client_t *c = login(&nodes[leader]);
     const sl_stream_t *st = NULL;
     assert_int_equal(sl_client_create_stream(c, "orders", &st), 0);
@@ -311,9 +244,8 @@ static void test_replicated_metadata_and_failover(void **state)
     sl_client_close(bot);
 
     /* kill -9 the primary: another is elected and nothing is lost. */
-    th_stop(&nodes[leader].srv, SIGKILL);
-    nodes[leader].alive = false;
-    int second = wait_leader(nodes, leader);
+    th_cluster_stop_node(&cluster, leader, SIGKILL);
+    int second = wait_leader(&cluster, 0u, leader);
     assert_int_not_equal(second, leader);
     c = login(&nodes[second]);
     assert_true(has_stream(c, "orders"));
@@ -325,36 +257,22 @@ static void test_replicated_metadata_and_failover(void **state)
 
     /* The killed node comes back over its own data directory and catches
      * up from the others. */
-    node_run(&nodes[leader], leader, nodes[leader].srv.data_dir);
+    node_restart(&cluster, leader);
     assert_int_equal(wait_stream(&nodes[leader], "orders", "alice"), stream_id);
     wait_stream(&nodes[leader], "after-failover", NULL);
-    nodes_stop(nodes);
+    th_cluster_stop(&cluster);
 }
 
 /* The primary cut off from both others (every link between replicas goes
- * through a proxy: node i dials each higher node j through proxy[i][j]). */
+ * through a proxy: node i dials each higher node j through a proxy of
+ * cluster.h). */
 static void test_partitioned_primary(void **state)
 {
     (void)state;
-    node_t nodes[NODES];
-    memset(nodes, 0, sizeof(nodes));
-    for (int i = 0; i < NODES; i++) {
-        nodes[i].tcp = th_free_port();
-        nodes[i].replica = th_free_port();
-    }
-    th_proxy_t *proxy[NODES][NODES] = {{NULL}};
-    uint16_t seen[NODES][NODES];
-    for (int i = 0; i < NODES; i++) {
-        for (int j = 0; j < NODES; j++) {
-            seen[i][j] = nodes[j].replica;
-            if (i < j) {
-                proxy[i][j] = th_proxy_start(nodes[j].replica);
-                seen[i][j] = th_proxy_port(proxy[i][j]);
-            }
-        }
-    }
-    nodes_start(nodes, seen);
-    int leader = wait_leader(nodes, -1);
+    th_cluster_t cluster;
+    node_t *nodes = cluster.nodes;
+    nodes_start(&cluster, true);
+    int leader = wait_leader(&cluster, 0u, -1);
     sl_client_t *c = login(&nodes[leader]);
     assert_int_equal(sl_client_create_stream(c, "before-cut", NULL), 0);
     sl_client_close(c);
@@ -373,17 +291,13 @@ static void test_partitioned_primary(void **state)
     th_client_options(&o);
     assert_int_equal(sl_client_connect("127.0.0.1", nodes[leader].tcp, &o, &c), 0);
     assert_int_equal(sl_client_login(c, "iggy", "iggy", NULL), 0);
-    for (int i = 0; i < NODES; i++)
-        for (int j = i + 1; j < NODES; j++)
-            if (i == leader || j == leader)
-                th_proxy_cut(proxy[i][j]);
+    th_cluster_cut(&cluster, leader, TH_CUT_BOTH);
     /* Alone, it cannot commit: no success, whatever else it answers. */
     assert_int_not_equal(sl_client_create_stream(c, "lonely", NULL), 0);
     sl_client_close(c);
     /* The two others elect one of them (the cut node may still call itself
      * Leader: only the two are asked). */
-    nodes[leader].alive = false;
-    int second = wait_leader(nodes, leader);
+    int second = wait_leader(&cluster, 1u << leader, leader);
     c = login(&nodes[second]);
     assert_false(has_stream(c, "lonely"));
     assert_int_equal(sl_client_create_stream(c, "after-cut", NULL), 0);
@@ -413,26 +327,18 @@ static void test_partitioned_primary(void **state)
 
     /* Healed, the old primary follows the new view: the op it could not
      * commit is gone, what the others committed arrives. */
-    for (int i = 0; i < NODES; i++)
-        for (int j = i + 1; j < NODES; j++)
-            if (proxy[i][j])
-                th_proxy_restore(proxy[i][j]);
-    nodes[leader].alive = true;
+    th_cluster_cut(&cluster, leader, TH_CUT_NONE);
     wait_stream(&nodes[leader], "after-cut", NULL);
     c = login(&nodes[leader]);
     assert_false(has_stream(c, "lonely"));
     sl_client_close(c);
-    nodes_stop(nodes);
-    for (int i = 0; i < NODES; i++)
-        for (int j = 0; j < NODES; j++)
-            if (proxy[i][j])
-                th_proxy_stop(proxy[i][j]);
+    th_cluster_stop(&cluster);
 }
 
 /* Node 0's start is refused with `why` in its log (exit status 1). srv:
  * where it runs; on a restart (data_dir set) the server that used that
  * directory, as the harness wants. */
-static void assert_refused(node_t nodes[NODES], th_server_t *srv, const char *extra,
+static void assert_refused(node_t *nodes, th_server_t *srv, const char *extra,
                            const char *data_dir, bool no_root, const char *why)
 {
     node_t *n = &nodes[0];
@@ -463,14 +369,10 @@ static void assert_refused(node_t nodes[NODES], th_server_t *srv, const char *ex
 static void test_refusals(void **state)
 {
     (void)state;
-    node_t nodes[NODES];
-    memset(nodes, 0, sizeof(nodes));
-    uint16_t seen[NODES];
-    for (int i = 0; i < NODES; i++) {
-        nodes[i].tcp = th_free_port();
-        seen[i] = nodes[i].replica = th_free_port();
-    }
-    node_config(nodes, 0, seen);
+    th_cluster_t cluster;
+    th_cluster_options_t co = options(false);
+    th_cluster_configure(&cluster, &co); /* node 0's file; nothing started */
+    node_t *nodes = cluster.nodes;
 
     /* A single-node server's data directory. */
     th_server_t single;
