@@ -716,6 +716,14 @@ void sl_cluster_close(sl_cluster_t *c)
     free(c);
 }
 
+bool sl_cluster_primary_view(const sl_cluster_t *c, uint32_t *view)
+{
+    sl_vsr_info_t info;
+    sl_vsr_replica_info(c->replica, &info);
+    *view = info.view;
+    return info.primary;
+}
+
 bool sl_cluster_ready(const sl_cluster_t *c)
 {
     sl_vsr_info_t info;

@@ -95,6 +95,10 @@ void sl_cluster_store_offset(sl_cluster_t *c, struct sl_session *s, const sl_req
 /* Replica-plane frames dropped for a partition group this node lacks. */
 uint64_t sl_cluster_pframes_unknown(const sl_cluster_t *c);
 
+/* True, with the view in *view, while this node is the metadata group's
+ * primary in a normal view. */
+bool sl_cluster_primary_view(const sl_cluster_t *c, uint32_t *view);
+
 /* True once this node has applied the group's first operation (the root
  * user's creation): before that it holds no users, and a login is answered
  * 58 (try again) rather than "invalid credentials". */

@@ -292,7 +292,8 @@ static bool client_connected(const sl_server_t *srv, sl_u128_t client)
 }
 
 /* Each orphan still in a group and not logged in again gets the logout its disconnect would
- * have journaled; the groups' stored offsets stay. Once. */
+ * have journaled; the groups' stored offsets stay. In cluster mode the logouts go to the
+ * metadata group (cluster_orphans_tick). */
 static void orphans_release(sl_server_t *srv)
 {
     sl_buf_t scratch;
@@ -302,6 +303,11 @@ static void orphans_release(sl_server_t *srv)
         const sl_meta_client_t *cl = sl_meta_client_find(srv->meta, srv->orphans[i]);
         if (!cl || cl->memberships == 0 || client_connected(srv, cl->client))
             continue;
+        if (srv->cluster) {
+            sl_cluster_submit_disconnect(srv->cluster, cl->client, cl->epoch, cl->user_id);
+            released++;
+            continue;
+        }
         sl_meta_entry_t e = {.client = cl->client,
                              .request = UINT64_MAX,
                              .user_id = cl->user_id,
@@ -312,11 +318,61 @@ static void orphans_release(sl_server_t *srv)
             released++;
     }
     sl_buf_free(&scratch);
-    sl_log_info("released the consumer-group memberships of %u clients of the previous run",
-                released);
+    if (!srv->cluster)
+        sl_log_info("released the consumer-group memberships of %u clients of the previous run",
+                    released);
+    else if (released > 0)
+        sl_log_info("cluster: released the consumer-group memberships of %u clients with no "
+                    "session on this primary",
+                    released);
     free(srv->orphans);
     srv->orphans = NULL;
     srv->orphans_count = 0;
+}
+
+/* Cluster mode. Only the metadata primary commits, and it sees only its own connections: the
+ * members whose sessions died with a killed primary (or live on a node that is a backup now,
+ * or died with one) are members nobody will ever find stale here, and would keep their
+ * partitions for good. So the primary notes, when it takes over and then every 6/5 of
+ * heartbeat.interval, the member clients with no session on it, and releases through the
+ * group those of the previous note that still have none (orphans_release): a member is
+ * released after one to two such periods without a session here, unless it logged in here
+ * again under its client id. A member connected to a backup then finds its membership gone
+ * and joins again (through the leader). A node that stops being the primary forgets the
+ * list; one that becomes the primary notes a new one and releases nothing before a period. */
+static void cluster_orphans_tick(sl_server_t *srv, uint64_t now, uint64_t limit)
+{
+    uint32_t view = 0;
+    bool primary = sl_cluster_primary_view(srv->cluster, &view);
+    bool same = primary && srv->orphans_noted && srv->orphans_view == view;
+    if (same && now - srv->orphans_since_us <= limit)
+        return;
+    if (same && srv->orphans)
+        orphans_release(srv); /* frees the list */
+    free(srv->orphans);
+    srv->orphans = NULL;
+    srv->orphans_count = 0;
+    srv->orphans_noted = primary;
+    srv->orphans_view = view;
+    srv->orphans_since_us = now;
+    if (!primary)
+        return;
+    uint32_t n = sl_meta_clients_count(srv->meta);
+    for (uint32_t i = 0; i < n; i++) {
+        const sl_meta_client_t *cl = sl_meta_client_at(srv->meta, i);
+        if (cl->memberships == 0 || client_connected(srv, cl->client))
+            continue;
+        if (!srv->orphans && !(srv->orphans = calloc(n, sizeof(*srv->orphans)))) {
+            sl_log_error("cluster: no memory to note the group members of other nodes");
+            return;
+        }
+        srv->orphans[srv->orphans_count++] = cl->client;
+    }
+    if (srv->orphans_count > 0)
+        sl_log_info("cluster: primary of view %u; %u consumer-group members have no session "
+                    "here, released unless they log in here again within 1.2 x "
+                    "heartbeat.interval",
+                    view, srv->orphans_count);
 }
 
 /* lifecycle.md 8: a logged-in consumer-group member silent for 6/5 of the
@@ -418,7 +474,9 @@ static void on_tick(void *ctx, sl_loop_t *loop)
     if (!srv->cfg.heartbeat.enabled)
         return;
     uint64_t limit = srv->cfg.heartbeat.interval_us * 6 / 5;
-    if (srv->orphans && now - srv->orphans_since_us > limit)
+    if (srv->cluster)
+        cluster_orphans_tick(srv, now, limit);
+    else if (srv->orphans && now - srv->orphans_since_us > limit)
         orphans_release(srv);
     for (uint32_t i = 0; i < srv->sessions_count; i++) {
         sl_session_t *s = srv->sessions[i];

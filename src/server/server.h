@@ -233,6 +233,11 @@ struct sl_server {
     sl_u128_t *orphans;
     uint32_t orphans_count;
     uint64_t orphans_since_us; /* monotonic */
+    /* Cluster mode: the view in which this node, as the metadata primary,
+     * noted the members with no session here (server.c,
+     * cluster_orphans_tick); orphans_noted false: none noted. */
+    uint32_t orphans_view;
+    bool orphans_noted;
     volatile int stop_signal;  /* the signal that asked us to stop, for the log */
     /* Cluster mode: the metadata group's host (cluster.h); NULL in
      * single-node mode, where store is the metadata's log instead. */
