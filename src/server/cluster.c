@@ -704,6 +704,8 @@ void sl_cluster_close(sl_cluster_t *c)
 {
     if (!c)
         return;
+    sl_log_info("cluster: %llu partition-plane frames dropped for groups this node lacks",
+                (unsigned long long)c->pframes_unknown);
     /* The replicas first: their buses send through the plane. */
     sl_cluster_pgroups_close(c);
     if (c->replica)

@@ -809,6 +809,7 @@ int sl_rbus_send_owned(sl_rbus_t *bus, uint8_t peer, uint8_t *frame, uint32_t le
     if (!queue_push_owned(bus, l, frame, len)) {
         free(frame);
         bus->stats.dropped++;
+        bus->stats.dropped_full++;
         return -ENOBUFS;
     }
     (void)link_flush(bus, l); /* most frames go out at once */
@@ -822,6 +823,7 @@ int sl_rbus_send(sl_rbus_t *bus, uint8_t peer, const uint8_t *frame, uint32_t le
     uint8_t *copy = malloc(len);
     if (!copy) {
         bus->stats.dropped++;
+        bus->stats.dropped_full++;
         return -ENOBUFS;
     }
     memcpy(copy, frame, len);

@@ -91,7 +91,8 @@ typedef struct sl_rbus_stats {
     uint64_t bad_frames;        /* links closed for a frame that broke a rule */
     uint64_t frames_in;
     uint64_t frames_out;
-    uint64_t dropped; /* sends refused: no link, or its queue full */
+    uint64_t dropped;      /* sends refused: no link, or its queue full */
+    uint64_t dropped_full; /* of those, for a full queue (or no memory) */
     uint32_t links_up;
 } sl_rbus_stats_t;
 

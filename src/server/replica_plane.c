@@ -279,6 +279,17 @@ void sl_replica_plane_stop(sl_replica_plane_t *plane)
     atomic_store_explicit(&plane->stop, true, memory_order_release);
     wake(plane->outbox_fd);
     pthread_join(plane->thread, NULL);
+    /* What was dropped on the way, for the operator and the tests
+     * (docs/cluster.md, "Many partitions"): consensus resends it. */
+    sl_rbus_stats_t st;
+    sl_rbus_stats(plane->bus, &st);
+    sl_log_info("replica plane: %llu frames in, %llu out; dropped: %llu with the loop's queue "
+                "full, %llu with the plane's queue full, %llu with a link's queue full, %llu "
+                "with no link up",
+                (unsigned long long)st.frames_in, (unsigned long long)st.frames_out,
+                (unsigned long long)plane->inbox.dropped, (unsigned long long)plane->outbox.dropped,
+                (unsigned long long)st.dropped_full,
+                (unsigned long long)(st.dropped - st.dropped_full));
     sl_rbus_destroy(plane->bus);
     plane_free(plane);
 }
