@@ -357,7 +357,18 @@ static int connect_and_login(cli_run_t *run, const cli_context_t *ctx)
         rc = complete_creds(c);
     }
     if (rc == 0) {
-        sl_client_options_t opts = {.connect_timeout_ms = 5000, .sdk_name = "sluice-cli"};
+        /* A failover (docs/cli.md, "Clusters"): a connection lost after
+         * the login (the node died, a cluster's leader among them) is
+         * dialled again through the roster and the client settles anew
+         * (the first connect stays one attempt), and a 57/58 refusal (no
+         * leader yet, a group changing views) is replayed for about 10 s. */
+        sl_client_options_t opts = {.connect_timeout_ms = 5000,
+                                    .sdk_name = "sluice-cli",
+                                    .reconnect_attempts = 10,
+                                    .reconnect_delay_ms = 100,
+                                    .reconnect_delay_max_ms = 1000,
+                                    .transient_retries = 15,
+                                    .transient_delay_ms = 20};
         transport_options(run, &opts);
         rc = sl_client_connect(run->host, run->port, &opts, &run->client);
         if (rc != 0)

@@ -377,6 +377,25 @@ static care_step_t classify(sl_client_t *c, uint8_t operation, const care_attemp
     return CARE_DONE;
 }
 
+/* recover, with a transient refusal of its re-login replayed as a call's
+ * 57/58 is, from the same budget (*replays): during a cluster's failover
+ * the node a client reconnects to answers a login 58 until a new primary
+ * is elected to forward it to. */
+static int recover_patiently(sl_client_t *c, uint8_t operation, bool stale, uint32_t *replays)
+{
+    for (;;) {
+        int rc = recover(c, operation, stale);
+        if ((rc != -SL_ERR_TRANSIENT_NOT_ACCEPTED && rc != -SL_ERR_TRANSIENT_NOT_COMMITTED) ||
+            *replays >= c->care.transient_retries)
+            return rc;
+        sleep_ms(c, sl_client_backoff_ms(c->care.transient_delay_ms,
+                                         SL_CLIENT_TRANSIENT_DELAY_MAX_MS, *replays, jitter()));
+        (*replays)++;
+        c->care.replays++;
+        stale = c->fd < 0;
+    }
+}
+
 /* Before sending: a connection lost while idle is replaced, and a session
  * lost earlier is logged in again (only with reconnects on; a Logout is
  * never the reason to reconnect). */
@@ -384,7 +403,8 @@ int sl_client_care_prepare(sl_client_t *c, uint8_t operation)
 {
     if (!sl_client_reconnect_on(c) || operation == SL_OP_LOGOUT)
         return 0;
-    return recover(c, operation, connection_stale(c));
+    uint32_t replays = 0;
+    return recover_patiently(c, operation, connection_stale(c), &replays);
 }
 
 /* Before replaying a 58 to a metadata command on a cluster of 2 or more
@@ -445,7 +465,7 @@ int sl_client_care_call(sl_client_t *c, uint8_t operation, uint32_t code, sl_cli
         recoveries++;
         if (reply->outcome == SL_CLIENT_REPLY_EVICTED || reply->outcome == SL_CLIENT_REPLY_STATUS)
             sl_client_session_reset(&c->session); /* status 40: the server forgot us */
-        rc = recover(c, operation, c->fd < 0);
+        rc = recover_patiently(c, operation, c->fd < 0, &replays);
         if (rc != 0)
             return rc;
         a.had_session = c->session.session != 0;
