@@ -238,7 +238,7 @@ struct sl_server {
      * cluster_orphans_tick); orphans_noted false: none noted. */
     uint32_t orphans_view;
     bool orphans_noted;
-    volatile int stop_signal;  /* the signal that asked us to stop, for the log */
+    volatile int stop_signal; /* the signal that asked us to stop, for the log */
     /* Cluster mode: the metadata group's host (cluster.h); NULL in
      * single-node mode, where store is the metadata's log instead. */
     sl_cluster_t *cluster;

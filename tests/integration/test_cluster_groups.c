@@ -284,8 +284,8 @@ static bool consume_partition(world_t *w, sl_client_t *c, member_t *mb, uint64_t
             continue;
         }
         const char *want = w->acked[p][o];
-        if (want && (msg->payload_len != strlen(want) ||
-                     memcmp(msg->payload, want, msg->payload_len) != 0))
+        if (want &&
+            (msg->payload_len != strlen(want) || memcmp(msg->payload, want, msg->payload_len) != 0))
             world_fail(w, "partition %u offset %llu: \"%.*s\", acknowledged as \"%s\"", p,
                        (unsigned long long)o, (int)msg->payload_len, (const char *)msg->payload,
                        want);
@@ -472,8 +472,7 @@ static void check_threads(world_t *w, threads_t *t, int tick)
                "error %d (%s)\n",
                (unsigned long long)w->acked_count, (unsigned long long)w->commits,
                (unsigned long long)w->failed_commits, (unsigned long long)w->syncs,
-               (unsigned long long)w->rejoins, w->last_error,
-               w->last_call ? w->last_call : "-");
+               (unsigned long long)w->rejoins, w->last_error, w->last_call ? w->last_call : "-");
     if (!w->failure[0])
         return;
     stop_producer(w, t);
@@ -502,10 +501,12 @@ static void test_groups_through_failover(void **state)
     int leader = th_cluster_wait_leader_other(&cluster, -1, POLLS_MAX);
     assert_true(leader >= 0);
     w->leader = leader;
-    sl_client_t *admin = th_client_when_ready(&cluster.nodes[leader].srv, cluster.nodes[leader].tcp);
+    sl_client_t *admin =
+        th_client_when_ready(&cluster.nodes[leader].srv, cluster.nodes[leader].tcp);
     assert_non_null(admin);
     assert_int_equal(sl_client_create_stream(admin, "s", NULL), 0);
-    assert_int_equal(sl_client_create_topic(admin, sl_id_name("s"), "t", PARTITIONS, NULL, NULL), 0);
+    assert_int_equal(sl_client_create_topic(admin, sl_id_name("s"), "t", PARTITIONS, NULL, NULL),
+                     0);
     assert_int_equal(
         sl_client_create_consumer_group(admin, sl_id_name("s"), sl_id_name("t"), "g", NULL), 0);
     sl_client_close(admin);
@@ -581,8 +582,10 @@ static void test_groups_through_failover(void **state)
     if (!all) {
         const sl_consumer_group_t *g = NULL;
         sl_client_t *c = th_cluster_login(&cluster, leader);
-        if (c && sl_client_get_consumer_group(c, sl_id_name("s"), sl_id_name("t"), sl_id_name("g"),
-                                              &g) == 0 && g)
+        if (c &&
+            sl_client_get_consumer_group(c, sl_id_name("s"), sl_id_name("t"), sl_id_name("g"),
+                                         &g) == 0 &&
+            g)
             for (uint32_t i = 0; i < g->members_count; i++)
                 printf("# member %u of %u on the leader: %u partitions, the first %d\n",
                        g->members[i].id, g->members_count, g->members[i].partitions_count,
@@ -595,8 +598,7 @@ static void test_groups_through_failover(void **state)
             sl_client_t *k = th_cluster_login(&cluster, n);
             sl_consumer_offset_t off = {0};
             if (k && sl_client_get_consumer_offset(k, sl_consumer_in_group(sl_id_name("g")),
-                                                   sl_id_name("s"), sl_id_name("t"), mp,
-                                                   &off) == 0)
+                                                   sl_id_name("s"), sl_id_name("t"), mp, &off) == 0)
                 printf("# node %d: partition %u at %llu, the group's offset %llu (found %d)\n", n,
                        mp, (unsigned long long)off.current_offset,
                        (unsigned long long)off.stored_offset, off.found);

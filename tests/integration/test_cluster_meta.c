@@ -65,8 +65,8 @@ static void check_roster(const sl_cluster_t *cl)
 /* The reference's timing, given explicitly: each node's log says it was read. */
 static void assert_timing_read(const node_t *n)
 {
-    assert_non_null(strstr(th_log((th_server_t *)&n->srv),
-                           "heartbeat timeout 6000 ms, commit every 400 ms"));
+    assert_non_null(
+        strstr(th_log((th_server_t *)&n->srv), "heartbeat timeout 6000 ms, commit every 400 ms"));
 }
 
 static th_cluster_options_t options(bool proxies)
@@ -105,12 +105,12 @@ static sl_client_t *login(const node_t *n)
 }
 
 /* Polls until every live node not in skip names the same single Leader,
- * other than `not` (-1: any); returns it. */
-static int wait_leader(th_cluster_t *c, unsigned skip, int not)
+ * other than `except` (-1: any); returns it. */
+static int wait_leader(th_cluster_t *c, unsigned skip, int except)
 {
     for (int p = 0; p < POLLS_MAX; p++) {
         int leader = th_cluster_wait_leader(c, skip, 1);
-        if (leader >= 0 && leader != not)
+        if (leader >= 0 && leader != except)
             return leader;
         if (leader >= 0)
             pause_ms(100);
@@ -152,7 +152,8 @@ static uint32_t wait_stream(const node_t *n, const char *name, const char *user)
 static void assert_partition_open(const node_t nodes[NODES], int leader, const char *stream,
                                   const char *topic)
 {
-    sl_client_options_t o = {.transient_retries = 200, .transient_delay_ms = 20,
+    sl_client_options_t o = {.transient_retries = 200,
+                             .transient_delay_ms = 20,
                              .settle_on_leader = SL_CLIENT_SETTLE_OFF};
     th_client_options(&o);
     sl_client_t *c = NULL;
@@ -171,8 +172,7 @@ static void assert_partition_open(const node_t nodes[NODES], int leader, const c
         for (int p = 0; p < POLLS_MAX && out.count == 0; p++) {
             assert_int_equal(sl_client_poll_messages(c, sl_consumer_single(sl_id_num(1)),
                                                      sl_id_name(stream), sl_id_name(topic), 0,
-                                                     sl_poll_offset(r.base_offset), 1, false,
-                                                     &out),
+                                                     sl_poll_offset(r.base_offset), 1, false, &out),
                              0);
             if (out.count == 0)
                 pause_ms(100);
@@ -338,8 +338,8 @@ static void test_partitioned_primary(void **state)
 /* Node 0's start is refused with `why` in its log (exit status 1). srv:
  * where it runs; on a restart (data_dir set) the server that used that
  * directory, as the harness wants. */
-static void assert_refused(node_t *nodes, th_server_t *srv, const char *extra,
-                           const char *data_dir, bool no_root, const char *why)
+static void assert_refused(node_t *nodes, th_server_t *srv, const char *extra, const char *data_dir,
+                           bool no_root, const char *why)
 {
     node_t *n = &nodes[0];
     char config[8192];

@@ -65,7 +65,8 @@ static double seconds_since(const struct timespec *t0)
  * primaries move to the leader after the topic's creation. */
 static sl_client_t *producer(const th_cluster_node_t *leader)
 {
-    sl_client_options_t o = {.transient_retries = 200, .transient_delay_ms = 20,
+    sl_client_options_t o = {.transient_retries = 200,
+                             .transient_delay_ms = 20,
                              .settle_on_leader = SL_CLIENT_SETTLE_OFF};
     th_client_options(&o);
     o.settle_on_leader = SL_CLIENT_SETTLE_OFF;
