@@ -33,9 +33,6 @@
 #include "base/bytes.h"
 #include "server/frame_pool.h"
 
-/* Default of system.encryption.tail_cache_max. */
-#define SL_TAIL_CACHE_MAX_DEFAULT (32ull * 1024u * 1024u)
-
 typedef struct sl_tail_cache sl_tail_cache_t;
 
 /* What sealing a frame left for the cache: where the plaintext frame sits in
