@@ -180,6 +180,11 @@ static tail_batch_t *find_batch(sl_tail_cache_t *c, const uint8_t *fixed, uint64
     if (h && counter - h->first < h->count && memcmp(h->fixed, fixed, NONCE_FIXED) == 0)
         return h;
     uint64_t origin = at(c, 0)->first, want = counter - origin;
+    /* Past the newest batch's last nonce (older than the oldest batch wraps
+     * to here too): the common miss, a poll of the backlog, ends at once. */
+    const tail_batch_t *newest = at(c, c->n - 1);
+    if (want >= newest->first - origin + newest->count)
+        return NULL;
     uint32_t lo = 0, hi = c->n; /* the last batch whose first - origin <= want is in [lo, hi) */
     while (hi - lo > 1) {
         uint32_t mid = lo + (hi - lo) / 2;
