@@ -21,6 +21,7 @@ void sl_partitions_init(sl_partitions_t *ps, const char *data_dir, uint64_t batc
     snprintf(ps->trash_dir, sizeof(ps->trash_dir), "%s/" SL_PARTITIONS_TRASH, data_dir);
     ps->trash_epoch = sl_clock_realtime_us();
     ps->batch_max = batch_max;
+    ps->validate_checksum = true;
     sl_journal_bound_init(&ps->journal_bound, 0);
     sl_buf_init(&ps->read_buf, 0);
 }
@@ -193,6 +194,7 @@ static void partition_config(sl_partitions_t *ps, const sl_meta_topic_t *mt,
 {
     sl_partition_config_from_topic(&mt->config, mt->partitions_count, cfg);
     cfg->batch_max = ps->batch_max;
+    cfg->validate_checksum = ps->validate_checksum;
     cfg->created_revision = mt->created_at;
     cfg->bound = &ps->journal_bound;
     cfg->read_buf = &ps->read_buf;

@@ -58,6 +58,9 @@ typedef struct sl_partitions {
     void *discard_ctx;
     sl_partitions_counters_t stats;
     uint64_t batch_max;
+    /* system.partition.validate_checksum: polls re-verify every record they read from disk
+     * (on after sl_partitions_init; the server sets it from its settings). */
+    bool validate_checksum;
     /* Where partitions give appended frames back once on disk (the
      * partitions' release hook); NULL: free(). Set before the first sync. */
     sl_frame_pool_t *frame_pool;

@@ -455,6 +455,7 @@ static void open_partitions(sl_server_t *srv)
 {
     sl_partitions_init(&srv->partitions, srv->cfg.system.path, srv->frame_max);
     srv->partitions.frame_pool = srv->frame_pool;
+    srv->partitions.validate_checksum = srv->cfg.system.partition.validate_checksum;
     srv->partitions.discard = sl_background_discard;
     srv->partitions.discard_ctx = srv;
     sl_journal_bound_init(&srv->partitions.journal_bound,
