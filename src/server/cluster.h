@@ -36,7 +36,7 @@ enum {
     SL_CLUSTER_WAIT_META,     /* a metadata operation: the reply goes out as the core made it */
     SL_CLUSTER_WAIT_REGISTER, /* a login: a committed reply binds the session */
     SL_CLUSTER_WAIT_LOGOUT,   /* a logout: a committed reply unbinds it */
-    SL_CLUSTER_WAIT_PARTITION, /* a partition group's write (SendMessages, an offset) */
+    SL_CLUSTER_WAIT_PARTITION, /* a partition group's write (a send, an offset, a deletion) */
 };
 
 /* Ticks of the replica: the period of the loop's timer. */

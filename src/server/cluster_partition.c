@@ -942,7 +942,7 @@ uint64_t sl_cluster_pframes_unknown(const sl_cluster_t *c)
     return c->pframes_unknown;
 }
 
-/* --- segment deletion and retention ------------------------------------------------------------ */
+/* --- segment deletion and retention --------------------------------------------------------- */
 
 /* The deletion op's request body: the primary's decision, made over what it
  * has applied (its sealed segments are sealed in every replica's log). */
@@ -986,9 +986,8 @@ void sl_cluster_delete_segments(sl_cluster_t *c, sl_session_t *s, const sl_reque
     if (!sl_meta_allow(meta, s->user_id, SL_PERM_MANAGE_TOPIC, ms->id, mt->id))
         return delete_answer(s, req, SL_ERR_UNAUTHORIZED);
     uint64_t group;
-    sl_pgroup_t *pg = group_of(ms->id, mt->id, q.partition_id, &group)
-                          ? sl_cluster_pgroup(c, group)
-                          : NULL;
+    sl_pgroup_t *pg =
+        group_of(ms->id, mt->id, q.partition_id, &group) ? sl_cluster_pgroup(c, group) : NULL;
     /* Only the partition's primary decides (a backup's segments may lag its log). */
     if (!pg || pg->topic_created_at != mt->created_at || !leads(pg))
         return delete_answer(s, req, SL_ERR_TRANSIENT_NOT_ACCEPTED);

@@ -315,8 +315,7 @@ SL_WUR int sl_partition_delete_segments(sl_partition_t *p, uint32_t count, uint3
  * sealed segments, and in *keep_from the start offset of the oldest segment it keeps. A
  * cluster's group primary decides with it and submits the deletion to the group's log
  * (server/cluster_partition.c). */
-uint32_t sl_partition_retention_plan(const sl_partition_t *p, uint64_t now_us,
-                                     uint64_t *keep_from);
+uint32_t sl_partition_retention_plan(const sl_partition_t *p, uint64_t now_us, uint64_t *keep_from);
 
 /* The start offset of the segment after the `count` oldest sealed ones (fewer when fewer are
  * sealed): what DeleteSegments of count deletes below. */
@@ -331,7 +330,8 @@ SL_WUR int sl_partition_delete_before(sl_partition_t *p, uint64_t offset, uint32
  * whose newest message is older than message_expiry (a segment with timestamp 0 never expires),
  * then, while the sealed bytes exceed max_size_share (floored at segment_size + batch_max so
  * the newest sealed segment stays), the oldest sealed segment: sl_partition_retention_plan's
- * segments. Only a prefix of the chain is ever deleted. *deleted gets how many segments went. 0 or -SL_ERR_CANNOT_DELETE_FILE. */
+ * segments. Only a prefix of the chain is ever deleted. *deleted gets how many segments went. 0 or
+ * -SL_ERR_CANNOT_DELETE_FILE. */
 SL_WUR int sl_partition_retention(sl_partition_t *p, uint64_t now_us, uint32_t *deleted);
 
 #endif

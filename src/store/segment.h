@@ -179,9 +179,8 @@ typedef struct sl_segment_recovery {
  * with an entry per batch, as is a missing or garbled one.
  * I/O errors give -SL_ERR_CANNOT_READ_FILE. rec->rebuilt must be initialised by the caller
  * (sl_buf_init) and freed by it. */
-SL_WUR int sl_segment_recover(const char *dir, uint64_t start, uint64_t batch_max,
-                              bool every_batch, sl_buf_t *buf, sl_segment_recovery_t *rec,
-                              char *err, size_t err_len);
+SL_WUR int sl_segment_recover(const char *dir, uint64_t start, uint64_t batch_max, bool every_batch,
+                              sl_buf_t *buf, sl_segment_recovery_t *rec, char *err, size_t err_len);
 
 /* Applies a recovery's repairs: cuts the torn tail of the .log (cut_log: only the active
  * segment is appended to, but any segment's junk tail may go) and trims or rewrites the .index,

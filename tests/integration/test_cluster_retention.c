@@ -42,11 +42,11 @@
 
 #define NODES 3
 /* Polls of 100 ms: 90 s before a wait fails. */
-#define POLLS_MAX 900
+#define POLLS_MAX     900
 #define SEGMENT_BYTES (1024u * 1024u)
 /* A batch of 16 messages of 4000 bytes: about 66 kB, 16 batches a segment. */
 #define BATCH_MESSAGES 16
-#define PAYLOAD_BYTES 4000
+#define PAYLOAD_BYTES  4000
 
 typedef th_cluster_node_t node_t;
 
@@ -196,9 +196,9 @@ static uint64_t first_offset_when(const node_t *n, const char *topic, uint64_t l
     sl_client_t *c = login(n);
     for (int p = 0; p < POLLS_MAX; p++) {
         sl_polled_messages_t out;
-        int rc = sl_client_poll_messages(c, sl_consumer_single(sl_id_num(1)), sl_id_name("s"),
-                                         sl_id_name(topic), 0, sl_poll_offset(last), 1, false,
-                                         &out);
+        int rc =
+            sl_client_poll_messages(c, sl_consumer_single(sl_id_num(1)), sl_id_name("s"),
+                                    sl_id_name(topic), 0, sl_poll_offset(last), 1, false, &out);
         if (rc == 0 && out.count == 1 && out.messages[0].offset == last) {
             assert_int_equal(sl_client_poll_messages(c, sl_consumer_single(sl_id_num(1)),
                                                      sl_id_name("s"), sl_id_name(topic), 0,
@@ -307,12 +307,12 @@ static int assert_same_files(th_cluster_t *c, uint32_t topic)
                      other.count);
         for (int k = 0; k < first.count; k++) {
             if (strcmp(first.f[k].name, other.f[k].name) != 0)
-                fail_msg("topic %u: node 0 holds %s where node %d holds %s", topic,
-                         first.f[k].name, i, other.f[k].name);
+                fail_msg("topic %u: node 0 holds %s where node %d holds %s", topic, first.f[k].name,
+                         i, other.f[k].name);
             if (first.f[k].len != other.f[k].len ||
                 memcmp(first.f[k].bytes, other.f[k].bytes, first.f[k].len) != 0)
-                fail_msg("topic %u: %s differs between node 0 (%zu bytes) and node %d (%zu)",
-                         topic, first.f[k].name, first.f[k].len, i, other.f[k].len);
+                fail_msg("topic %u: %s differs between node 0 (%zu bytes) and node %d (%zu)", topic,
+                         first.f[k].name, first.f[k].len, i, other.f[k].len);
         }
         files_free(&other);
     }
@@ -333,8 +333,7 @@ static void assert_logged(th_server_t *srv, const char *what, bool expected)
 static void delete_segments(const node_t *leader, const char *topic, uint32_t count)
 {
     sl_client_t *l = producer(leader);
-    assert_int_equal(sl_client_delete_segments(l, sl_id_name("s"), sl_id_name(topic), 0, count),
-                     0);
+    assert_int_equal(sl_client_delete_segments(l, sl_id_name("s"), sl_id_name(topic), 0, count), 0);
     sl_client_close(l);
 }
 
