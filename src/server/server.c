@@ -325,10 +325,13 @@ static void orphans_release(sl_server_t *srv)
 static void retention_tick(sl_server_t *srv)
 {
     uint64_t now = sl_clock_monotonic_us();
-    if (now - srv->last_retention_us < SL_RETENTION_INTERVAL_US)
+    if (now - srv->last_retention_us < srv->cfg.data_maintenance.interval_us)
         return;
     srv->last_retention_us = now;
-    sl_partitions_retention(&srv->partitions, sl_clock_realtime_us());
+    if (srv->cluster) /* only each group's primary decides, through its log */
+        sl_cluster_pgroups_retention(srv->cluster, sl_clock_realtime_us());
+    else
+        sl_partitions_retention(&srv->partitions, sl_clock_realtime_us());
 }
 
 /* glibc keeps heap memory it was given back resident: it shrinks the heap
