@@ -192,6 +192,10 @@ static const sl_setting_t settings[] = {
     {"heartbeat.interval", SL_SETTING_DURATION, FIELD(heartbeat.interval_us), "30 s",
      10 * US_PER_MS, US_PER_D, "IGGY_HEARTBEAT_INTERVAL", 0,
      "How often silent clients are checked; SDKs ping every 5 s."},
+    {"data_maintenance.messages.interval", SL_SETTING_DURATION,
+     FIELD(data_maintenance.interval_us), "1 m", 100 * US_PER_MS, US_PER_D,
+     "IGGY_DATA_MAINTENANCE_MESSAGES_INTERVAL", 0,
+     "How often the segment cleaner deletes expired segments and those past max_topic_size."},
     {"message_bus.handshake_grace", SL_SETTING_DURATION, FIELD(message_bus.handshake_grace_us),
      "10 s", 100 * US_PER_MS, US_PER_H, "IGGY_MESSAGE_BUS_HANDSHAKE_GRACE", 0,
      "A TLS handshake (or WebSocket upgrade) not finished this long after the accept closes the "
@@ -292,6 +296,11 @@ static const sl_setting_t settings[] = {
      "", 1, SL_CONFIG_KEY_CAPACITY - 1, "IGGY_SYSTEM_ENCRYPTION_PREVIOUS_KEY",
      SL_SETTING_OPTIONAL | SL_SETTING_SECRET,
      "During a key rotation: the old key, still accepted for reads; new writes use key."},
+    {"system.encryption.tail_cache_max", SL_SETTING_BYTES,
+     FIELD(system.encryption.tail_cache_max), "32 MiB", 0, 64 * GIB,
+     "IGGY_SYSTEM_ENCRYPTION_TAIL_CACHE_MAX", 0,
+     "Memory for the plaintext of the newest sealed batches, so polls of the tail skip the "
+     "decryption (docs/security.md); 0 = none."},
     {"cluster.enabled", SL_SETTING_BOOL, FIELD(cluster.enabled), "false", 0, 1,
      "IGGY_CLUSTER_ENABLED", 0,
      "Run as one node of a cluster (docs/cluster.md); --replica-id N picks this node's "

@@ -46,10 +46,6 @@
 #define SL_SERVER_VERSION "0.1.0"
 #endif
 
-/* How often the segment cleaner runs (the reference's
- * data_maintenance.messages.interval default, 1 minute). */
-#define SL_RETENTION_INTERVAL_US (60u * 1000000u)
-
 /* Free heap bytes that make the tick hand heap pages back (malloc_trim) once
  * they grew this much since the last trim: a few large replies' worth, so a
  * quiet server trims rarely and one after a flood at most once a second. */
@@ -185,6 +181,11 @@ struct sl_server {
      * (server/encryption.h); NULL when off, and then nothing costs. */
     struct sl_aead *aead;
     struct sl_aead *meta_aead; /* the metadata store's (journal, snapshot) */
+    /* The plaintext tail (server/tail_cache.h): NULL when encryption is off or
+     * system.encryption.tail_cache_max is 0; tail_notes is sealing's scratch for it. */
+    struct sl_tail_cache *tail_cache;
+    struct sl_sealed_note *tail_notes;
+    uint32_t tail_notes_cap;
     sl_meta_t *meta;
     sl_meta_store_t *store;
     sl_sysinfo_t sysinfo;

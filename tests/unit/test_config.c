@@ -1219,6 +1219,7 @@ static void set_every_row(sl_config_t *cfg)
     set_or_fail(cfg, "websocket.tls.key_file", "w.key");
     set_or_fail(cfg, "heartbeat.enabled", "false");
     set_or_fail(cfg, "heartbeat.interval", "2h 3m 4s 5ms 6us");
+    set_or_fail(cfg, "data_maintenance.messages.interval", "2 s");
     set_or_fail(cfg, "tcp.tls.enabled", "true");
     set_or_fail(cfg, "tcp.tls.self_signed", "false");
     set_or_fail(cfg, "tcp.tls.cert_file", "certs/a \"b\".pem");
@@ -1254,6 +1255,7 @@ static void set_every_row(sl_config_t *cfg)
     set_or_fail(cfg, "system.encryption.key", "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=");
     set_or_fail(cfg, "system.encryption.previous_key",
                 "oKGio6SlpqeoqaqrrK2ur7CxsrO0tba3uLm6u7y9vr8=");
+    set_or_fail(cfg, "system.encryption.tail_cache_max", "0");
     set_or_fail(cfg, "cluster.enabled", "true");
     set_or_fail(cfg, "cluster.name", "prod \"eu\"");
     set_or_fail(cfg, "cluster.heartbeat_timeout", "3 s");
