@@ -8,6 +8,11 @@
  * repeatably, which this noisy machine's clocks cannot:
  *   valgrind --tool=callgrind --toggle-collect=run_store \
  *       ./build/bench/sl_bench_append --batches 200 100x1000
+ * `--first-segments N` times instead what a partition's first flush adds:
+ * N partitions created new (sl_partition_create) under one topic directory,
+ * each given one 100 x 100 B batch and flushed (its directory, its first
+ * segment's .log and .index, the write), against the same batch written to
+ * a file already open; thread CPU per partition, rounds taking turns.
  * Built with the tree, never run by the tests. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -224,6 +229,63 @@ static bool parse_shape(const char *arg, shape_t *out)
     return true;
 }
 
+/* --first-segments: per partition, the first flush of a partition created new (directory,
+ * .log, .index, write) against the same batch written to a file already open. */
+static void first_segments(uint32_t partitions, uint32_t rounds)
+{
+    bench_t b = {.shape = {100, 100}, .now_us = 1700000000000000ull};
+    build_source(&b);
+    const char *tmp = getenv("TMPDIR");
+    printf("%-10s %12s %12s %12s\n", "round", "first us", "write us", "difference");
+    for (uint32_t r = 0; r < rounds; r++) {
+        snprintf(b.dir, sizeof(b.dir), "%s/sl_bench_append-XXXXXX", tmp ? tmp : "/tmp");
+        if (!mkdtemp(b.dir))
+            die("mkdtemp", 0);
+        char path[400];
+        snprintf(path, sizeof(path), "%s/floor", b.dir);
+        b.file = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (b.file < 0)
+            die(path, 0);
+        sl_partition_config_t cfg = {.release = release, .held = held, .release_ctx = &b};
+        uint64_t first = 0, floor_ = 0;
+        for (uint32_t i = 0; i < partitions; i++) {
+            /* The data root's streams/<s>/topics/<t>/partitions/<p>, as sluiced names it. */
+            snprintf(path, sizeof(path), "%s/data/streams/1/topics/1/partitions/%u", b.dir, i);
+            uint64_t t0 = sl_clock_thread_cpu_ns();
+            sl_partition_t *p;
+            if (sl_partition_create(path, i, &cfg, &p) != 0)
+                die("create", -1);
+            uint8_t *frame = take(&b);
+            uint64_t base;
+            if (sl_partition_append(p, frame, frame, b.len, b.now_us++, &base) != 0 ||
+                sl_partition_flush(p) != 0)
+                die("append", -1);
+            uint64_t t1 = sl_clock_thread_cpu_ns();
+            frame = take(&b);
+            ssize_t n = write(b.file, frame, b.len);
+            b.pool_free[b.last] = true;
+            if (n != (ssize_t)b.len)
+                die("write", 0);
+            uint64_t t2 = sl_clock_thread_cpu_ns();
+            first += t1 - t0;
+            floor_ += t2 - t1;
+            sl_partition_close(p);
+        }
+        printf("%-10u %12.1f %12.1f %12.1f\n", r + 1, first / 1e3 / partitions,
+               floor_ / 1e3 / partitions, ((double)first - (double)floor_) / 1e3 / partitions);
+        close(b.file);
+        snprintf(path, sizeof(path), "%s/data", b.dir);
+        if (sl_store_remove_tree(path) != 0)
+            die("remove", -1);
+        snprintf(path, sizeof(path), "%s/floor", b.dir);
+        unlink(path);
+        rmdir(b.dir);
+    }
+    for (int k = 0; k < POOL; k++)
+        free(b.pool[k]);
+    free(b.source);
+}
+
 int main(int argc, char **argv)
 {
     shape_t shapes[SHAPES_MAX];
@@ -231,6 +293,7 @@ int main(int argc, char **argv)
     uint32_t rounds = 5;
     double seconds = 1.0;
     uint64_t batches = 0; /* fixed count, for callgrind */
+    uint32_t partitions = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
             rounds = (uint32_t)atoi(argv[++i]);
@@ -238,16 +301,23 @@ int main(int argc, char **argv)
             seconds = atof(argv[++i]);
         else if (!strcmp(argv[i], "--batches") && i + 1 < argc)
             batches = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--first-segments") && i + 1 < argc)
+            partitions = (uint32_t)strtoul(argv[++i], NULL, 10);
         else if (n < SHAPES_MAX && parse_shape(argv[i], &shapes[n]))
             n++;
         else {
             fprintf(stderr, "usage: sl_bench_append [--rounds N] [--seconds S] [--batches N] "
-                            "[SIZExCOUNT ...]\n");
+                            "[SIZExCOUNT ...]\n       sl_bench_append --first-segments N "
+                            "[--rounds N]\n");
             return 2;
         }
     }
     if (rounds < 1 || rounds > 64)
         rounds = 5;
+    if (partitions) {
+        first_segments(partitions, rounds);
+        return 0;
+    }
     if (n == 0) {
         shapes[n++] = (shape_t){100, 1000};
         shapes[n++] = (shape_t){1000, 1000};

@@ -7,7 +7,10 @@
  * WebSocket door; for encryption the second with system.encryption.enabled
  * and a key made here. libsluice sends batches
  * of 1024 x 1 KiB messages (1 MiB per request) to a 1-partition topic and
- * polls them back 1024 at a time; the two servers take turns in slices
+ * polls them back 1024 at a time (for encryption twice: a backlog consumer
+ * reading data older than the plaintext tail, every message opened, and a
+ * tail consumer reading the newest 8 MiB, served from that tail); the two
+ * servers take turns in slices
  * within each round, and the figure is the median of the per-round ratio
  * door / plain. */
 #include <stdio.h>
@@ -24,6 +27,11 @@ enum {
     TLS_MESSAGES = 1024,
     TLS_MESSAGE_BYTES = 1024,
     TLS_TRIPS_MAX = 100000,
+    /* Encryption: tail polls stay within the newest TAIL_BATCHES batches
+     * (8 MiB, well inside the default 32 MiB plaintext tail); backlog polls
+     * stay clear of the newest COLD_BATCHES (64 MiB, twice that tail). */
+    TAIL_BATCHES = 8,
+    COLD_BATCHES = 64,
 };
 
 enum { SIDE_PLAIN, SIDE_DOOR, SIDES };
@@ -33,7 +41,7 @@ typedef enum door_kind { DOOR_TLS, DOOR_WS, DOOR_ENCRYPTION } door_kind_t;
 static const char *const door_names[] = {"TCP-TLS", "WebSocket", "Encryption at rest"};
 static const char *const door_short[] = {"TLS", "WS", "enc"};
 
-enum { PHASE_PRODUCE, PHASE_CONSUME, PHASES };
+enum { PHASE_PRODUCE, PHASE_CONSUME, PHASE_TAIL, PHASES };
 
 typedef struct tls_side {
     sb_sluiced_t server;
@@ -124,15 +132,37 @@ static double produce_slice(tls_side_t *s, const sl_send_message_t *m, double se
     return (double)(trips * TLS_MESSAGES * TLS_MESSAGE_BYTES) / (double)(now - start);
 }
 
-/* One slice of polls from the cursor (wrapping to 0 at the end): MB/s. */
-static double consume_slice(tls_side_t *s, double seconds)
+/* The offsets a consume slice reads, [*from, *to): everything for TLS and
+ * WebSocket; for encryption the newest TAIL_BATCHES batches (tail) or all
+ * but the newest COLD_BATCHES (backlog: older than the plaintext tail, so
+ * every message is opened; while too little is stored for that, all). */
+static void consume_range(const tls_side_t *s, int phase, bool sealed, uint64_t *from,
+                          uint64_t *to)
 {
+    uint64_t tail = (uint64_t)TAIL_BATCHES * TLS_MESSAGES;
+    uint64_t cold = (uint64_t)COLD_BATCHES * TLS_MESSAGES;
+    *from = 0;
+    *to = s->produced;
+    if (sealed && phase == PHASE_TAIL && s->produced > tail)
+        *from = s->produced - tail;
+    else if (sealed && phase == PHASE_CONSUME && s->produced > cold + TLS_MESSAGES)
+        *to = s->produced - cold;
+}
+
+/* One slice of polls from the cursor (wrapping to the range's start at its
+ * end): MB/s. */
+static double consume_slice(tls_side_t *s, double seconds, int phase, bool sealed)
+{
+    uint64_t from, to;
+    consume_range(s, phase, sealed, &from, &to);
+    if (s->cursor < from || s->cursor >= to)
+        s->cursor = from;
     uint64_t server0 = sb_process_cpu_ns(s->server.pid), client0 = sl_clock_thread_cpu_ns();
     uint64_t start = sl_clock_monotonic_us(), end = start + (uint64_t)(seconds * 1e6);
     uint64_t bytes = 0, trips = 0;
     while (trips < TLS_TRIPS_MAX && sl_clock_monotonic_us() < end) {
-        if (s->cursor + TLS_MESSAGES > s->produced)
-            s->cursor = 0;
+        if (s->cursor + TLS_MESSAGES > to)
+            s->cursor = from;
         sl_polled_messages_t got;
         int rc = sl_client_poll_messages(s->client, sl_consumer_single(sl_id_num(1)),
                                          sl_id_name("tls-bench"), sl_id_name("t"), 0,
@@ -145,9 +175,9 @@ static double consume_slice(tls_side_t *s, double seconds)
         trips++;
     }
     uint64_t us = sl_clock_monotonic_us() - start;
-    s->bytes[PHASE_CONSUME] += bytes;
-    s->server_cpu[PHASE_CONSUME] += sb_process_cpu_ns(s->server.pid) - server0;
-    s->client_cpu[PHASE_CONSUME] += sl_clock_thread_cpu_ns() - client0;
+    s->bytes[phase] += bytes;
+    s->server_cpu[phase] += sb_process_cpu_ns(s->server.pid) - server0;
+    s->client_cpu[phase] += sl_clock_thread_cpu_ns() - client0;
     return (double)bytes / (double)us;
 }
 
@@ -179,7 +209,9 @@ static void tls_report(const char *what, door_kind_t kind, double rate[SIDES][TL
 static void door_run(const sb_options_t *o, door_kind_t kind)
 {
     static tls_side_t sides[SIDES];
-    static double produce[SIDES][TLS_ROUNDS_MAX], consume[SIDES][TLS_ROUNDS_MAX];
+    static double produce[SIDES][TLS_ROUNDS_MAX], consume[SIDES][TLS_ROUNDS_MAX],
+        tail[SIDES][TLS_ROUNDS_MAX];
+    bool sealed = kind == DOOR_ENCRYPTION;
     int rounds = o->rounds < TLS_ROUNDS_MAX ? o->rounds : TLS_ROUNDS_MAX;
     uint8_t *payloads = calloc(TLS_MESSAGES, TLS_MESSAGE_BYTES);
     sl_send_message_t *m = calloc(TLS_MESSAGES, sizeof(*m));
@@ -198,24 +230,31 @@ static void door_run(const sb_options_t *o, door_kind_t kind)
            o->message_seconds / TLS_SLICES,
            kind == DOOR_TLS  ? "; TLS 1.3, AES-128-GCM"
            : kind == DOOR_WS ? "; one binary message per frame"
-                             : "; AES-256-GCM on disk, system.encryption");
+                             : "; AES-256-GCM on disk, system.encryption; backlog: polls "
+                               "older than the newest 64 MiB, tail: of the newest 8 MiB");
     double slice = o->message_seconds / TLS_SLICES;
     for (int r = 0; r < rounds; r++) {
-        double sum_p[SIDES] = {0}, sum_c[SIDES] = {0};
+        double sum_p[SIDES] = {0}, sum_c[SIDES] = {0}, sum_t[SIDES] = {0};
         /* Sides alternate slice by slice, so both meet the same noise. */
         for (int k = 0; k < TLS_SLICES; k++)
             for (int side = 0; side < SIDES; side++)
                 sum_p[side] += produce_slice(&sides[side], m, slice);
         for (int k = 0; k < TLS_SLICES; k++)
             for (int side = 0; side < SIDES; side++)
-                sum_c[side] += consume_slice(&sides[side], slice);
+                sum_c[side] += consume_slice(&sides[side], slice, PHASE_CONSUME, sealed);
+        for (int k = 0; sealed && k < TLS_SLICES; k++)
+            for (int side = 0; side < SIDES; side++)
+                sum_t[side] += consume_slice(&sides[side], slice, PHASE_TAIL, sealed);
         for (int side = 0; side < SIDES; side++) {
             produce[side][r] = sum_p[side] / TLS_SLICES;
             consume[side][r] = sum_c[side] / TLS_SLICES;
+            tail[side][r] = sum_t[side] / TLS_SLICES;
         }
     }
     tls_report("produce", kind, produce, rounds, sides, PHASE_PRODUCE);
-    tls_report("consume", kind, consume, rounds, sides, PHASE_CONSUME);
+    tls_report(sealed ? "backlog" : "consume", kind, consume, rounds, sides, PHASE_CONSUME);
+    if (sealed)
+        tls_report("tail", kind, tail, rounds, sides, PHASE_TAIL);
     for (int side = 0; side < SIDES; side++)
         tls_side_close(&sides[side]);
     free(m);

@@ -292,6 +292,11 @@ static const sl_setting_t settings[] = {
      "", 1, SL_CONFIG_KEY_CAPACITY - 1, "IGGY_SYSTEM_ENCRYPTION_PREVIOUS_KEY",
      SL_SETTING_OPTIONAL | SL_SETTING_SECRET,
      "During a key rotation: the old key, still accepted for reads; new writes use key."},
+    {"system.encryption.tail_cache_max", SL_SETTING_BYTES,
+     FIELD(system.encryption.tail_cache_max), "32 MiB", 0, 64 * GIB,
+     "IGGY_SYSTEM_ENCRYPTION_TAIL_CACHE_MAX", 0,
+     "Memory for the plaintext of the newest sealed batches, so polls of the tail skip the "
+     "decryption (docs/security.md); 0 = none."},
     {"cluster.enabled", SL_SETTING_BOOL, FIELD(cluster.enabled), "false", 0, 1,
      "IGGY_CLUSTER_ENABLED", 0,
      "Run as one node of a cluster (docs/cluster.md); --replica-id N picks this node's "

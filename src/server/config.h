@@ -203,6 +203,7 @@ typedef struct sl_config {
             bool enabled;
             char key[SL_CONFIG_KEY_CAPACITY];
             char previous_key[SL_CONFIG_KEY_CAPACITY];
+            uint64_t tail_cache_max; /* bytes of the plaintext tail (server/tail_cache.h) */
         } encryption;
     } system;
     struct {

@@ -40,6 +40,12 @@ static void finish_record(uint8_t *record, size_t len)
 
 int sl_encryption_seal_record(sl_aead_t *a, sl_span_t record, uint8_t *out)
 {
+    return sl_encryption_seal_record_noted(a, record, out, NULL);
+}
+
+int sl_encryption_seal_record_noted(sl_aead_t *a, sl_span_t record, uint8_t *out,
+                                    sl_sealed_note_t *notes)
+{
     uint32_t count = sl_load_u32(record.ptr + SL_BATCH_OFF_COUNT);
     memcpy(out, record.ptr, SL_BATCH_HEADER_SIZE);
     size_t in = SL_BATCH_HEADER_SIZE, at = SL_BATCH_HEADER_SIZE;
@@ -60,6 +66,9 @@ int sl_encryption_seal_record(sl_aead_t *a, sl_span_t record, uint8_t *out)
             return rc;
         size_t n = SL_FRAME_HEADER_SIZE + body + SL_AEAD_OVERHEAD;
         finish_frame(o, n);
+        if (notes) /* records are far below 4 GiB (the frame limit) */
+            notes[i] = (sl_sealed_note_t){(uint32_t)in, (uint32_t)at,
+                                          sl_load_u64(o + SL_FRAME_OFF_CHECKSUM)};
         in += SL_FRAME_HEADER_SIZE + body;
         at += n;
     }
@@ -70,8 +79,8 @@ int sl_encryption_seal_record(sl_aead_t *a, sl_span_t record, uint8_t *out)
 
 /* Opens the frames of the record at run + r (len bytes, layout not
  * trusted), writing the opened record at run + w (w <= r). */
-static int open_record(sl_aead_t *a, uint8_t *run, size_t r, size_t len, size_t w,
-                       size_t *opened_len, uint64_t *bad_offset)
+static int open_record(sl_aead_t *a, sl_tail_cache_t *tail, uint8_t *run, size_t r, size_t len,
+                       size_t w, size_t *opened_len, uint64_t *bad_offset)
 {
     uint8_t hdr[SL_BATCH_HEADER_SIZE];
     memcpy(hdr, run + r, SL_BATCH_HEADER_SIZE);
@@ -93,13 +102,21 @@ static int open_record(sl_aead_t *a, uint8_t *run, size_t r, size_t len, size_t 
             sl_load_u64(fh + SL_FRAME_OFF_RESERVED) != 0)
             return -SL_ERR_CANNOT_DECRYPT_DATA;
         uint8_t *b = run + r + in + SL_FRAME_HEADER_SIZE;
+        uint8_t *o = run + w + at;
+        sl_span_t cached = sl_tail_cache_find(tail, run + r + in, SL_FRAME_HEADER_SIZE + blob);
+        if (cached.len > 0) {
+            /* The producer's frame, checksum and all: what the open gives. */
+            memcpy(o, cached.ptr, cached.len);
+            in += SL_FRAME_HEADER_SIZE + blob;
+            at += cached.len;
+            continue;
+        }
         int rc = sl_aead_open(a, frame_aad(aad, fh), b, blob, NULL);
         if (rc != 0)
             return rc;
         /* The opened frame lands at or before where the sealed one began,
          * so the moves never overwrite bytes still to be read. */
         size_t plain = blob - SL_AEAD_OVERHEAD;
-        uint8_t *o = run + w + at;
         sl_store_u32(fh + SL_FRAME_OFF_PAYLOAD_LENGTH, sealed - SL_AEAD_OVERHEAD);
         memmove(o, fh, SL_FRAME_HEADER_SIZE);
         memmove(o + SL_FRAME_HEADER_SIZE, b + SL_AEAD_NONCE_SIZE, plain);
@@ -117,6 +134,12 @@ static int open_record(sl_aead_t *a, uint8_t *run, size_t r, size_t len, size_t 
 int sl_encryption_open_run(sl_aead_t *a, uint8_t *run, size_t len, size_t *len_out,
                            uint64_t *bad_offset)
 {
+    return sl_encryption_open_run_cached(a, NULL, run, len, len_out, bad_offset);
+}
+
+int sl_encryption_open_run_cached(sl_aead_t *a, sl_tail_cache_t *tail, uint8_t *run, size_t len,
+                                  size_t *len_out, uint64_t *bad_offset)
+{
     size_t r = 0, w = 0;
     *bad_offset = 0;
     while (r < len) {
@@ -127,7 +150,7 @@ int sl_encryption_open_run(sl_aead_t *a, uint8_t *run, size_t len, size_t *len_o
         if (record_len < SL_BATCH_HEADER_SIZE || record_len > len - r)
             return -SL_ERR_CANNOT_DECRYPT_DATA;
         size_t opened;
-        int rc = open_record(a, run, r, (size_t)record_len, w, &opened, bad_offset);
+        int rc = open_record(a, tail, run, r, (size_t)record_len, w, &opened, bad_offset);
         if (rc != 0)
             return rc;
         r += (size_t)record_len;

@@ -21,6 +21,7 @@
 #include "base/bytes.h"
 #include "meta/entry.h"
 #include "server/config.h"
+#include "server/tail_cache.h"
 
 /* The file in the data directory that says it holds encrypted data and
  * which key: a sealed constant only the right key opens. */
@@ -38,6 +39,10 @@ static inline size_t sl_encryption_sealed_len(size_t len, uint32_t count)
  * recomputed. record and out must not overlap. 0 or
  * -SL_ERR_CANNOT_ENCRYPT_DATA. */
 int sl_encryption_seal_record(sl_aead_t *a, sl_span_t record, uint8_t *out) SL_WUR;
+/* The same, also leaving in notes (count entries, may be NULL) what the
+ * plaintext tail keeps of each frame (server/tail_cache.h). */
+int sl_encryption_seal_record_noted(sl_aead_t *a, sl_span_t record, uint8_t *out,
+                                    sl_sealed_note_t *notes) SL_WUR;
 
 /* Opens, in place, a run of sealed records laid back to back (the records
  * of a poll reply): each frame's blob is verified and replaced by its
@@ -50,6 +55,10 @@ int sl_encryption_seal_record(sl_aead_t *a, sl_span_t record, uint8_t *out) SL_W
  * garbage and must not be sent. */
 int sl_encryption_open_run(sl_aead_t *a, uint8_t *run, size_t len, size_t *len_out,
                            uint64_t *bad_offset) SL_WUR;
+/* The same, taking from tail (may be NULL) the plaintext of every frame it
+ * holds unchanged instead of opening it (server/tail_cache.h). */
+int sl_encryption_open_run_cached(sl_aead_t *a, sl_tail_cache_t *tail, uint8_t *run, size_t len,
+                                  size_t *len_out, uint64_t *bad_offset) SL_WUR;
 
 /* Appends the sealed form of plain (plain.len + SL_AEAD_OVERHEAD bytes) to
  * out. 0, -SL_ERR_CANNOT_ENCRYPT_DATA, or -SL_ERR_ERROR when out cannot grow. */

@@ -109,6 +109,22 @@ static bool stage(sl_server_t *srv, const sl_staged_send_t *send)
     return true;
 }
 
+/* Room for the tail cache's notes of a sealed batch of count messages, or
+ * NULL when there is no cache (or no memory: the batch is then not kept). */
+static sl_sealed_note_t *tail_notes(sl_server_t *srv, uint32_t count)
+{
+    if (!srv->tail_cache || count == 0)
+        return NULL;
+    if (count > srv->tail_notes_cap) {
+        sl_sealed_note_t *notes = realloc(srv->tail_notes, count * sizeof(*notes));
+        if (!notes)
+            return NULL;
+        srv->tail_notes = notes;
+        srv->tail_notes_cap = count;
+    }
+    return srv->tail_notes;
+}
+
 /* Under at-rest encryption the journal takes a sealed copy of the record, in
  * a pool buffer of its own, and the request frame goes back to the pool.
  * The sealed record must still fit a poll reply whole, so a batch within 28
@@ -122,12 +138,18 @@ static uint32_t seal_send(sl_session_t *s, uint32_t count, sl_staged_send_t *sen
     uint8_t *buf = sl_frame_pool_get(srv->frame_pool, (uint32_t)sealed);
     if (!buf)
         return SL_ERR_CANNOT_ENCRYPT_DATA;
-    int rc = sl_encryption_seal_record(srv->aead, (sl_span_t){send->record, send->len}, buf);
+    sl_sealed_note_t *notes = tail_notes(srv, count);
+    int rc = sl_encryption_seal_record_noted(srv->aead, (sl_span_t){send->record, send->len}, buf,
+                                             notes);
     if (rc != 0) {
         sl_frame_pool_put(srv->frame_pool, buf);
         return (uint32_t)-rc;
     }
-    sl_frame_pool_put(srv->frame_pool, send->frame);
+    /* The plaintext request frame: kept by the tail cache, or back to the pool. */
+    if (notes)
+        sl_tail_cache_add(srv->tail_cache, send->frame, send->record, buf, notes, count);
+    else
+        sl_frame_pool_put(srv->frame_pool, send->frame);
     send->frame = send->record = buf;
     send->len = sealed;
     return 0;
@@ -334,8 +356,8 @@ static bool open_polled(sl_session_t *s, size_t count_at, uint32_t stream_id, ui
     sl_buf_t *b = &s->reply_body;
     size_t at = count_at + 4, opened;
     uint64_t bad_offset;
-    int rc = sl_encryption_open_run(s->server->aead, b->data + at, b->len - at, &opened,
-                                    &bad_offset);
+    int rc = sl_encryption_open_run_cached(s->server->aead, s->server->tail_cache, b->data + at,
+                                           b->len - at, &opened, &bad_offset);
     if (rc == 0) {
         b->len = at + opened;
         return true;

@@ -11,6 +11,7 @@
 #include "base/io.h"
 #include "server/internal.h"
 #include "server/otel.h"
+#include "server/tail_cache.h"
 #include "server/server.h"
 #include "store/offsets.h"
 #include "wire/command.h"
@@ -376,6 +377,21 @@ static void render_telemetry(const sl_server_t *srv, sl_buf_t *out)
             (unsigned long long)st.export_failures[s]);
 }
 
+/* At-rest encryption's plaintext tail (server/tail_cache.h); all zero when off. */
+static void render_tail_cache(const sl_server_t *srv, sl_buf_t *out)
+{
+    sl_tail_cache_stats_t st;
+    sl_tail_cache_stats(srv->tail_cache, &st);
+    counter(out, "sluice_encryption_tail_hits", "Polled messages served from the plaintext tail.",
+            st.hits);
+    counter(out, "sluice_encryption_tail_misses", "Polled messages that were decrypted.",
+            st.misses);
+    counter(out, "sluice_encryption_tail_evicted", "Batches the plaintext tail let go for room.",
+            st.evicted);
+    gauge(out, "sluice_encryption_tail_bytes", "Bytes the plaintext tail holds.", st.held);
+    gauge(out, "sluice_encryption_tail_batches", "Batches the plaintext tail holds.", st.batches);
+}
+
 void sl_metrics_render(sl_server_t *srv, sl_buf_t *out)
 {
     render_counts(srv, out);
@@ -383,6 +399,7 @@ void sl_metrics_render(sl_server_t *srv, sl_buf_t *out)
     render_requests(&srv->metrics, out);
     render_fsync(&srv->metrics, out);
     render_telemetry(srv, out);
+    render_tail_cache(srv, out);
     render_topic_totals(srv, out);
     render_partitions(srv, out);
     render_groups(srv, out, false);

@@ -730,6 +730,12 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
     bool rotated = false;
     if (rc == 0)
         rc = sl_encryption_open_datadir(cfg, &srv->aead, &rotated, err, err_len);
+    if (rc == 0 && srv->aead) {
+        rc = sl_tail_cache_create(cfg->system.encryption.tail_cache_max, srv->frame_pool,
+                                  &srv->tail_cache);
+        if (rc != 0)
+            snprintf(err, err_len, "cannot create the encryption tail cache: out of memory");
+    }
     if (rc == 0)
         rc = open_metadata(srv, rotated, err, err_len);
     if (rc == 0 && sl_sysinfo_init(&srv->sysinfo, cfg->system.path, SL_SERVER_VERSION) != 0) {
@@ -772,6 +778,18 @@ static void log_frame_pool(const sl_frame_pool_t *pool)
                 (double)st.idle_bytes / 1048576.0, (double)st.idle_max / 1048576.0, st.out_buffers);
 }
 
+static void log_tail_cache(const sl_tail_cache_t *c)
+{
+    sl_tail_cache_stats_t st;
+    sl_tail_cache_stats(c, &st);
+    sl_log_info("encryption tail cache: %llu messages served from it, %llu decrypted; %llu batches "
+                "kept, %llu not kept, %llu evicted; at most %llu bytes held of %llu",
+                (unsigned long long)st.hits, (unsigned long long)st.misses,
+                (unsigned long long)st.added, (unsigned long long)st.skipped,
+                (unsigned long long)st.evicted, (unsigned long long)st.peak,
+                (unsigned long long)st.max);
+}
+
 void sl_server_close(sl_server_t *srv)
 {
     /* The loop has stopped: HTTP requests still waiting for it are answered. */
@@ -799,7 +817,11 @@ void sl_server_close(sl_server_t *srv)
     /* Trees not removed yet stay in the trash for the next boot. */
     sl_work_pool_destroy(srv->work_pool);
     sl_partitions_close(&srv->partitions);
-    /* Connections and partitions gave every frame back: the pool can go. */
+    if (srv->tail_cache)
+        log_tail_cache(srv->tail_cache);
+    sl_tail_cache_destroy(srv->tail_cache);
+    free(srv->tail_notes);
+    /* Connections, partitions and the tail cache gave every frame back: the pool can go. */
     if (srv->frame_pool) {
         log_frame_pool(srv->frame_pool);
         sl_frame_pool_destroy(srv->frame_pool);

@@ -185,6 +185,11 @@ struct sl_server {
      * (server/encryption.h); NULL when off, and then nothing costs. */
     struct sl_aead *aead;
     struct sl_aead *meta_aead; /* the metadata store's (journal, snapshot) */
+    /* The plaintext tail (server/tail_cache.h): NULL when encryption is off or
+     * system.encryption.tail_cache_max is 0; tail_notes is sealing's scratch for it. */
+    struct sl_tail_cache *tail_cache;
+    struct sl_sealed_note *tail_notes;
+    uint32_t tail_notes_cap;
     sl_meta_t *meta;
     sl_meta_store_t *store;
     sl_sysinfo_t sysinfo;

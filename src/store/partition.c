@@ -87,7 +87,13 @@ static int fsync_parent(char *path)
 }
 
 /* Creates path and its missing parents. Their names are made durable later,
- * when something durable is written (sl_partition_tree_durable). */
+ * when something durable is written (sl_partition_tree_durable). Leaf first:
+ * a partition's parents exist once its topic has one partition directory, so
+ * the usual case is one mkdir; only when it answers ENOENT does the walk go up
+ * to the deepest ancestor that exists and come back down creating the rest
+ * (creating every component from the root, as before, cost a failed mkdir of
+ * each parent, a path walk each, on the loop thread, for every partition's
+ * first segment: docs/benchmarks.md, "Issue 14", shape 3). */
 static int make_dirs(const char *path)
 {
     char buf[PATH_MAX];
@@ -95,13 +101,23 @@ static int make_dirs(const char *path)
     if (len == 0 || len >= sizeof(buf))
         return -ENAMETOOLONG;
     memcpy(buf, path, len + 1);
-    for (size_t i = 1; i <= len; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        char saved = buf[i];
-        buf[i] = '\0';
-        int rc = sl_io_mkdir(buf, sl_io_dir_mode());
-        buf[i] = saved;
+    int rc;
+    /* Up: cut the last component off until a mkdir succeeds or finds it there. */
+    while ((rc = sl_io_mkdir(buf, sl_io_dir_mode())) == -ENOENT) {
+        char *slash = strrchr(buf, '/');
+        while (slash && slash > buf && slash[-1] == '/')
+            slash--; /* "a//b": cut at the first of the slashes */
+        if (!slash || slash == buf)
+            return rc; /* nothing above to create */
+        *slash = '\0';
+    }
+    if (rc < 0 && rc != -EEXIST)
+        return rc;
+    /* Down: put each cut slash back and create that component. */
+    for (size_t at = strlen(buf); at < len; at = strlen(buf)) {
+        while (at < len && buf[at] == '\0')
+            buf[at++] = '/';
+        rc = sl_io_mkdir(buf, sl_io_dir_mode());
         if (rc < 0 && rc != -EEXIST)
             return rc;
     }

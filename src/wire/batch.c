@@ -5,6 +5,7 @@
 #include <sluice/error.h>
 
 #include "base/xxh3.h"
+#include "base/xxh3_inline.h"
 #include "wire/tlv.h"
 
 /* --- header views ------------------------------------------------------------ */
@@ -167,7 +168,7 @@ static int64_t walk_frames(const uint8_t *rec, size_t end, size_t *pos_out, bool
         size_t n = frame_fits(f, end - pos);
         if (n == 0 || sl_load_u64(f + SL_FRAME_OFF_RESERVED) != 0)
             break;
-        if (sl_xxh3_64(f + SL_FRAME_OFF_ID, n - SL_FRAME_OFF_ID) != sl_load_u64(f))
+        if (sl_xxh3_64_inline(f + SL_FRAME_OFF_ID, n - SL_FRAME_OFF_ID) != sl_load_u64(f))
             return -1;
         deltas &= sl_load_u32(f + SL_FRAME_OFF_OFFSET_DELTA) == (uint32_t)index;
         if (!kept)

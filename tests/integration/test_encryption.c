@@ -348,6 +348,9 @@ static void test_key_rotation(void **state)
     OK(poll_check(c, 0, 20));
     sl_client_close(c);
     th_stop(&srv, SIGTERM);
+    /* The restart emptied the plaintext tail: A's messages were opened (with
+     * previous_key) both times, B's came from the tail. */
+    assert_non_null(strstr(th_log(&srv), "10 messages served from it, 20 decrypted"));
 
     /* Key A alone no longer opens the directory. */
     assert_refused(&srv, WITH_A, 1, "does not open data directory");
@@ -426,6 +429,100 @@ static void test_flipped_byte_on_disk(void **state)
     }
 }
 
+/* --- the plaintext tail ------------------------------------------------------------------- */
+
+/* A stream and a topic whose every send is written and fdatasynced before
+ * it is acknowledged, so the segment on disk holds it at once. */
+static sl_client_t *setup_synced(th_server_t *srv)
+{
+    sl_client_t *c = login(srv);
+    OK(sl_client_create_stream(c, "s", NULL));
+    sl_topic_options_t o = {.set = SL_TOPIC_OPT_ENFORCE_FSYNC, .enforce_fsync = true};
+    OK(sl_client_create_topic(c, sl_id_name("s"), "t", 1, &o, NULL));
+    return c;
+}
+
+/* The number after `key` in the server's log (the last such line), or -1. */
+static long long log_number(th_server_t *srv, const char *key)
+{
+    const char *log = th_log(srv), *p = NULL;
+    for (const char *q = strstr(log, key); q; q = strstr(q + 1, key))
+        p = q;
+    return p ? strtoll(p + strlen(key), NULL, 10) : -1;
+}
+
+/* A poll of the tail takes the producer's frames from memory instead of
+ * opening the sealed ones, but only while the stored frame still carries
+ * the header, checksum, nonce and tag it was sealed with
+ * (docs/security.md, "The plaintext tail"). A ciphertext byte flipped on
+ * disk while the batch is in the tail:
+ *   run 0, checksums left alone: the store's checksum check stops the poll
+ *     before the record, as without the tail;
+ *   run 1, checksums made to match again: the frame is no longer the one
+ *     sealed, so it is opened, and fails closed, although its batch is in
+ *     the tail;
+ *   run 2, the same with the tail off.
+ * The intact second batch comes from the tail (runs 0 and 1: 3 messages). */
+static void test_tail_serves_only_what_was_sealed(void **state)
+{
+    (void)state;
+    static const char *const configs[] = {WITH_A, WITH_A, WITH_A "tail_cache_max = 0\n"};
+    for (int run = 0; run < 3; run++) {
+        th_server_t srv;
+        start(&srv, configs[run], NULL);
+        sl_client_t *c = setup_synced(&srv);
+        send_range(c, 0, 3);
+        send_range(c, 3, 3);
+        scan(&srv);
+        tamper(found_log, run > 0);
+        sl_polled_messages_t out;
+        int rc = sl_client_poll_messages(c, sl_consumer_single(sl_id_num(1)), sl_id_name("s"),
+                                         sl_id_name("t"), 0, sl_poll_offset(0), 6, false, &out);
+        if (run == 0) {
+            OK(rc);
+            assert_int_equal(out.count, 0);
+        } else {
+            assert_int_equal(rc, -SL_ERR_CANNOT_DECRYPT_DATA);
+        }
+        OK(poll_check(c, 3, 3));
+        sl_client_close(c);
+        th_stop(&srv, SIGTERM);
+        assert_int_equal(log_number(&srv, "cache: "), run < 2 ? 3 : -1);
+        if (run > 0)
+            assert_non_null(strstr(th_log(&srv), "offset 0 cannot be decrypted"));
+        th_cleanup(&srv);
+    }
+}
+
+/* Under a long produce the tail stays within tail_cache_max: the oldest
+ * batches go, and every message still polls back exactly, the old ones
+ * opened from disk and the newest from the tail. */
+static void test_tail_bounded(void **state)
+{
+    (void)state;
+    enum { BATCHES = 400, PER = 32 };
+    th_server_t srv;
+    start(&srv, WITH_A "tail_cache_max = \"256 KiB\"\n", NULL);
+    sl_client_t *c = login(&srv);
+    OK(sl_client_create_stream(c, "s", NULL));
+    OK(sl_client_create_topic(c, sl_id_name("s"), "t", 1, NULL, NULL));
+    for (uint32_t b = 0; b < BATCHES; b++)
+        send_range(c, b * PER, PER);
+    for (uint32_t b = 0; b < BATCHES; b++)
+        OK(poll_check(c, b * PER, PER));
+    sl_client_close(c);
+    th_stop(&srv, SIGTERM);
+    long long hits = log_number(&srv, "cache: ");
+    long long decrypted = log_number(&srv, "from it, ");
+    long long evicted = log_number(&srv, " not kept, ");
+    long long peak = log_number(&srv, "at most ");
+    if (hits <= 0 || decrypted <= 0 || evicted <= 0 || peak <= 0 || peak > 256 * 1024)
+        fail_msg("tail: %lld hits, %lld decrypted, %lld evicted, peak %lld bytes:\n%s", hits,
+                 decrypted, evicted, peak, th_log(&srv));
+    assert_int_equal(hits + decrypted, BATCHES * PER);
+    th_cleanup(&srv);
+}
+
 /* Sealing adds 28 bytes a message: a batch that fits the frame limit as
  * sent but not once sealed is refused with 4036, and nothing is stored. */
 static void test_sealed_size_limit(void **state)
@@ -468,6 +565,8 @@ int main(void)
         cmocka_unit_test(test_key_rotation),
         cmocka_unit_test(test_flipped_byte_on_disk),
         cmocka_unit_test(test_sealed_size_limit),
+        cmocka_unit_test(test_tail_serves_only_what_was_sealed),
+        cmocka_unit_test(test_tail_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include "base/arena.h"
 #include "base/bytes.h"
 #include "base/xxh3.h"
+#include "base/xxh3_inline.h"
 
 static const uint8_t seq[32] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
                                 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
@@ -622,7 +623,7 @@ static void test_error_names(void **state)
 
 /* sl_xxh3_64 takes inputs up to 240 bytes straight to XXH3's short paths and longer ones to
  * the build chosen at run time: either way it gives what the streaming form (always the chosen
- * build) gives, on both sides of every length boundary of XXH3. */
+ * build) gives, on both sides of every length boundary of XXH3; so does sl_xxh3_64_inline. */
 static void test_xxh3_lengths(void **state)
 {
     (void)state;
@@ -641,7 +642,11 @@ static void test_xxh3_lengths(void **state)
         sl_xxh3_update(&st, buf, n / 3);
         sl_xxh3_update(&st, buf + n / 3, n - n / 3);
         assert_int_equal(sl_xxh3_64(buf, n), sl_xxh3_digest(&st));
+        assert_int_equal(sl_xxh3_64_inline(buf, n), sl_xxh3_digest(&st));
     }
+    /* The inline form (frame checksums) agrees at every length of the short paths. */
+    for (size_t n = 0; n <= 300; n++)
+        assert_int_equal(sl_xxh3_64_inline(buf + n, n), sl_xxh3_64(buf + n, n));
     free(buf);
 }
 

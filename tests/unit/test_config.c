@@ -1254,6 +1254,7 @@ static void set_every_row(sl_config_t *cfg)
     set_or_fail(cfg, "system.encryption.key", "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=");
     set_or_fail(cfg, "system.encryption.previous_key",
                 "oKGio6SlpqeoqaqrrK2ur7CxsrO0tba3uLm6u7y9vr8=");
+    set_or_fail(cfg, "system.encryption.tail_cache_max", "0");
     set_or_fail(cfg, "cluster.enabled", "true");
     set_or_fail(cfg, "cluster.name", "prod \"eu\"");
     set_or_fail(cfg, "cluster.heartbeat_timeout", "3 s");

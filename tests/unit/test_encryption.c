@@ -10,6 +10,8 @@
 
 #include "auth/aead.h"
 #include "server/encryption.h"
+#include "server/frame_pool.h"
+#include "server/tail_cache.h"
 #include "wire/batch.h"
 #include "wire/tlv.h"
 
@@ -242,6 +244,111 @@ static void test_record_round_trip(void **state)
     sl_aead_destroy(a);
 }
 
+/* The plaintext tail (server/tail_cache.h): a batch kept at seal time is
+ * served unchanged without opening; a sealed frame that differs from the
+ * one sealed (tag, header) is opened instead and fails closed; a ciphertext
+ * change that keeps header, checksum field, nonce and tag gets the sealed
+ * plaintext; the bound evicts the oldest batch and gives its frame back. */
+static uint8_t *seal_into_tail(sl_aead_t *a, sl_tail_cache_t *tail, sl_frame_pool_t *pool,
+                               sl_span_t rec, size_t *len)
+{
+    uint32_t count = sl_load_u32(rec.ptr + SL_BATCH_OFF_COUNT);
+    *len = sl_encryption_sealed_len(rec.len, count);
+    uint8_t *owner = sl_frame_pool_get(pool, (uint32_t)rec.len + 100);
+    uint8_t *out = malloc(*len);
+    sl_sealed_note_t *notes = calloc(count, sizeof(*notes));
+    assert_true(owner && out && notes);
+    memcpy(owner + 100, rec.ptr, rec.len);
+    assert_int_equal(sl_encryption_seal_record_noted(a, rec, out, notes), 0);
+    sl_tail_cache_add(tail, owner, owner + 100, out, notes, count);
+    free(notes);
+    return out;
+}
+
+static int open_tail(sl_aead_t *a, sl_tail_cache_t *tail, const uint8_t *sealed, size_t len,
+                     sl_span_t want)
+{
+    uint8_t *work = malloc(len);
+    memcpy(work, sealed, len);
+    size_t opened;
+    uint64_t bad;
+    int rc = sl_encryption_open_run_cached(a, tail, work, len, &opened, &bad);
+    if (rc == 0) {
+        assert_int_equal(opened, want.len);
+        assert_memory_equal(work, want.ptr, want.len);
+    }
+    free(work);
+    return rc;
+}
+
+static void test_tail_cache(void **state)
+{
+    (void)state;
+    sl_aead_t *a = aead(key_a, NULL);
+    sl_frame_pool_t *pool;
+    sl_tail_cache_t *tail;
+    assert_int_equal(sl_frame_pool_create(16384, 1 << 20, 0, &pool), 0);
+    assert_int_equal(sl_tail_cache_create(64 * 1024, pool, &tail), 0);
+    sl_buf_t b1, b2;
+    sl_span_t r1 = make_record(&b1, 10), r2 = make_record(&b2, 7);
+    size_t l1, l2;
+    uint8_t *s1 = seal_into_tail(a, tail, pool, r1, &l1);
+    sl_tail_cache_stats_t st;
+    assert_int_equal(open_tail(a, tail, s1, l1, r1), 0);
+    sl_tail_cache_stats(tail, &st);
+    assert_int_equal(st.hits, 10);
+    assert_int_equal(st.misses, 0);
+    /* The third frame: its tag, then its id (part of the header and of the
+     * additional data), then one ciphertext byte with the checksum field
+     * kept. */
+    size_t f = SL_BATCH_HEADER_SIZE;
+    for (int i = 0; i < 2; i++)
+        f += SL_FRAME_HEADER_SIZE + sl_load_u32(s1 + f + SL_FRAME_OFF_PAYLOAD_LENGTH) +
+             sl_load_u32(s1 + f + SL_FRAME_OFF_HEADERS_LENGTH);
+    size_t blob_end = f + SL_FRAME_HEADER_SIZE + sl_load_u32(s1 + f + SL_FRAME_OFF_PAYLOAD_LENGTH) +
+                      sl_load_u32(s1 + f + SL_FRAME_OFF_HEADERS_LENGTH);
+    size_t spots[3] = {blob_end - 1, f + SL_FRAME_OFF_ID, f + SL_FRAME_HEADER_SIZE + 12};
+    for (int i = 0; i < 3; i++) {
+        s1[spots[i]] ^= 0x01;
+        int rc = open_tail(a, tail, s1, l1, r1);
+        assert_int_equal(rc, i < 2 ? -SL_ERR_CANNOT_DECRYPT_DATA : 0);
+        s1[spots[i]] ^= 0x01;
+    }
+    sl_tail_cache_stats(tail, &st);
+    assert_int_equal(st.misses, 2); /* the two that changed what was sealed */
+    /* A second batch that does not fit beside the first evicts it: the
+     * first is opened again, and still opens. */
+    sl_tail_cache_t *small;
+    assert_int_equal(sl_tail_cache_create(1, pool, &small), 0);
+    uint8_t *s2 = seal_into_tail(a, small, pool, r2, &l2);
+    sl_tail_cache_stats(small, &st);
+    assert_int_equal(st.skipped, 1); /* larger than the whole bound */
+    sl_tail_cache_destroy(small);
+    sl_tail_cache_stats(tail, &st);
+    sl_tail_cache_destroy(tail);
+    assert_int_equal(sl_tail_cache_create(st.held + 1, pool, &tail), 0);
+    free(s1);
+    s1 = seal_into_tail(a, tail, pool, r1, &l1);
+    free(s2);
+    s2 = seal_into_tail(a, tail, pool, r2, &l2);
+    sl_tail_cache_stats(tail, &st);
+    assert_int_equal(st.evicted, 1);
+    assert_int_equal(st.batches, 1);
+    assert_true(st.held <= st.max);
+    assert_int_equal(open_tail(a, tail, s1, l1, r1), 0);
+    assert_int_equal(open_tail(a, tail, s2, l2, r2), 0);
+    sl_tail_cache_stats(tail, &st);
+    assert_int_equal(st.misses, 10);
+    assert_int_equal(st.hits, 7);
+    sl_tail_cache_destroy(tail);
+    sl_frame_pool_destroy(pool); /* asserts every frame came back */
+    free(s1);
+    free(s2);
+    sl_buf_free(&b1);
+    sl_buf_free(&b2);
+    sl_aead_destroy(a);
+}
+
 /* Opens a copy of sealed; returns the result and the failing offset. */
 static int open_copy(sl_aead_t *a, const uint8_t *sealed, size_t len, uint64_t *bad)
 {
@@ -355,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_wrong_and_previous_key), cmocka_unit_test(test_key_decode),
         cmocka_unit_test(test_record_round_trip), cmocka_unit_test(test_record_hostile),
         cmocka_unit_test(test_metadata_entries), cmocka_unit_test(test_nonces_never_repeat),
+        cmocka_unit_test(test_tail_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -250,6 +250,43 @@ static void test_directory_faults(void **state)
     assert_int_equal(sl_partition_remove(dir), 0); /* already gone */
 }
 
+/* A partition's first segment creates its directory with one mkdir once its topic has another
+ * partition directory (leaf first); the first partition of a topic creates the missing parents
+ * too, and unusual spellings of the path ("//", a trailing "/") still come out whole. */
+static void test_first_segment_mkdirs(void **state)
+{
+    tu_part_t *t = *state;
+    char home[PATH_MAX];
+    memcpy(home, t->dir, sizeof(home));
+    tu_close(t);
+    static const char *const names[] = {"streams/9/topics/0/partitions/0",
+                                        "streams/9/topics/0/partitions/1",
+                                        "streams/9//topics/1/partitions/0/"};
+    uint64_t mkdirs[3];
+    for (int i = 0; i < 3; i++) {
+        assert_true(tu_path(t->dir, t->root, names[i]));
+        assert_false(tu_exists(t->dir));
+        assert_int_equal(sl_partition_create(t->dir, TU_PARTITION_ID, &t->cfg, &t->p), 0);
+        sl_io_fault_t count = {.calls = SL_IO_BIT(SL_IO_MKDIR)};
+        sl_io_fault_arm(&count);
+        t->next_id = 0;
+        tu_append(t, 2, 40);
+        assert_int_equal(sl_partition_flush(t->p), 0);
+        sl_io_fault_arm(NULL);
+        mkdirs[i] = count.seen;
+        tu_reopen(t);
+        assert_int_equal(sl_partition_messages(t->p), 2);
+        tu_close(t);
+        assert_int_equal(sl_partition_remove(t->dir), 0);
+    }
+    /* Up from partitions/0 until streams/9 is made (streams/ is there), then back down: 5 + 4. */
+    assert_int_equal(mkdirs[0], 9);
+    assert_int_equal(mkdirs[1], 1); /* was one per component of the whole path */
+    assert_int_equal(mkdirs[2], 7); /* up until topics/1 is made, then partitions, 0 and 0/ */
+    memcpy(t->dir, home, sizeof(home));
+    tu_open(t);
+}
+
 /* A purge on a full disk of a partition that had nothing to free: purge.gen cannot be written.
  * The purge still counts, the partition serves (empty), and the record is owed: every write
  * (messages, consumer offsets) fails until it can be written first, so no byte lands that a
@@ -305,6 +342,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rotation_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_faults, setup, teardown),
         cmocka_unit_test_setup_teardown(test_directory_faults, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_first_segment_mkdirs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_purge_record_owed_on_a_full_disk, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
