@@ -142,9 +142,34 @@ static bool known_hash(const sl_ptransfer_t *x, uint64_t start, uint64_t len, ui
     return false;
 }
 
+/* An offer kept for op whose segments are all still there at their sealed lengths: a second
+ * requester of the same checkpoint gets it unchanged, so the first one's artifact indexes and
+ * lengths stay what it was told. */
+static bool offer_intact(const sl_ptransfer_t *x, const offer_t *o)
+{
+    char path[PATH_MAX];
+    for (uint32_t k = 0; k < o->count; k++) {
+        const sl_vsr_artifact_t *a = &o->list[k];
+        struct stat st;
+        if (a->kind == SL_VSR_ARTIFACT_SEGMENT_LOG &&
+            (!sl_segment_path(path, sl_partition_dir(x->p), a->frontier, SL_SEGMENT_LOG_EXT) ||
+             stat(path, &st) != 0 || (uint64_t)st.st_size < a->len))
+            return false;
+    }
+    return true;
+}
+
 int sl_ptransfer_offer(sl_ptransfer_t *x, uint64_t op, sl_span_t snapshot,
                        const sl_vsr_artifact_t **list, uint32_t *count)
 {
+    for (int i = 0; i < 2; i++) {
+        offer_t *kept = &x->offers[i];
+        if (kept->op == op && op != 0 && offer_intact(x, kept)) {
+            *list = kept->list;
+            *count = kept->count;
+            return 0;
+        }
+    }
     /* The segments must hold at least what the checkpoint names: flushed (a checkpoint
      * synced them already; whatever came since is flushed too, and so served). */
     int rc = sl_partition_flush(x->p);

@@ -11,7 +11,8 @@
  * Serving: an offer seals every segment at its length on disk at that moment (segments are
  * append-only; the active one goes on growing and is served up to what was offered), hashes
  * them (a sealed segment's hash is kept for the next offer) and is kept, with the one before
- * it, so a long transfer survives the server's next checkpoints. A segment deleted since
+ * it, so a long transfer survives the server's next checkpoints; a second requester of the
+ * same checkpoint gets the same offer, unchanged, while its segments are all still there. A segment deleted since
  * (retention) cannot be served: the requester starts over.
  *
  * Receiving: the artifacts are written to <partition>/replica/transfer/ (SL_PTRANSFER_STAGING),
