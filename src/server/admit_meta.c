@@ -319,6 +319,11 @@ void sl_admit_metadata(sl_session_t *s, const sl_request_header_t *req, sl_span_
     any_request_t q;
     if (!admit_gate(s, req, cmd, body, &q))
         return;
+    if (s->server->cluster && cmd->operation == SL_OP_DELETE_SEGMENTS) {
+        /* Through the partition's group, not the metadata group's. */
+        sl_cluster_delete_segments(s->server->cluster, s, req, body);
+        return;
+    }
     if (needs_hashing(cmd->operation)) {
         hash_submit(s, req, body, cmd, &q);
         return;
@@ -354,6 +359,8 @@ void sl_admit_metadata_resume(sl_session_t *s, const sl_hash_job_t *job)
 
 static void delete_segments(sl_server_t *srv, sl_span_t body)
 {
+    if (srv->partitions.replicated)
+        return; /* a cluster deletes through the partition groups' logs only */
     sl_delete_segments_request_t q;
     if (sl_delete_segments_request_decode(body, &q) != 0)
         return;

@@ -661,6 +661,9 @@ int sl_cluster_open(sl_server_t *srv, char *err, size_t err_len)
     c->srv = srv;
     c->timer_fd = -1;
     srv->cluster = c;
+    /* Segment files and deletions follow the groups' logs (docs/cluster.md,
+     * "Segments and retention"). */
+    srv->partitions.replicated = true;
     const sl_config_cluster_node_t *self = sl_config_cluster_self(cfg);
     sl_assert(self != NULL);
     sl_vsr_config_defaults(&c->vcfg, (uint8_t)self->replica_id, (uint8_t)cfg->cluster.nodes_count);

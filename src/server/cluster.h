@@ -36,7 +36,7 @@ enum {
     SL_CLUSTER_WAIT_META,     /* a metadata operation: the reply goes out as the core made it */
     SL_CLUSTER_WAIT_REGISTER, /* a login: a committed reply binds the session */
     SL_CLUSTER_WAIT_LOGOUT,   /* a logout: a committed reply unbinds it */
-    SL_CLUSTER_WAIT_PARTITION, /* a partition group's write (SendMessages, an offset) */
+    SL_CLUSTER_WAIT_PARTITION, /* a partition group's write (a send, an offset, a deletion) */
 };
 
 /* Ticks of the replica: the period of the loop's timer. */
@@ -92,6 +92,17 @@ typedef struct sl_cluster_offset_op {
 } sl_cluster_offset_op_t;
 void sl_cluster_store_offset(sl_cluster_t *c, struct sl_session *s, const sl_request_header_t *req,
                              const sl_cluster_offset_op_t *op);
+/* DeleteSegments in cluster mode (admit_meta.c decoded nothing yet): resolved
+ * and checked here, then, on the partition's primary only (58 elsewhere), the
+ * deletion of the sealed segments below the end of the requested ones goes
+ * through the partition's group; s is answered after the commit, result-framed
+ * under operation 68 as the metadata path answers. */
+void sl_cluster_delete_segments(sl_cluster_t *c, struct sl_session *s,
+                                const sl_request_header_t *req, sl_span_t body);
+/* The segment cleaner in cluster mode: each partition group this node leads
+ * submits what retention would delete at now_us; backups delete nothing on
+ * their own. */
+void sl_cluster_pgroups_retention(sl_cluster_t *c, uint64_t now_us);
 /* Replica-plane frames dropped for a partition group this node lacks. */
 uint64_t sl_cluster_pframes_unknown(const sl_cluster_t *c);
 /* May this node serve polls of the partition? false while its replica is out

@@ -11,6 +11,7 @@
  *   StoreConsumerOffset   [kind u8][id u32][offset u64][flags u8][next u64]
  *   DeleteConsumerOffset  [kind u8][id u32][next u64]
  *   PurgeTopic            [generation u64][next u64]
+ *   DeleteSegments        [below u64][generation u64][next u64]
  * where `next` is the partition's next offset after the prepare: a prepare
  * hook whose previous op is still in the pipeline reads the next offset
  * from that op's body (the head) whatever its kind.
@@ -22,6 +23,13 @@
  * partition where that op sits in the log. Its `next` is 0 when it purges
  * (the stamping restarts there), the head's when the generation was
  * already purged (a resubmission: nothing changes).
+ *
+ * A deletion of segments (DeleteSegments on the primary, or the retention
+ * its cleaner decides: docs/cluster.md "Segments and retention") names the
+ * offset below which every sealed segment goes, and the purge generation
+ * that offset belongs to: every replica deletes the same segments where the
+ * op sits in the log (their boundaries are a function of the log), a replay
+ * deletes nothing more, and an op overtaken by a purge deletes nothing.
  *
  * Apply appends the stamped record with sl_partition_append, skipping one
  * whose offsets the segments already hold (a replay after a restart); the
@@ -44,11 +52,13 @@
 #include "store/purge_gen.h"
 #include "wire/batch.h"
 #include "wire/cmd_messages.h"
+#include "wire/cmd_topics.h"
 #include "wire/codec.h"
 
 #define OFFSET_STORE_BODY  23u
 #define OFFSET_DELETE_BODY 14u
 #define PURGE_BODY         16u
+#define DELETE_BODY        24u
 #define STORE_NEVER_BACK   1u
 
 struct sl_pgroup {
@@ -97,6 +107,8 @@ static uint64_t next_after(sl_span_t body)
         return sl_load_u64(body.ptr + 6);
     if (body.len == PURGE_BODY)
         return sl_load_u64(body.ptr + 8);
+    if (body.len == DELETE_BODY)
+        return sl_load_u64(body.ptr + 16);
     return 0;
 }
 
@@ -196,6 +208,35 @@ static void apply_purge(sl_pgroup_t *pg, const sl_vsr_prepare_t *p, sl_span_t bo
     put_result(reply, 0);
 }
 
+/* The deletion op: every sealed segment below the offset it names goes, on
+ * every replica, unless a purge came first (the offset is of the partition
+ * before it). The journal is flushed first: a replica that has not written
+ * the batches the primary had sealed would still hold that segment active. */
+static void apply_delete(sl_pgroup_t *pg, const sl_vsr_prepare_t *p, sl_span_t body,
+                         sl_buf_t *reply)
+{
+    uint64_t below = sl_load_u64(body.ptr), gen = sl_load_u64(body.ptr + 8);
+    pg->applied_next = next_after(body);
+    if (gen != pg->log_gen)
+        return put_result(reply, 0);
+    uint32_t deleted = 0;
+    int rc = sl_partition_flush(pg->partition);
+    if (rc == 0)
+        rc = sl_partition_delete_before(pg->partition, below, &deleted);
+    if (rc != 0) {
+        /* What is left is deleted by the next deletion op, or a replay of this one. */
+        sl_log_error("cluster: partition group %" PRIx64 " op %" PRIu64
+                     ": deleting the segments below offset %" PRIu64 " failed: %s",
+                     pg->group, p->op, below, sl_strerror(rc));
+        return put_result(reply, (uint32_t)-rc);
+    }
+    if (deleted > 0)
+        sl_log_info("cluster: partition %u/%u/%u: %u segments below offset %" PRIu64
+                    " deleted at op %" PRIu64,
+                    pg->stream_id, pg->topic_id, pg->partition_id, deleted, below, p->op);
+    put_result(reply, 0);
+}
+
 static void machine_apply(void *ctx, const sl_vsr_prepare_t *p, sl_span_t body, sl_buf_t *reply)
 {
     sl_pgroup_t *pg = ctx;
@@ -208,6 +249,8 @@ static void machine_apply(void *ctx, const sl_vsr_prepare_t *p, sl_span_t body, 
     }
     if (p->operation == SL_OP_SEND_MESSAGES && is_record(body))
         return apply_send(pg, p, body, reply);
+    if (p->operation == SL_OP_DELETE_SEGMENTS && body.len == DELETE_BODY)
+        return apply_delete(pg, p, body, reply);
     if ((p->operation == SL_OP_STORE_CONSUMER_OFFSET && body.len == OFFSET_STORE_BODY) ||
         (p->operation == SL_OP_DELETE_CONSUMER_OFFSET && body.len == OFFSET_DELETE_BODY))
         return apply_offset(pg, body, reply);
@@ -317,6 +360,13 @@ static uint32_t machine_prepare(void *ctx, const sl_vsr_prepare_t *p, sl_span_t 
         sl_put_u64(out, purges ? 0 : next);
         return 0;
     }
+    if (p->operation == SL_OP_DELETE_SEGMENTS) {
+        if (body.len != DELETE_BODY)
+            return SL_ERR_INVALID_COMMAND;
+        sl_put_bytes(out, body.ptr, 16); /* below and generation, as admitted */
+        sl_put_u64(out, next);
+        return 0;
+    }
     uint32_t want = p->operation == SL_OP_STORE_CONSUMER_OFFSET ? OFFSET_STORE_BODY
                                                                 : OFFSET_DELETE_BODY;
     if ((p->operation != SL_OP_STORE_CONSUMER_OFFSET &&
@@ -355,6 +405,8 @@ static bool machine_accept(void *ctx, const sl_vsr_prepare_t *p, sl_span_t head,
         return body.len == OFFSET_DELETE_BODY && next_after(body) == next;
     if (p->operation == SL_OP_PURGE_TOPIC)
         return body.len == PURGE_BODY && (next_after(body) == 0 || next_after(body) == next);
+    if (p->operation == SL_OP_DELETE_SEGMENTS)
+        return body.len == DELETE_BODY && next_after(body) == next;
     return false;
 }
 
@@ -476,6 +528,12 @@ static void bus_reply(void *ctx, sl_u128_t client, const uint8_t *frame, uint32_
         sl_result_split(sl_span(frame + SL_HEADER_SIZE, size - SL_HEADER_SIZE), &result,
                         &payload) != 0)
         result = SL_ERR_ERROR;
+    if (s->vsr_req.operation == SL_OP_DELETE_SEGMENTS) {
+        /* Result-framed under TruncatePartition's operation, as committed (commands.md 10). */
+        sl_buf_reset(&s->reply_body);
+        put_result(&s->reply_body, result);
+        return sl_reply_body(s, &s->vsr_req, SL_OP_TRUNCATE_PARTITION);
+    }
     if (result != 0)
         return sl_reply_status(s, &s->vsr_req, result);
     sl_buf_reset(&s->reply_body);
@@ -953,4 +1011,79 @@ bool sl_cluster_partition_current(sl_cluster_t *c, uint32_t stream_id, uint32_t 
 uint64_t sl_cluster_pframes_unknown(const sl_cluster_t *c)
 {
     return c->pframes_unknown;
+}
+
+/* --- segment deletion and retention --------------------------------------------------------- */
+
+/* The deletion op's request body: the primary's decision, made over what it
+ * has applied (its sealed segments are sealed in every replica's log). */
+static void delete_body(const sl_pgroup_t *pg, uint64_t below, uint8_t body[DELETE_BODY])
+{
+    sl_store_u64(body, below);
+    sl_store_u64(body + 8, pg->log_gen);
+    sl_store_u64(body + 16, 0); /* the prepare hook writes the next offset */
+}
+
+static bool leads(const sl_pgroup_t *pg)
+{
+    sl_vsr_info_t info;
+    sl_vsr_replica_info(pg->replica, &info);
+    return info.primary && !info.syncing;
+}
+
+static void delete_answer(sl_session_t *s, const sl_request_header_t *req, uint32_t result)
+{
+    sl_buf_reset(&s->reply_body);
+    put_result(&s->reply_body, result);
+    sl_reply_body(s, req, SL_OP_TRUNCATE_PARTITION);
+}
+
+void sl_cluster_delete_segments(sl_cluster_t *c, sl_session_t *s, const sl_request_header_t *req,
+                                sl_span_t body)
+{
+    sl_delete_segments_request_t q;
+    if (sl_delete_segments_request_decode(body, &q) != 0) {
+        /* As the reference: status 0, an empty body, operation 138 (commands.md 10). */
+        sl_buf_reset(&s->reply_body);
+        return sl_reply_body(s, req, SL_OP_DELETE_SEGMENTS);
+    }
+    const sl_meta_t *meta = c->srv->meta;
+    const sl_meta_stream_t *ms = sl_meta_stream_find(meta, &q.stream_id);
+    const sl_meta_topic_t *mt = ms ? sl_meta_topic_find(ms, &q.topic_id) : NULL;
+    if (!ms || !mt)
+        return delete_answer(s, req, ms ? SL_ERR_TOPIC_ID_NOT_FOUND : SL_ERR_STREAM_ID_NOT_FOUND);
+    if (q.partition_id >= mt->partitions_count)
+        return delete_answer(s, req, SL_ERR_PARTITION_NOT_FOUND);
+    if (!sl_meta_allow(meta, s->user_id, SL_PERM_MANAGE_TOPIC, ms->id, mt->id))
+        return delete_answer(s, req, SL_ERR_UNAUTHORIZED);
+    uint64_t group;
+    sl_pgroup_t *pg =
+        group_of(ms->id, mt->id, q.partition_id, &group) ? sl_cluster_pgroup(c, group) : NULL;
+    /* Only the partition's primary decides (a backup's segments may lag its log). */
+    if (!pg || pg->topic_created_at != mt->created_at || !leads(pg))
+        return delete_answer(s, req, SL_ERR_TRANSIENT_NOT_ACCEPTED);
+    uint8_t op[DELETE_BODY];
+    delete_body(pg, sl_partition_sealed_end(pg->partition, q.segments_count), op);
+    submit(pg, s, req, sl_span(op, sizeof(op)), true);
+}
+
+/* On each group this node leads: what the retention pass would delete goes
+ * into the log as a deletion op (client 0), which every replica applies. */
+void sl_cluster_pgroups_retention(sl_cluster_t *c, uint64_t now_us)
+{
+    for (uint32_t i = 0; i < c->pgroups_count; i++) {
+        sl_pgroup_t *pg = c->pgroups[i];
+        uint64_t below;
+        if (!leads(pg) || sl_partition_retention_plan(pg->partition, now_us, &below) == 0)
+            continue;
+        sl_log_info("cluster: retention of partition %u/%u/%u: the segments below offset %" PRIu64
+                    " go through the group's log",
+                    pg->stream_id, pg->topic_id, pg->partition_id, below);
+        uint8_t body[DELETE_BODY];
+        delete_body(pg, below, body);
+        sl_vsr_request_t r = {.operation = SL_OP_DELETE_SEGMENTS,
+                              .body = sl_span(body, sizeof(body))};
+        sl_vsr_replica_request(pg->replica, &r);
+        pgroup_complete(pg);
+    }
 }

@@ -192,6 +192,10 @@ static const sl_setting_t settings[] = {
     {"heartbeat.interval", SL_SETTING_DURATION, FIELD(heartbeat.interval_us), "30 s",
      10 * US_PER_MS, US_PER_D, "IGGY_HEARTBEAT_INTERVAL", 0,
      "How often silent clients are checked; SDKs ping every 5 s."},
+    {"data_maintenance.messages.interval", SL_SETTING_DURATION,
+     FIELD(data_maintenance.interval_us), "1 m", 100 * US_PER_MS, US_PER_D,
+     "IGGY_DATA_MAINTENANCE_MESSAGES_INTERVAL", 0,
+     "How often the segment cleaner deletes expired segments and those past max_topic_size."},
     {"message_bus.handshake_grace", SL_SETTING_DURATION, FIELD(message_bus.handshake_grace_us),
      "10 s", 100 * US_PER_MS, US_PER_H, "IGGY_MESSAGE_BUS_HANDSHAKE_GRACE", 0,
      "A TLS handshake (or WebSocket upgrade) not finished this long after the accept closes the "

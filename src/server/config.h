@@ -149,6 +149,9 @@ typedef struct sl_config {
         uint64_t interval_us;
     } heartbeat;
     struct {
+        uint64_t interval_us; /* the segment cleaner's pass (retention) */
+    } data_maintenance;
+    struct {
         uint64_t handshake_grace_us;  /* accept to a finished TLS handshake or upgrade */
         uint64_t max_message_size;    /* bytes of a frame, header included */
         uint64_t frame_pool_idle_max; /* idle frame buffers kept (server/frame_pool.h) */

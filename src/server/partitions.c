@@ -22,6 +22,7 @@ void sl_partitions_init(sl_partitions_t *ps, const char *data_dir, uint64_t batc
     snprintf(ps->trash_dir, sizeof(ps->trash_dir), "%s/" SL_PARTITIONS_TRASH, data_dir);
     ps->trash_epoch = sl_clock_realtime_us();
     ps->batch_max = batch_max;
+    ps->validate_checksum = true;
     sl_journal_bound_init(&ps->journal_bound, 0);
     sl_buf_init(&ps->read_buf, 0);
 }
@@ -194,7 +195,9 @@ static void partition_config(sl_partitions_t *ps, const sl_meta_topic_t *mt,
 {
     sl_partition_config_from_topic(&mt->config, mt->partitions_count, cfg);
     cfg->batch_max = ps->batch_max;
+    cfg->validate_checksum = ps->validate_checksum;
     cfg->created_revision = mt->created_at;
+    cfg->index_every_batch = ps->replicated;
     cfg->bound = &ps->journal_bound;
     cfg->read_buf = &ps->read_buf;
     if (ps->frame_pool) {
@@ -644,6 +647,8 @@ void sl_partitions_purge(sl_partitions_t *ps, const sl_meta_t *meta, uint32_t st
 
 void sl_partitions_retention(sl_partitions_t *ps, uint64_t now_us)
 {
+    if (ps->replicated)
+        return; /* the partition groups' primaries decide (server/cluster_partition.c) */
     for (uint32_t i = 0; i < ps->count; i++) {
         sl_topic_rt_t *rt = ps->topics[i];
         for (uint32_t id = 0; id < rt->partitions_count; id++) {

@@ -58,6 +58,9 @@ typedef struct sl_partitions {
     void *discard_ctx;
     sl_partitions_counters_t stats;
     uint64_t batch_max;
+    /* system.partition.validate_checksum: polls re-verify every record they read from disk
+     * (on after sl_partitions_init; the server sets it from its settings). */
+    bool validate_checksum;
     /* Where partitions give appended frames back once on disk (the
      * partitions' release hook); NULL: free(). Set before the first sync. */
     sl_frame_pool_t *frame_pool;
@@ -75,6 +78,11 @@ typedef struct sl_partitions {
     /* Cluster mode: a committed purge and an open leave the partitions' purge generation to
      * the partition groups (server/cluster_partition.c), which purge in their logs' order. */
     bool purge_by_groups;
+    /* Cluster mode: each partition is a replica of its group's log, so its files must be
+     * the same on every node (an index entry per batch, sl_partition_config_t), and
+     * retention is decided by the group's primary and applied through the log
+     * (sl_cluster_pgroups_retention), never here. Set before the first sync. */
+    bool replicated;
     sl_topic_rt_t **topics; /* sorted by (stream_id, topic_id) */
     uint32_t count;
     uint32_t cap;
@@ -116,7 +124,8 @@ void sl_partitions_all_stats(sl_partitions_t *ps, sl_partitions_stats_t *out);
  * cannot be purged is closed (answers as missing) until a restart purges it. */
 void sl_partitions_purge(sl_partitions_t *ps, const sl_meta_t *meta, uint32_t stream_id,
                          uint32_t topic_id);
-/* Runs retention on every partition (the cleaner timer). */
+/* Runs retention on every partition (the cleaner timer); nothing in cluster mode
+ * (replicated). */
 void sl_partitions_retention(sl_partitions_t *ps, uint64_t now_us);
 
 #endif

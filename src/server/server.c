@@ -325,10 +325,13 @@ static void orphans_release(sl_server_t *srv)
 static void retention_tick(sl_server_t *srv)
 {
     uint64_t now = sl_clock_monotonic_us();
-    if (now - srv->last_retention_us < SL_RETENTION_INTERVAL_US)
+    if (now - srv->last_retention_us < srv->cfg.data_maintenance.interval_us)
         return;
     srv->last_retention_us = now;
-    sl_partitions_retention(&srv->partitions, sl_clock_realtime_us());
+    if (srv->cluster) /* only each group's primary decides, through its log */
+        sl_cluster_pgroups_retention(srv->cluster, sl_clock_realtime_us());
+    else
+        sl_partitions_retention(&srv->partitions, sl_clock_realtime_us());
 }
 
 /* glibc keeps heap memory it was given back resident: it shrinks the heap
@@ -455,6 +458,7 @@ static void open_partitions(sl_server_t *srv)
 {
     sl_partitions_init(&srv->partitions, srv->cfg.system.path, srv->frame_max);
     srv->partitions.frame_pool = srv->frame_pool;
+    srv->partitions.validate_checksum = srv->cfg.system.partition.validate_checksum;
     srv->partitions.discard = sl_background_discard;
     srv->partitions.discard_ctx = srv;
     sl_journal_bound_init(&srv->partitions.journal_bound,

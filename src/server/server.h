@@ -46,10 +46,6 @@
 #define SL_SERVER_VERSION "0.1.0"
 #endif
 
-/* How often the segment cleaner runs (the reference's
- * data_maintenance.messages.interval default, 1 minute). */
-#define SL_RETENTION_INTERVAL_US (60u * 1000000u)
-
 /* Free heap bytes that make the tick hand heap pages back (malloc_trim) once
  * they grew this much since the last trim: a few large replies' worth, so a
  * quiet server trims rarely and one after a flood at most once a second. */

@@ -42,6 +42,12 @@ static bool journal_reserve(sl_partition_t *p, size_t n)
     if (!iov)
         return false;
     p->iov = iov;
+    if (p->cfg.index_every_batch) {
+        uint8_t *raw = realloc(p->index_raw, cap * SL_INDEX_ENTRY_SIZE);
+        if (!raw)
+            return false;
+        p->index_raw = raw;
+    }
     p->journal_cap = cap;
     return true;
 }
@@ -127,11 +133,20 @@ static int write_chunk(sl_partition_t *p, size_t from, size_t to)
         .first_timestamp = p->journal[from].timestamp,
         .last_timestamp = p->journal[to - 1].timestamp,
     };
+    uint64_t position = active_segment(p)->size;
     for (size_t i = from; i < to; i++) {
         const journal_entry_t *e = &p->journal[i];
         p->iov[i - from] = (struct iovec){e->record, e->len};
+        if (p->cfg.index_every_batch) {
+            sl_index_entry_t entry = {e->base_offset, e->timestamp, position + c.bytes};
+            sl_segment_index_encode(p->index_raw + (i - from) * SL_INDEX_ENTRY_SIZE, &entry);
+        }
         c.bytes += e->len;
         c.messages += e->count;
+    }
+    if (p->cfg.index_every_batch) {
+        c.index_raw = p->index_raw;
+        c.index_count = to - from;
     }
     /* A purge's record before any byte that it must not purge at the next boot. */
     if (sl_partition_purge_record(p) < 0)

@@ -335,8 +335,9 @@ static int recover_segments(sl_partition_t *p, const u64_list_t *logs, char *err
     size_t recovered = 0;
     for (; rc == 0 && recovered < n; recovered++) {
         sl_buf_init(&recs[recovered].rebuilt, 0);
-        rc = sl_segment_recover(p->dir, logs->items[recovered], p->cfg.batch_max, &p->read_buf,
-                                &recs[recovered], err, err_len);
+        rc = sl_segment_recover(p->dir, logs->items[recovered], p->cfg.batch_max,
+                                p->cfg.index_every_batch, &p->read_buf, &recs[recovered], err,
+                                err_len);
     }
     if (rc == 0)
         rc = check_chain(p, logs->items, recs, n, err, err_len);
@@ -508,6 +509,7 @@ void sl_partition_close(sl_partition_t *p)
         sl_segment_close(&p->segments[i]);
     free(p->journal);
     free(p->iov);
+    free(p->index_raw);
     free(p->segments);
     sl_buf_free(&p->read_buf);
     sl_offsets_free(p);

@@ -67,6 +67,12 @@ typedef struct sl_partition_config {
     bool enforce_fsync;              /* fdatasync before an append returns, and offset stores */
     bool preallocate_segments;       /* reserve segment_size bytes for each new .log */
     bool validate_checksum;          /* re-verify every record a poll reads from disk */
+    /* An .index entry for every batch instead of one per flush, and recovery rebuilds an
+     * index that lacks one: the segment files are then a function of the batches appended
+     * alone, whenever the flushes came (segment boundaries always are: a segment ends with
+     * the batch that takes it to segment_size). A cluster's replicas of one partition hold
+     * identical files this way (server/cluster_partition.c). Create-only. */
+    bool index_every_batch;
     uint64_t message_expiry;         /* microseconds; 0 or UINT64_MAX: never */
     uint64_t max_size_share;         /* this partition's share of max_topic_size; 0 or UINT64_MAX:
                                       * unlimited */
@@ -337,11 +343,27 @@ SL_WUR int sl_partition_purge_to(sl_partition_t *p, uint64_t generation);
  * were. 0 or -SL_ERR_CANNOT_DELETE_FILE (those deleted before the failure are counted). */
 SL_WUR int sl_partition_delete_segments(sl_partition_t *p, uint32_t count, uint32_t *deleted);
 
+/* What the retention pass at now_us would delete, deleting nothing: how many of the oldest
+ * sealed segments, and in *keep_from the start offset of the oldest segment it keeps. A
+ * cluster's group primary decides with it and submits the deletion to the group's log
+ * (server/cluster_partition.c). */
+uint32_t sl_partition_retention_plan(const sl_partition_t *p, uint64_t now_us, uint64_t *keep_from);
+
+/* The start offset of the segment after the `count` oldest sealed ones (fewer when fewer are
+ * sealed): what DeleteSegments of count deletes below. */
+uint64_t sl_partition_sealed_end(const sl_partition_t *p, uint32_t count);
+
+/* Deletes every sealed segment that ends below offset (its last offset < offset), oldest
+ * first: idempotent, so a replica replaying the op that named offset deletes nothing more.
+ * *deleted gets how many went. 0 or -SL_ERR_CANNOT_DELETE_FILE. */
+SL_WUR int sl_partition_delete_before(sl_partition_t *p, uint64_t offset, uint32_t *deleted);
+
 /* The retention pass of the segment cleaner at now_us: deletes the oldest sealed segments
  * whose newest message is older than message_expiry (a segment with timestamp 0 never expires),
  * then, while the sealed bytes exceed max_size_share (floored at segment_size + batch_max so
- * the newest sealed segment stays), the oldest sealed segment. Only a prefix of the chain is
- * ever deleted. *deleted gets how many segments went. 0 or -SL_ERR_CANNOT_DELETE_FILE. */
+ * the newest sealed segment stays), the oldest sealed segment: sl_partition_retention_plan's
+ * segments. Only a prefix of the chain is ever deleted. *deleted gets how many segments went. 0 or
+ * -SL_ERR_CANNOT_DELETE_FILE. */
 SL_WUR int sl_partition_retention(sl_partition_t *p, uint64_t now_us, uint32_t *deleted);
 
 #endif

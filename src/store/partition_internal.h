@@ -60,6 +60,7 @@ struct sl_partition {
     uint64_t next_offset;    /* the base offset of the next batch */
     uint64_t last_timestamp; /* newest base_timestamp stored */
     struct iovec *iov;       /* flush scratch, journal_cap entries */
+    uint8_t *index_raw;      /* flush scratch with index_every_batch, journal_cap entries */
     sl_buf_t read_buf;       /* chunks of .log files read by polls and recovery */
     offset_table_t offsets;
     uint64_t purge_generation; /* what purge.gen holds for cfg.created_revision */

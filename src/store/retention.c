@@ -59,36 +59,52 @@ static bool expired(const sl_segment_t *s, uint64_t now_us, uint64_t expiry)
     return s->end_timestamp != 0 && now_us > s->end_timestamp && now_us - s->end_timestamp > expiry;
 }
 
-int sl_partition_retention(sl_partition_t *p, uint64_t now_us, uint32_t *deleted)
+uint32_t sl_partition_retention_plan(const sl_partition_t *p, uint64_t now_us, uint64_t *keep_from)
 {
-    *deleted = 0;
-    int rc = 0;
+    size_t sealed = sealed_count(p), n = 0;
     uint64_t expiry = p->cfg.message_expiry;
-    while (rc == 0 && expiry != UINT64_MAX && sealed_count(p) > 0 &&
-           expired(&p->segments[0], now_us, expiry)) {
-        rc = sl_partition_delete_oldest(p);
-        if (rc == 0)
-            (*deleted)++;
-    }
+    while (expiry != UINT64_MAX && n < sealed && expired(&p->segments[n], now_us, expiry))
+        n++;
     /* The floor is the largest a sealed segment can be, so the newest one always stays. */
     uint64_t share = p->cfg.max_size_share;
     uint64_t floor = p->cfg.segment_size + p->cfg.batch_max;
     if (share < floor)
         share = floor;
     uint64_t sealed_bytes = 0;
-    for (size_t i = 0; i < sealed_count(p); i++)
+    for (size_t i = n; i < sealed; i++)
         sealed_bytes += p->segments[i].size;
-    while (rc == 0 && p->cfg.max_size_share != UINT64_MAX && sealed_count(p) > 0 &&
-           sealed_bytes > share) {
-        uint64_t size = p->segments[0].size;
+    while (p->cfg.max_size_share != UINT64_MAX && n < sealed && sealed_bytes > share)
+        sealed_bytes -= p->segments[n++].size;
+    *keep_from = n < p->segment_count ? p->segments[n].start_offset : p->next_offset;
+    return (uint32_t)n;
+}
+
+uint64_t sl_partition_sealed_end(const sl_partition_t *p, uint32_t count)
+{
+    size_t sealed = sealed_count(p);
+    size_t n = count < sealed ? count : sealed;
+    return n < p->segment_count ? p->segments[n].start_offset : p->next_offset;
+}
+
+int sl_partition_delete_before(sl_partition_t *p, uint64_t offset, uint32_t *deleted)
+{
+    *deleted = 0;
+    int rc = 0;
+    while (rc == 0 && sealed_count(p) > 0 &&
+           p->segments[0].start_offset + p->segments[0].messages <= offset) {
         rc = sl_partition_delete_oldest(p);
-        if (rc == 0) {
-            sealed_bytes -= size;
+        if (rc == 0)
             (*deleted)++;
-        }
     }
     sync_deletes(p, *deleted);
     return rc;
+}
+
+int sl_partition_retention(sl_partition_t *p, uint64_t now_us, uint32_t *deleted)
+{
+    uint64_t keep_from;
+    uint32_t count = sl_partition_retention_plan(p, now_us, &keep_from);
+    return sl_partition_delete_segments(p, count, deleted);
 }
 
 int sl_partition_purge(sl_partition_t *p)

@@ -41,7 +41,7 @@ bool sl_segment_parse_name(const char *name, const char *ext, uint64_t *start)
     return true;
 }
 
-static void index_entry_encode(uint8_t raw[SL_INDEX_ENTRY_SIZE], const sl_index_entry_t *e)
+void sl_segment_index_encode(uint8_t raw[SL_INDEX_ENTRY_SIZE], const sl_index_entry_t *e)
 {
     sl_store_u64(raw, e->offset);
     sl_store_u64(raw + 8, e->timestamp);
@@ -214,10 +214,12 @@ int sl_segment_append(sl_segment_t *s, sl_segment_chunk_t *chunk, bool sync)
     if (rc == 0) {
         uint8_t raw[SL_INDEX_ENTRY_SIZE];
         sl_index_entry_t entry = {chunk->first_offset, chunk->first_timestamp, s->size};
-        index_entry_encode(raw, &entry);
+        sl_segment_index_encode(raw, &entry);
+        const uint8_t *entries = chunk->index_raw ? chunk->index_raw : raw;
+        size_t count = chunk->index_raw ? chunk->index_count : 1;
         what = "write the .index";
         err = -SL_ERR_CANNOT_SAVE_INDEX_TO_SEGMENT;
-        rc = sl_io_pwrite_all(s->index_fd, raw, sizeof(raw),
+        rc = sl_io_pwrite_all(s->index_fd, entries, count * SL_INDEX_ENTRY_SIZE,
                               (off_t)(s->index_entries * SL_INDEX_ENTRY_SIZE));
     }
     if (rc < 0) {
@@ -229,7 +231,7 @@ int sl_segment_append(sl_segment_t *s, sl_segment_chunk_t *chunk, bool sync)
         return err;
     }
     s->size += chunk->bytes;
-    s->index_entries++;
+    s->index_entries += chunk->index_raw ? chunk->index_count : 1;
     s->messages += chunk->messages;
     s->end_timestamp = chunk->last_timestamp;
     return 0;

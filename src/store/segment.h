@@ -51,6 +51,8 @@ typedef struct sl_segment {
     int index_fd;
 } sl_segment_t;
 
+/* Encodes e into raw (little endian offset, timestamp, position). */
+void sl_segment_index_encode(uint8_t raw[SL_INDEX_ENTRY_SIZE], const sl_index_entry_t *e);
 /* Reads index entry k of an .index. 0 or -errno (-EIO when the file ends first). */
 SL_WUR int sl_segment_index_read(int fd, uint64_t k, sl_index_entry_t *e);
 
@@ -85,10 +87,17 @@ typedef struct sl_segment_chunk {
     uint64_t first_offset;    /* base_offset of the first batch: the index entry */
     uint64_t first_timestamp; /* its base_timestamp */
     uint64_t last_timestamp;  /* base_timestamp of the last batch */
+    /* Index entries to write instead of the one for the first batch (NULL: that one):
+     * index_count encoded entries (index_entry_encode's layout), whose positions are
+     * absolute in the .log. A replicated partition indexes every batch this way, so its
+     * .index does not depend on when it flushed (sl_partition_config_t.index_every_batch). */
+    const uint8_t *index_raw;
+    size_t index_count;
 } sl_segment_chunk_t;
 
 /* Writes the chunk at the end of the .log with vectored writes of at most SL_SEGMENT_IOV_MAX
- * buffers, then one index entry for its first batch at the end of the .index; with sync
+ * buffers, then one index entry for its first batch (or chunk->index_raw's) at the end of the
+ * .index, in one write; with sync
  * fdatasyncs the .log, then the .index. On success size, index_entries, messages and
  * end_timestamp advance. On failure nothing is counted and the bytes written are cut off again
  * (or, when even that fails, before the next write). Returns 0,
@@ -165,10 +174,13 @@ typedef struct sl_segment_recovery {
  * ends the segment (a torn tail). Refusals, with a message in err:
  *   -SL_ERR_CANNOT_READ_INDEX_POSITION: the last index entry points past the end of the .log;
  *   -SL_ERR_STATE_FILE_CORRUPTED: a valid batch whose base offset breaks the sequence.
+ * With every_batch the index must have an entry per batch: one that lacks the entries of the
+ * batches after its last (a crash between the .log write and the .index write) is rebuilt
+ * with an entry per batch, as is a missing or garbled one.
  * I/O errors give -SL_ERR_CANNOT_READ_FILE. rec->rebuilt must be initialised by the caller
  * (sl_buf_init) and freed by it. */
-SL_WUR int sl_segment_recover(const char *dir, uint64_t start, uint64_t batch_max, sl_buf_t *buf,
-                              sl_segment_recovery_t *rec, char *err, size_t err_len);
+SL_WUR int sl_segment_recover(const char *dir, uint64_t start, uint64_t batch_max, bool every_batch,
+                              sl_buf_t *buf, sl_segment_recovery_t *rec, char *err, size_t err_len);
 
 /* Applies a recovery's repairs: cuts the torn tail of the .log (cut_log: only the active
  * segment is appended to, but any segment's junk tail may go) and trims or rewrites the .index,

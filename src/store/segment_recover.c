@@ -25,6 +25,7 @@
 typedef struct recover_ctx {
     uint64_t start;
     uint64_t batch_max;
+    bool every_batch; /* the index has an entry per batch (sl_partition_config_t) */
     sl_buf_t *buf;
     int log_fd;
     int index_fd;
@@ -74,7 +75,8 @@ static int walk(recover_ctx_t *x, uint64_t pos, uint64_t offset, sl_buf_t *rebui
             return 0;
         }
         uint64_t timestamp = sl_load_u64(record.ptr + SL_BATCH_OFF_BASE_TIMESTAMP);
-        if (rebuilt && (w->batches == 0 || w->end - entry_pos >= REBUILD_STRIDE)) {
+        if (rebuilt &&
+            (w->batches == 0 || x->every_batch || w->end - entry_pos >= REBUILD_STRIDE)) {
             sl_put_u64(rebuilt, base);
             sl_put_u64(rebuilt, timestamp);
             sl_put_u64(rebuilt, w->end);
@@ -139,6 +141,8 @@ static int recover_from_index(recover_ctx_t *x, uint64_t n)
         if (k + 1 < n &&
             (sl_segment_index_read(x->index_fd, k + 1, &next) < 0 || next.position < w.end))
             return NEED_LOG_WALK; /* a dropped entry inside valid batches: garbled */
+        if (x->every_batch && w.batches > 1)
+            return NEED_LOG_WALK; /* entries lost in a crash: rebuilt as every replica has them */
         take_walk(x, &w);
         rec->index_keep = k + 1;
         return 0;
@@ -194,13 +198,13 @@ static int open_files(recover_ctx_t *x, const char *dir, uint64_t *index_size)
     return 0;
 }
 
-int sl_segment_recover(const char *dir, uint64_t start, uint64_t batch_max, sl_buf_t *buf,
-                       sl_segment_recovery_t *rec, char *err, size_t err_len)
+int sl_segment_recover(const char *dir, uint64_t start, uint64_t batch_max, bool every_batch,
+                       sl_buf_t *buf, sl_segment_recovery_t *rec, char *err, size_t err_len)
 {
     sl_buf_t rebuilt = rec->rebuilt;
     sl_buf_reset(&rebuilt);
     *rec = (sl_segment_recovery_t){.rebuilt = rebuilt};
-    recover_ctx_t x = {start, batch_max, buf, -1, -1, "", rec, err, err_len};
+    recover_ctx_t x = {start, batch_max, every_batch, buf, -1, -1, "", rec, err, err_len};
     uint64_t index_size;
     int rc = open_files(&x, dir, &index_size);
     if (rc == 0) {

@@ -1219,6 +1219,7 @@ static void set_every_row(sl_config_t *cfg)
     set_or_fail(cfg, "websocket.tls.key_file", "w.key");
     set_or_fail(cfg, "heartbeat.enabled", "false");
     set_or_fail(cfg, "heartbeat.interval", "2h 3m 4s 5ms 6us");
+    set_or_fail(cfg, "data_maintenance.messages.interval", "2 s");
     set_or_fail(cfg, "tcp.tls.enabled", "true");
     set_or_fail(cfg, "tcp.tls.self_signed", "false");
     set_or_fail(cfg, "tcp.tls.cert_file", "certs/a \"b\".pem");

@@ -1,7 +1,8 @@
 /* src/store: boot recovery (storage.md 4) and read integrity (messages.md 4.3). Torn .log
  * tails at every byte, garbled tails, torn, garbled and missing indexes, an index pointing past
  * its log (refused), orphan and staging files swept, broken chains (refused), a recovered full
- * active segment, and on-disk corruption caught by validate_checksum. */
+ * active segment, on-disk corruption caught by validate_checksum, and the same files whenever
+ * the flushes came with an index entry per batch. */
 #include "testutil.h"
 
 #include "base/log.h"
@@ -397,6 +398,107 @@ static void test_multi_segment_reopen(void **state)
     tu_poll_all(t, 333);
 }
 
+/* The bytes of every segment file of t, .log then .index per segment, with a 0xFF line between
+ * files so that moving bytes across a boundary shows. */
+static uint8_t *all_files(tu_part_t *t, size_t *len, bool index)
+{
+    sl_buf_t all;
+    sl_buf_init(&all, 0);
+    for (uint32_t i = 0; i < sl_partition_segments(t->p); i++) {
+        sl_segment_info_t info;
+        assert_true(sl_partition_segment_info(t->p, i, &info));
+        char path[PATH_MAX];
+        tu_seg_path(t, info.start_offset, index ? ".index" : ".log", path);
+        size_t n;
+        uint8_t *bytes = tu_read_file(path, &n);
+        sl_put_bytes(&all, bytes, n);
+        memset(sl_buf_extend(&all, 8), 0xFF, 8);
+        free(bytes);
+    }
+    assert_true(sl_buf_ok(&all));
+    *len = all.len;
+    return all.data;
+}
+
+/* 40 batches of about 64 kB (3 segments of 1 MiB) into t, flushed after each append or only
+ * at the end. */
+static void fill_40(tu_part_t *t, bool flush_each)
+{
+    for (int b = 0; b < 40; b++) {
+        tu_append(t, 16, 4000);
+        if (flush_each)
+            assert_int_equal(sl_partition_flush(t->p), 0);
+    }
+    assert_int_equal(sl_partition_flush(t->p), 0);
+}
+
+/* The same batches give the same files whenever the flushes came: the .log always (a segment
+ * ends with the batch that takes it to segment_size), the .index with index_every_batch (a
+ * cluster's replicas, server/cluster_partition.c), not without it (one entry per flush). */
+static void test_every_batch_index_same_files(void **state)
+{
+    tu_part_t *t = *state;
+    tu_part_t *u = calloc(1, sizeof(*u));
+    tu_part_t *v = calloc(1, sizeof(*v));
+    assert_non_null(u);
+    assert_non_null(v);
+    sl_partition_config_t cfg;
+    tu_config_small(&cfg);
+    cfg.index_every_batch = true;
+    tu_close(t);
+    t->cfg = cfg;
+    tu_open(t);
+    tu_part_init(u, &cfg);
+    cfg.index_every_batch = false;
+    tu_part_init(v, &cfg);
+    fill_40(t, true);
+    fill_40(u, false);
+    fill_40(v, false);
+    assert_int_equal(sl_partition_segments(t->p), 3);
+    assert_int_equal(sl_partition_segments(u->p), 3);
+    size_t tl, ul, vl;
+    uint8_t *tb = all_files(t, &tl, false), *ub = all_files(u, &ul, false),
+            *vb = all_files(v, &vl, false);
+    assert_int_equal(tl, ul);
+    assert_memory_equal(tb, ub, tl);
+    assert_int_equal(tl, vl);
+    assert_memory_equal(tb, vb, tl);
+    free(tb);
+    free(ub);
+    free(vb);
+    tb = all_files(t, &tl, true);
+    ub = all_files(u, &ul, true);
+    vb = all_files(v, &vl, true);
+    assert_int_equal(tl, ul);
+    assert_memory_equal(tb, ub, tl);
+    assert_int_equal(tl, 40 * SL_INDEX_ENTRY_SIZE + 3 * 8);
+    assert_true(vl < tl); /* one entry per flush: one per segment here */
+    free(tb);
+    free(ub);
+    free(vb);
+    /* A crash between a flush's .log write and its .index write: the entries of the last
+     * batches are missing, and boot puts them back as every replica has them. */
+    sl_segment_info_t last;
+    assert_true(sl_partition_segment_info(u->p, 2, &last));
+    char path[PATH_MAX];
+    tu_seg_path(u, last.start_offset, ".index", path);
+    ub = all_files(u, &ul, true);
+    tu_close(u);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(truncate(path, st.st_size - 2 * SL_INDEX_ENTRY_SIZE), 0);
+    tu_open(u);
+    uint8_t *again = all_files(u, &tl, true);
+    assert_int_equal(tl, ul);
+    assert_memory_equal(again, ub, ul);
+    free(again);
+    free(ub);
+    tu_part_fini(u);
+    tu_part_fini(v);
+    free(u);
+    free(v);
+}
+
 /* A crash between filling a segment and creating the next leaves a full active segment: it is
  * sealed before the next append goes anywhere. */
 static void test_full_active_sealed_first(void **state)
@@ -472,6 +574,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_chain_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multi_segment_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_full_active_sealed_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_every_batch_index_same_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_validate_checksum_on_disk, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
