@@ -77,6 +77,9 @@ struct sl_vsr_storage_dir {
     completion_t *delivering;
     uint32_t queued;
     uint8_t *inflight; /* per slot: a write whose completion is not delivered yet */
+    /* Per slot: this open created the ring and nothing was written there since, so it reads
+     * as never written without a read (a new group's open scans every slot). */
+    uint8_t *unwritten;
     artifact_set_t sets[ARTIFACT_SETS];
     uint64_t artifact_seq;
     artifact_cache_t cache[2];
@@ -197,6 +200,7 @@ static int journal_create(sl_vsr_storage_dir_t *st, char *err, size_t err_len)
     }
     st->journal_fd = fd;
     st->info.fresh = true;
+    memset(st->unwritten, 1, st->opt.slot_count);
     return 0;
 }
 
@@ -258,6 +262,7 @@ static void write_prepare(void *ctx, uint32_t slot, const uint8_t *frame, uint32
     /* A prepare larger than its slot is a configuration bug of the host: slot_size must hold
      * the largest prepare the group admits (sl_vsr_storage_slot_size). */
     sl_assert((uint64_t)size + SL_VSR_STORAGE_SLOT_HEADER <= st->opt.slot_size);
+    st->unwritten[slot] = 0;
     uint8_t *img = st->slot_image;
     /* The length twice (the second inverted): a length a torn or garbled slot happens to
      * carry is caught here, and an all-zero header is a slot never written. */
@@ -289,6 +294,9 @@ static sl_span_t read_prepare(void *ctx, uint32_t slot)
 {
     sl_vsr_storage_dir_t *st = ctx;
     sl_assert(slot < st->opt.slot_count);
+    if (st->unwritten[slot])
+        return sl_span(NULL, 0); /* a hole of the ring this open created */
+    st->info.slot_reads++;
     uint8_t head[SL_VSR_STORAGE_SLOT_HEADER];
     off_t at = slot_offset(st, slot);
     ssize_t n = sl_io_pread_all(st->journal_fd, head, sizeof(head), at);
@@ -729,10 +737,12 @@ static int alloc_dir(const char *dir, const sl_vsr_storage_options_t *o, sl_vsr_
     st->queue = calloc(o->slot_count, sizeof(*st->queue));
     st->delivering = calloc(o->slot_count, sizeof(*st->delivering));
     st->inflight = calloc(o->slot_count, 1);
+    st->unwritten = calloc(o->slot_count, 1);
     int n = snprintf(st->dir, sizeof(st->dir), "%s", dir);
     if (n <= 0 || (size_t)n >= sizeof(st->dir) - 32)
         return fail(err, err_len, -SL_ERR_INVALID_CONFIGURATION, "%s: path too long", dir);
-    if (!st->slot_image || !st->queue || !st->delivering || !st->inflight)
+    if (!st->slot_image || !st->queue || !st->delivering || !st->inflight ||
+        !st->unwritten)
         return fail(err, err_len, -SL_ERR_CANNOT_READ_FILE, "%s: out of memory", dir);
     return 0;
 }
@@ -816,6 +826,7 @@ void sl_vsr_storage_close(sl_vsr_storage_dir_t *st)
     free(st->queue);
     free(st->delivering);
     free(st->inflight);
+    free(st->unwritten);
     free(st);
 }
 

@@ -87,6 +87,7 @@ typedef struct sl_vsr_storage_info {
     uint64_t syncs;          /* fdatasyncs of the journal (one per poll with writes) */
     uint64_t write_failures; /* journal writes completed with ok = false */
     uint64_t state_failures; /* state records or artifact sets that could not be written */
+    uint64_t slot_reads;     /* read_prepare calls that read the file */
 } sl_vsr_storage_info_t;
 
 /* Opens the storage in dir, creating dir (its parent must exist) and the journal and state
