@@ -105,6 +105,12 @@ void sl_cluster_delete_segments(sl_cluster_t *c, struct sl_session *s,
 void sl_cluster_pgroups_retention(sl_cluster_t *c, uint64_t now_us);
 /* Replica-plane frames dropped for a partition group this node lacks. */
 uint64_t sl_cluster_pframes_unknown(const sl_cluster_t *c);
+/* May this node serve polls of the partition? false while its replica is out
+ * of the partition's group (a lost disk, a state transfer needed or under
+ * way) or a checkpoint interval behind the group's commit: polls then get
+ * 58 (docs/compatibility.md), never a stale view. */
+bool sl_cluster_partition_current(sl_cluster_t *c, uint32_t stream_id, uint32_t topic_id,
+                                  uint32_t partition_id);
 
 /* True, with the view in *view, while this node is the metadata group's
  * primary in a normal view. */

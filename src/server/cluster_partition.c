@@ -47,6 +47,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "server/cluster_internal.h"
+#include "server/cluster_transfer.h"
 #include "store/offsets.h"
 #include "store/purge_gen.h"
 #include "wire/batch.h"
@@ -67,6 +68,7 @@ struct sl_pgroup {
     uint64_t topic_created_at; /* the incarnation it serves (a recreated topic reopens) */
     sl_partition_t *partition;
     sl_vsr_storage_dir_t *store;
+    sl_ptransfer_t *xfer; /* state transfer of segments and offsets (cluster_transfer.h) */
     sl_vsr_replica_t *replica;
     sl_vsr_config_t vcfg;
     bool enforce_fsync;
@@ -291,14 +293,20 @@ static int machine_restore(void *ctx, sl_span_t snap)
         (snap.len != 12 + (size_t)n * 13 && snap.len != 20 + (size_t)n * 13))
         return -1;
     uint64_t have = sl_partition_next_offset(pg->partition);
-    if (have < next) {
-        /* Segment state transfer (cluster.md 9, SEGMENT_LOG) is not implemented. */
-        sl_log_error("cluster: partition group %" PRIx64 " (stream %u, topic %u, partition %u): "
-                     "the checkpoint names offsets up to %" PRIu64
-                     " but the segments end at %" PRIu64
-                     ": this replica needs a segment state transfer, which this version does "
-                     "not do; it stays out of this group",
-                     pg->group, pg->stream_id, pg->topic_id, pg->partition_id, next, have);
+    uint64_t snap_gen = snap.len == 20 + (size_t)n * 13 ? sl_load_u64(snap.ptr + 12 + (size_t)n * 13)
+                                                        : pg->log_gen;
+    /* Segments purged after the checkpoint (a state transfer brings them
+     * so, with their generation) restart below its offsets: the replay skips
+     * up to the purge op, which they already reflect. */
+    bool purged_since = sl_partition_purge_generation(pg->partition) > snap_gen;
+    if (have < next && !purged_since) {
+        /* The core then asks a peer for its checkpoint: segments and offsets
+         * (cluster.md 9, cluster_transfer.c). */
+        sl_log_warn("cluster: partition group %" PRIx64 " (stream %u, topic %u, partition %u): "
+                    "the checkpoint names offsets up to %" PRIu64
+                    " but the segments end at %" PRIu64
+                    ": this replica gets its segments by state transfer",
+                    pg->group, pg->stream_id, pg->topic_id, pg->partition_id, next, have);
         return -1;
     }
     pg->applied_next = next;
@@ -455,6 +463,37 @@ static sl_span_t st_read_artifact(void *ctx, uint64_t op, uint8_t kind)
     return s.read_artifact(s.ctx, op, kind);
 }
 
+/* State transfer: the segments and offsets (cluster_transfer.c), offered
+ * with the checkpoint's snapshot as this replica stored it. */
+static int st_offer(void *ctx, uint64_t op, const sl_vsr_artifact_t **list, uint32_t *count)
+{
+    sl_pgroup_t *pg = ctx;
+    sl_span_t snap = st_read_artifact(pg, op, SL_VSR_ARTIFACT_METADATA_SNAPSHOT);
+    if (snap.len == 0)
+        return -SL_ERR_CANNOT_READ_FILE;
+    return sl_ptransfer_offer(pg->xfer, op, snap, list, count);
+}
+
+static sl_span_t st_serve(void *ctx, uint64_t op, uint32_t index, uint64_t offset, uint32_t len)
+{
+    sl_pgroup_t *pg = ctx;
+    return sl_ptransfer_serve(pg->xfer, op, index, offset, len);
+}
+
+static int st_stage(void *ctx, uint64_t op, uint32_t index, const sl_vsr_artifact_t *a,
+                    uint64_t offset, sl_span_t bytes)
+{
+    sl_pgroup_t *pg = ctx;
+    return sl_ptransfer_stage(pg->xfer, op, index, a, offset, bytes);
+}
+
+static int st_install(void *ctx, uint64_t op, const sl_vsr_artifact_t *list, uint32_t count,
+                      sl_buf_t *snapshot)
+{
+    sl_pgroup_t *pg = ctx;
+    return sl_ptransfer_install(pg->xfer, op, list, count, snapshot);
+}
+
 /* --- the bus ------------------------------------------------------------------------------------- */
 
 static void bus_send(void *ctx, uint8_t replica, const uint8_t *frame, uint32_t size)
@@ -563,6 +602,7 @@ static void pgroup_free(sl_pgroup_t *pg)
         sl_vsr_replica_close(pg->replica);
     if (pg->store)
         sl_vsr_storage_close(pg->store);
+    sl_ptransfer_free(pg->xfer);
     free(pg);
 }
 
@@ -654,7 +694,19 @@ static sl_pgroup_t *pgroup_open(sl_cluster_t *c, const sl_topic_rt_t *rt, uint32
                                 .write_state = st_write_state,
                                 .read_state = st_read_state,
                                 .write_artifacts = st_write_artifacts,
-                                .read_artifact = st_read_artifact};
+                                .read_artifact = st_read_artifact,
+                                .offer = st_offer,
+                                .serve = st_serve,
+                                .stage = st_stage,
+                                .install = st_install};
+    /* An install committed before a crash gets its offsets; a transfer cut
+     * short before its commit leaves only a staging directory, dropped. */
+    pg->xfer = sl_ptransfer_new(pg->partition, group, rt->created_at, rt->enforce_fsync);
+    if (!pg->xfer || sl_ptransfer_boot(pg->xfer) != 0) {
+        sl_log_error("cluster: cannot finish or discard a state transfer in %s", dir);
+        pgroup_free(pg);
+        return NULL;
+    }
     bool has_state = storage.read_state(pg).len != 0;
     if ((!has_state && format && sl_vsr_replica_format(&pg->vcfg, &storage) != 0) ||
         log_base(pg, dir, !has_state && format) != 0) {
@@ -935,6 +987,25 @@ void sl_cluster_store_offset(sl_cluster_t *c, sl_session_t *s, const sl_request_
         sl_reply_body(s, req, req->operation);
     }
     submit(pg, s, req, sl_span(body, len), op->wait);
+}
+
+bool sl_cluster_partition_current(sl_cluster_t *c, uint32_t stream_id, uint32_t topic_id,
+                                  uint32_t partition_id)
+{
+    uint64_t group;
+    sl_pgroup_t *pg = group_of(stream_id, topic_id, partition_id, &group)
+                          ? sl_cluster_pgroup(c, group)
+                          : NULL;
+    if (!pg)
+        return false;
+    sl_vsr_info_t info;
+    sl_vsr_replica_info(pg->replica, &info);
+    /* Out of its group (a lost disk, a checkpoint it must fetch, a transfer
+     * under way) or a full checkpoint behind what it knows is committed:
+     * its segments are not the partition's. */
+    return !info.wiped && !info.syncing && info.status != SL_VSR_STATUS_RECOVERING &&
+           !sl_ptransfer_receiving(pg->xfer) &&
+           info.commit_max - info.commit_min <= SL_CLUSTER_PARTITION_CHECKPOINT;
 }
 
 uint64_t sl_cluster_pframes_unknown(const sl_cluster_t *c)

@@ -414,6 +414,10 @@ static void poll_messages(sl_read_t *c)
     sl_partition_t *p = sl_partitions_get(&srv->partitions, st->id, t->id, partition_id);
     if (!p)
         return sl_read_status(c, SL_ERR_PARTITION_NOT_FOUND);
+    /* A replica out of its partition's group holds stale segments: 58, which
+     * a client retries (on another node once its leader moves). */
+    if (srv->cluster && !sl_cluster_partition_current(srv->cluster, st->id, t->id, partition_id))
+        return sl_read_status(c, SL_ERR_TRANSIENT_NOT_ACCEPTED);
 
     sl_partition_poll_t pq;
     uint64_t current = sl_partition_current_offset(p);

@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "base/io.h"
 #include "base/log.h"
+#include "server/cluster_transfer.h"
 
 void sl_partitions_init(sl_partitions_t *ps, const char *data_dir, uint64_t batch_max)
 {
@@ -245,6 +246,12 @@ static void open_partition(sl_partitions_t *ps, sl_topic_rt_t *rt, const sl_meta
     sl_partition_config_t cfg;
     partition_config(ps, mt, &cfg);
     ps->stats.opened++;
+    /* A cluster state transfer committed and cut short by a crash is rolled forward before
+     * the partition reads its directory (server/cluster_transfer.h). */
+    if (!fresh && sl_ptransfer_roll_at_open(dir, mt->created_at) != 0)
+        sl_log_error("partition %u of topic %u in stream %u: an interrupted state transfer "
+                     "could not be rolled forward",
+                     id, rt->topic_id, rt->stream_id);
     int rc = fresh ? sl_partition_create(dir, id, &cfg, &rt->partitions[id])
                    : sl_partition_open(dir, id, &cfg, sl_clock_realtime_us(), &rt->partitions[id],
                                        err, sizeof(err));

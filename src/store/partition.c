@@ -461,6 +461,29 @@ int sl_partition_open(const char *dir, uint32_t partition_id, const sl_partition
     return 0;
 }
 
+int sl_partition_reload(sl_partition_t *p, uint64_t now_us, char *err, size_t err_len)
+{
+    for (size_t i = 0; i < p->journal_count; i++) {
+        sl_journal_held_sub(p, p->journal[i].held);
+        sl_partition_release(p, &p->journal[i]);
+    }
+    p->journal_count = 0;
+    p->journal_bytes = p->journal_messages = 0;
+    sl_journal_bound_update(p);
+    for (size_t i = 0; i < p->segment_count; i++)
+        sl_segment_close(&p->segments[i]);
+    p->segment_count = 0;
+    sl_offsets_free(p);
+    p->next_offset = p->last_timestamp = p->unsynced_from = 0;
+    p->purge_generation = 0;
+    p->purge_record_owed = p->tree_durable = p->offsets_dirs = p->dir_made = false;
+    int rc = open_recover(p, now_us, err, err_len);
+    sl_buf_free(&p->read_buf);
+    if (rc < 0)
+        sl_log_error("%s", err);
+    return rc;
+}
+
 /* --- close and remove ------------------------------------------------------------------------ */
 
 void sl_partition_release(sl_partition_t *p, journal_entry_t *e)

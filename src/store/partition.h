@@ -129,6 +129,38 @@ SL_WUR int sl_partition_open(const char *dir, uint32_t partition_id,
 SL_WUR int sl_partition_create(const char *dir, uint32_t partition_id,
                                const sl_partition_config_t *cfg, sl_partition_t **out);
 
+/* Forgets everything held in memory (the journal's unflushed batches too) and opens the
+ * partition's directory again as sl_partition_open does: a cluster state transfer
+ * (server/cluster_transfer.c) calls it after sl_partition_install_roll replaced the segments.
+ * Errors as sl_partition_open; the partition then holds nothing until reloaded again. */
+SL_WUR int sl_partition_reload(sl_partition_t *p, uint64_t now_us, char *err, size_t err_len);
+
+/* --- segments installed by a cluster state transfer (store/install.c) ---------------------
+ *
+ * A replica whose partition fell behind its group's checkpoint gets the segments of a peer
+ * (docs/cluster.md "State transfer"). They are staged whole as <staging>/<start:020>.log
+ * (verified by the caller), then committed by sl_partition_install_commit, which writes
+ * <staging>/INSTALL (through a .tmp, fsynced, renamed, directory fsynced) after fsyncing every
+ * staged file: the marker is the commit point. sl_partition_install_roll then replaces the
+ * partition's files: every .index goes (rebuilt at open), every .log not staged goes, each
+ * staged .log is renamed into the partition directory, the directory is fsynced and purge.gen
+ * written. Every step can run again: a crash before the marker leaves the old segments (the
+ * staging is discarded at the next roll), one after it is rolled forward by the next boot
+ * (server/partitions.c calls the roll before it opens a partition), so the partition holds
+ * either the old set or the new one, never a mix. The caller removes the staging directory
+ * (sl_partition_install_done) once what the blob carries is applied. */
+#define SL_PARTITION_INSTALL_MARKER "INSTALL"
+SL_WUR int sl_partition_install_commit(const char *staging, uint64_t generation,
+                                       const uint64_t *starts, uint32_t n, sl_span_t blob);
+/* 0 with *rolled false when no marker is there (a staging directory without one is removed),
+ * 0 with *rolled true and the marker's blob appended to blob_out when the files were rolled
+ * (files false: only the blob, the files having been rolled before), or a negative error (a
+ * marker that does not verify, a rename or sync that failed). */
+SL_WUR int sl_partition_install_roll(const char *dir, const char *staging,
+                                     uint64_t created_revision, bool files, sl_buf_t *blob_out,
+                                     bool *rolled);
+SL_WUR int sl_partition_install_done(const char *staging);
+
 /* True for the two refusals of sl_partition_open (as opposed to I/O errors worth a retry). */
 bool sl_partition_refused(int rc);
 

@@ -457,6 +457,7 @@ void sl_vsr_replica_close(sl_vsr_replica_t *r)
     sl_buf_free(&r->last);
     for (int i = 0; i < 2; i++)
         sl_buf_free(&r->sync.data[i]);
+    free(r->sync.list);
     free(r->view_headers);
     free(r->slots);
     free(r->log);
@@ -574,6 +575,11 @@ int sl_vsr_replica_open(const sl_vsr_config_t *cfg, const sl_vsr_storage_t *stor
 {
     *out = NULL;
     if (sl_vsr_config_check(cfg, NULL) != 0)
+        return -1;
+    /* The host's artifact hooks come all four or none. */
+    int hooks = (storage->offer != NULL) + (storage->serve != NULL) + (storage->stage != NULL) +
+                (storage->install != NULL);
+    if (hooks != 0 && hooks != 4)
         return -1;
     sl_vsr_replica_t *r = NULL;
     if (alloc_replica(cfg, &r) != 0) {

@@ -65,6 +65,42 @@ typedef struct sl_vsr_storage {
     int (*write_artifacts)(void *ctx, uint64_t op, sl_span_t snapshot, sl_span_t client_table);
     /* kind: SL_VSR_ARTIFACT_METADATA_SNAPSHOT or _CLIENT_TABLE; empty when absent */
     sl_span_t (*read_artifact)(void *ctx, uint64_t op, uint8_t kind);
+
+    /* State transfer of a host's own list of artifacts (cluster.md 9: a
+     * partition's SEGMENT_LOG per retained segment and CONSUMER_OFFSETS).
+     * All four set, or all NULL: then the two artifacts write_artifacts
+     * stores are what a transfer moves, pulled into memory (the metadata
+     * group, whose wire bytes this leaves as they were).
+     *
+     * offer: the artifacts of this replica's checkpoint at op (the one its
+     * state record names), as manifest entries in *list (host memory, valid
+     * until the next offer) and *count (at most SL_VSR_MANIFEST_ENTRIES_MAX).
+     * What is offered must stay servable as offered (a length sealed at
+     * offer time, whatever the host appends since) for as long as the host
+     * keeps the offer. 0, or a negative error (answered as a transient
+     * refusal).
+     * serve: up to len bytes of artifact `index` of the offer made at op,
+     * from offset; an empty span when that offer is no longer kept or the
+     * bytes cannot be read (the requester then starts over). Borrowed until
+     * the next storage call.
+     * stage: the bytes of artifact `index` (entry *a of the manifest) of a
+     * transfer of the checkpoint at op, at offset. Each transfer begins with
+     * a call with a == NULL (drop whatever an earlier one staged); then the
+     * artifacts arrive in manifest order (empty ones skipped), each from
+     * offset 0, chunk after chunk. When one is complete (offset + bytes.len == a->len) the
+     * host verifies it whole (its length and XXH3-64, a->checksum). 0, or a
+     * negative error (the transfer starts over, from another peer).
+     * install: every artifact of the manifest is staged and verified; the
+     * host replaces its state with theirs, so that a crash at any point
+     * leaves either the old state or the new one, and appends to snapshot
+     * the machine snapshot of checkpoint op (machine.restore's input). 0 or
+     * a negative error (the old state is kept; the transfer starts over). */
+    int (*offer)(void *ctx, uint64_t op, const sl_vsr_artifact_t **list, uint32_t *count);
+    sl_span_t (*serve)(void *ctx, uint64_t op, uint32_t index, uint64_t offset, uint32_t len);
+    int (*stage)(void *ctx, uint64_t op, uint32_t index, const sl_vsr_artifact_t *a,
+                 uint64_t offset, sl_span_t bytes);
+    int (*install)(void *ctx, uint64_t op, const sl_vsr_artifact_t *list, uint32_t count,
+                   sl_buf_t *snapshot);
 } sl_vsr_storage_t;
 
 /* The network: frames to other replicas of the group and replies to

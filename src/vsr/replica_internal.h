@@ -70,6 +70,11 @@ typedef struct vsr_sync {
     sl_vsr_artifact_t artifacts[2]; /* snapshot, client table */
     uint32_t artifact;              /* the one being fetched */
     sl_buf_t data[2];
+    /* The host's artifacts (storage.offer and the rest set): the manifest's
+     * entries, and the bytes of the current one staged so far. */
+    sl_vsr_artifact_t *list;
+    uint32_t list_cap;
+    uint64_t staged;
     /* Moves on after each attempt that brought nothing; its own counter, so
      * the peers asked do not fall in step with repair's. */
     uint32_t rotation;
@@ -296,6 +301,11 @@ void vsr_on_state_target(sl_vsr_replica_t *r, const sl_vsr_frame_t *f);
 void vsr_on_request_chunk(sl_vsr_replica_t *r, const sl_vsr_frame_t *f);
 void vsr_on_state_chunk(sl_vsr_replica_t *r, const sl_vsr_frame_t *f);
 void vsr_tick_sync(sl_vsr_replica_t *r);
+/* The storage moves a host list of artifacts (storage.offer and the rest set). */
+static inline bool vsr_host_artifacts(const sl_vsr_replica_t *r)
+{
+    return r->storage.offer != NULL;
+}
 /* A replica that lost its disk asks every peer for its view (and state). */
 void vsr_discovery_send(sl_vsr_replica_t *r);
 

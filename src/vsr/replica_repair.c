@@ -8,6 +8,7 @@
  * may take what arrives even where it knows no header yet. */
 #include "vsr/replica_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/xxh3.h"
@@ -279,6 +280,16 @@ void vsr_on_request_state(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
         available =
             vsr_checkpoint(r) && artifacts_ok(r) && !sl_u128_is_zero(r->checkpoint_identity);
     }
+    /* A host with its own artifacts lists them for this checkpoint (a
+     * partition: its segments, sealed at their length now, and its offsets). */
+    const sl_vsr_artifact_t *list = r->checkpoint;
+    uint32_t count = 2;
+    if (available && vsr_host_artifacts(r) &&
+        r->storage.offer(r->storage.ctx, r->checkpoint_op, &list, &count) != 0) {
+        vsr_trace(r, "state transfer: no offer at checkpoint %llu",
+                  (unsigned long long)r->checkpoint_op);
+        available = false;
+    }
     sl_vsr_frame_t t;
     vsr_frame_init(r, &t, SL_VSR_STATE_TRANSFER_TARGET);
     /* The view a lost disk learns from this answer: the highest this
@@ -295,13 +306,32 @@ void vsr_on_request_state(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
         t.u.state_target.commit_checksum = r->checkpoint_identity;
     sl_buf_reset(&r->body);
     if (available)
-        sl_vsr_manifest_encode(&r->body, r->checkpoint, 2);
+        sl_vsr_manifest_encode(&r->body, list, count);
     vsr_send(r, f->h.replica, &t, sl_buf_span(&r->body));
 }
 
 void vsr_on_request_chunk(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
 {
     const sl_vsr_request_chunk_t *q = &f->u.request_chunk;
+    if (vsr_host_artifacts(r)) {
+        /* The host serves any offer it still keeps (named by the nonce's
+         * high half): a long transfer survives this replica's next
+         * checkpoints, what was offered being sealed at its length. */
+        if (r->wiped || q->nonce.hi == 0 || q->len == 0)
+            return;
+        uint32_t len = q->len < r->cfg.state_chunk_max ? q->len : r->cfg.state_chunk_max;
+        sl_span_t a = r->storage.serve(r->storage.ctx, q->nonce.hi, q->artifact, q->offset, len);
+        if (a.len == 0)
+            return;
+        if (a.len > len)
+            a.len = len;
+        sl_vsr_frame_t c;
+        vsr_frame_init(r, &c, SL_VSR_STATE_CHUNK);
+        c.u.state_chunk = (sl_vsr_state_chunk_t){
+            .nonce = q->nonce, .offset = q->offset, .group = r->cfg.group, .artifact = q->artifact};
+        vsr_send(r, f->h.replica, &c, a);
+        return;
+    }
     /* The nonce's high half names the checkpoint being pulled; a newer one
      * here means the requester must start over (it times out). */
     if (r->wiped || q->artifact >= 2 || q->nonce.hi != r->checkpoint_op || r->checkpoint_op == 0)
@@ -328,8 +358,23 @@ static void sync_reset(sl_vsr_replica_t *r)
 {
     r->sync.active = false;
     r->sync.have_target = false;
+    r->sync.staged = 0;
     for (int i = 0; i < 2; i++)
         sl_buf_reset(&r->sync.data[i]);
+}
+
+/* The artifacts of the transfer under way: the host's list, or the pair. */
+static uint32_t sync_count(const sl_vsr_replica_t *r)
+{
+    return vsr_host_artifacts(r) ? r->sync.count : 2;
+}
+static const sl_vsr_artifact_t *sync_entry(const sl_vsr_replica_t *r, uint32_t i)
+{
+    return vsr_host_artifacts(r) ? &r->sync.list[i] : &r->sync.artifacts[i];
+}
+static uint64_t sync_have(const sl_vsr_replica_t *r)
+{
+    return vsr_host_artifacts(r) ? r->sync.staged : r->sync.data[r->sync.artifact].len;
 }
 
 static sl_u128_t chunk_nonce(const sl_vsr_replica_t *r)
@@ -340,8 +385,8 @@ static sl_u128_t chunk_nonce(const sl_vsr_replica_t *r)
 static void request_chunk(sl_vsr_replica_t *r)
 {
     uint32_t i = r->sync.artifact;
-    uint64_t have = r->sync.data[i].len;
-    uint64_t want = r->sync.artifacts[i].len - have;
+    uint64_t have = sync_have(r);
+    uint64_t want = sync_entry(r, i)->len - have;
     if (want > r->cfg.state_chunk_max)
         want = r->cfg.state_chunk_max;
     sl_vsr_frame_t f;
@@ -355,9 +400,37 @@ static void request_chunk(sl_vsr_replica_t *r)
     vsr_send(r, r->sync.peer, &f, sl_span(NULL, 0));
 }
 
+/* The host installs its artifacts and hands back the machine's snapshot;
+ * the checkpoint this replica then records is its own pair (that snapshot
+ * and an empty client table), as a checkpoint of its own would be. */
+static bool host_install(sl_vsr_replica_t *r)
+{
+    sl_buf_reset(&r->sync.data[0]);
+    sl_buf_reset(&r->sync.data[1]);
+    if (r->storage.install(r->storage.ctx, r->sync.commit_op, r->sync.list, r->sync.count,
+                           &r->sync.data[0]) != 0 ||
+        !sl_buf_ok(&r->sync.data[0])) {
+        vsr_trace(r, "state transfer: the host did not install checkpoint %llu",
+                  (unsigned long long)r->sync.commit_op);
+        sync_reset(r);
+        r->sync.rotation++;
+        return false;
+    }
+    sl_vsr_clients_reset(&r->clients);
+    sl_vsr_clients_encode(&r->clients, &r->sync.data[1]);
+    for (int k = 0; k < 2; k++) {
+        sl_span_t a = sl_buf_span(&r->sync.data[k]);
+        r->sync.artifacts[k] = (sl_vsr_artifact_t){(uint8_t)k, r->sync.commit_op, a.len,
+                                                   sl_xxh3_64(a.ptr, a.len)};
+    }
+    return sl_buf_ok(&r->sync.data[1]);
+}
+
 /* Installs the transferred checkpoint as this replica's own. */
 static void sync_install(sl_vsr_replica_t *r)
 {
+    if (vsr_host_artifacts(r) && !host_install(r))
+        return;
     sl_span_t snap = sl_buf_span(&r->sync.data[0]);
     sl_span_t table = sl_buf_span(&r->sync.data[1]);
     if (r->machine.restore(r->machine.ctx, snap) != 0 ||
@@ -428,9 +501,26 @@ void vsr_tick_sync(sl_vsr_replica_t *r)
     vsr_send(r, r->sync.peer, &f, sl_span(NULL, 0));
 }
 
-/* The two artifacts of a metadata-style checkpoint, from a manifest. */
+/* The two artifacts of a metadata-style checkpoint, from a manifest; or
+ * the host's list (checked by its stage hook as they arrive). */
 static bool take_manifest(sl_vsr_replica_t *r, sl_span_t body)
 {
+    if (vsr_host_artifacts(r)) {
+        uint32_t n;
+        if (sl_vsr_manifest_decode(body, NULL, 0, &n) != 0 || n == 0)
+            return false;
+        if (n > r->sync.list_cap) {
+            sl_vsr_artifact_t *l = realloc(r->sync.list, (size_t)n * sizeof(*l));
+            if (l == NULL)
+                return false;
+            r->sync.list = l;
+            r->sync.list_cap = n;
+        }
+        if (sl_vsr_manifest_decode(body, r->sync.list, r->sync.list_cap, &n) != 0)
+            return false;
+        r->sync.count = n;
+        return true;
+    }
     sl_vsr_artifact_t a[4];
     uint32_t count;
     if (sl_vsr_manifest_decode(body, a, 4, &count) != 0 || count != 2)
@@ -441,6 +531,19 @@ static bool take_manifest(sl_vsr_replica_t *r, sl_span_t body)
         r->sync.artifacts[i] = a[i];
     }
     return true;
+}
+
+/* Skips the empty artifacts from the current one on: the next chunk to ask
+ * for, or the install once none is left. */
+static void sync_next(sl_vsr_replica_t *r)
+{
+    uint32_t n = sync_count(r);
+    while (r->sync.artifact < n && sync_entry(r, r->sync.artifact)->len == 0)
+        r->sync.artifact++;
+    if (r->sync.artifact == n)
+        sync_install(r);
+    else
+        request_chunk(r);
 }
 
 void vsr_on_state_target(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
@@ -470,12 +573,15 @@ void vsr_on_state_target(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
     r->sync.commit_op = t->commit_op;
     r->sync.identity = t->commit_checksum;
     r->sync.artifact = 0;
-    while (r->sync.artifact < 2 && r->sync.artifacts[r->sync.artifact].len == 0)
-        r->sync.artifact++;
-    if (r->sync.artifact == 2)
-        sync_install(r);
-    else
-        request_chunk(r);
+    r->sync.staged = 0;
+    /* The host drops whatever an earlier attempt staged. */
+    if (vsr_host_artifacts(r) &&
+        r->storage.stage(r->storage.ctx, t->commit_op, 0, NULL, 0, sl_span(NULL, 0)) != 0) {
+        sync_reset(r);
+        r->sync.rotation++;
+        return;
+    }
+    sync_next(r);
 }
 
 void vsr_on_state_chunk(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
@@ -484,6 +590,30 @@ void vsr_on_state_chunk(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
     if (!r->sync.active || !r->sync.have_target || f->h.replica != r->sync.peer ||
         !sl_u128_eq(c->nonce, chunk_nonce(r)) || c->artifact != r->sync.artifact)
         return;
+    if (vsr_host_artifacts(r)) {
+        const sl_vsr_artifact_t *a = &r->sync.list[c->artifact];
+        if (c->offset != r->sync.staged || f->body.len == 0 ||
+            f->body.len > a->len - r->sync.staged)
+            return;
+        /* The host verifies the artifact whole with its last chunk. */
+        if (r->storage.stage(r->storage.ctx, r->sync.commit_op, c->artifact, a, c->offset,
+                             f->body) != 0) {
+            vsr_trace(r, "state transfer: artifact %u of checkpoint %llu refused", c->artifact,
+                      (unsigned long long)r->sync.commit_op);
+            sync_reset(r);
+            r->sync.rotation++;
+            return;
+        }
+        r->sync.staged += f->body.len;
+        if (r->sync.staged < a->len) {
+            request_chunk(r);
+            return;
+        }
+        r->sync.staged = 0;
+        r->sync.artifact++;
+        sync_next(r);
+        return;
+    }
     sl_buf_t *data = &r->sync.data[c->artifact];
     const sl_vsr_artifact_t *a = &r->sync.artifacts[c->artifact];
     if (c->offset != data->len || f->body.len == 0 || f->body.len > a->len - data->len)
@@ -504,12 +634,7 @@ void vsr_on_state_chunk(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
         return;
     }
     r->sync.artifact++;
-    while (r->sync.artifact < 2 && r->sync.artifacts[r->sync.artifact].len == 0)
-        r->sync.artifact++;
-    if (r->sync.artifact == 2)
-        sync_install(r);
-    else
-        request_chunk(r);
+    sync_next(r);
 }
 
 /* --- rejoining after a lost disk

@@ -270,6 +270,144 @@ static sl_vsr_machine_t pmachine_iface(pmachine_t *m)
                               .accept = paccept};
 }
 
+/* --- state transfer through the host hooks ----------------------------------------------------
+ */
+
+static pxfer_t *xfer_of(void *ctx)
+{
+    return ((disk_t *)ctx)->host;
+}
+
+/* The checkpoint at op as segments of the live log, sealed at the
+ * checkpoint's length, and the offsets artifact. */
+static int poffer(void *ctx, uint64_t op, const sl_vsr_artifact_t **list, uint32_t *count)
+{
+    pxfer_t *x = xfer_of(ctx);
+    pmachine_t *m = x->m;
+    sl_span_t snap = disk_storage(ctx).read_artifact(ctx, op, SL_VSR_ARTIFACT_METADATA_SNAPSHOT);
+    if (snap.len < 24 || snap.len != 24 + sl_load_u64(snap.ptr + 16))
+        return -1;
+    uint64_t len = sl_load_u64(snap.ptr + 16);
+    if (m->len < len)
+        return -1; /* not replayed up to its own checkpoint yet */
+    /* The log is append-only: its prefix is the checkpoint's log. */
+    if (memcmp(m->log, snap.ptr + 24, len) != 0) {
+        sim_fail(m->sim, "group %u: replica %u's log differs from its checkpoint at op %llu",
+                 m->group, m->replica, (unsigned long long)op);
+        return -1;
+    }
+    uint32_t n = (uint32_t)((len + x->segment - 1) / x->segment) + 1;
+    if (n > x->offer_cap) {
+        x->offer = realloc(x->offer, n * sizeof(*x->offer));
+        sl_assert(x->offer != NULL);
+        x->offer_cap = n;
+    }
+    uint32_t k = 0;
+    for (uint64_t base = 0; base < len; base += x->segment) {
+        uint64_t l = len - base < x->segment ? len - base : x->segment;
+        x->offer[k++] = (sl_vsr_artifact_t){SL_VSR_ARTIFACT_SEGMENT_LOG, base, l,
+                                            sl_xxh3_64(m->log + base, l)};
+    }
+    memcpy(x->offsets, snap.ptr, 24);
+    x->offer[k++] = (sl_vsr_artifact_t){SL_VSR_ARTIFACT_CONSUMER_OFFSETS, op, 24,
+                                        sl_xxh3_64(x->offsets, 24)};
+    x->offer_op = op;
+    x->offer_count = k;
+    *list = x->offer;
+    *count = k;
+    return 0;
+}
+
+/* From the live log, which may have grown past what was offered. */
+static sl_span_t pserve(void *ctx, uint64_t op, uint32_t index, uint64_t offset, uint32_t len)
+{
+    pxfer_t *x = xfer_of(ctx);
+    if (op != x->offer_op || op == 0 || index >= x->offer_count)
+        return sl_span(NULL, 0);
+    const sl_vsr_artifact_t *a = &x->offer[index];
+    if (offset >= a->len)
+        return sl_span(NULL, 0);
+    uint64_t n = a->len - offset < len ? a->len - offset : len;
+    if (a->kind == SL_VSR_ARTIFACT_CONSUMER_OFFSETS)
+        return sl_span(x->offsets + offset, n);
+    if (a->frontier + offset + n > x->m->len)
+        return sl_span(NULL, 0); /* the log was reset since (a restore): start over */
+    x->m->sim->stats.pchunks_served++;
+    return sl_span(x->m->log + a->frontier + offset, n);
+}
+
+static int pstage(void *ctx, uint64_t op, uint32_t index, const sl_vsr_artifact_t *a,
+                  uint64_t offset, sl_span_t bytes)
+{
+    pxfer_t *x = xfer_of(ctx);
+    if (a == NULL) {
+        x->stage_op = op;
+        x->stage_len = 0;
+        x->stage_have_offsets = false;
+        x->stage_next = 0;
+        return 0;
+    }
+    if (op != x->stage_op || index < x->stage_next || x->stage_have_offsets)
+        return -1;
+    if (a->kind == SL_VSR_ARTIFACT_SEGMENT_LOG) {
+        /* Segments come in order, each where the previous one ended. */
+        if (a->frontier + offset != x->stage_len)
+            return -1;
+        if (x->stage_len + bytes.len > x->stage_cap) {
+            uint64_t cap = x->stage_cap ? x->stage_cap : 4096;
+            while (cap < x->stage_len + bytes.len)
+                cap *= 2;
+            x->stage = realloc(x->stage, cap);
+            sl_assert(x->stage != NULL);
+            x->stage_cap = cap;
+        }
+        memcpy(x->stage + x->stage_len, bytes.ptr, bytes.len);
+        x->stage_len += bytes.len;
+        if (offset + bytes.len == a->len) {
+            x->stage_next = index + 1;
+            if (sl_xxh3_64(x->stage + a->frontier, a->len) != a->checksum)
+                return -1;
+        }
+        return 0;
+    }
+    if (a->kind != SL_VSR_ARTIFACT_CONSUMER_OFFSETS || a->len != 24 || a->frontier != op ||
+        offset + bytes.len > 24)
+        return -1;
+    memcpy(x->stage_offsets + offset, bytes.ptr, bytes.len);
+    if (offset + bytes.len == a->len) {
+        x->stage_next = index + 1;
+        x->stage_have_offsets = true;
+        if (sl_xxh3_64(x->stage_offsets, 24) != a->checksum)
+            return -1;
+    }
+    return 0;
+}
+
+static int pinstall(void *ctx, uint64_t op, const sl_vsr_artifact_t *list, uint32_t count,
+                    sl_buf_t *snapshot)
+{
+    pxfer_t *x = xfer_of(ctx);
+    (void)list;
+    if (op != x->stage_op || !x->stage_have_offsets || x->stage_next != count ||
+        sl_load_u64(x->stage_offsets + 16) != x->stage_len)
+        return -1;
+    sl_put_bytes(snapshot, x->stage_offsets, 24);
+    sl_put_bytes(snapshot, x->stage, x->stage_len);
+    x->stage_op = 0;
+    return 0;
+}
+
+static sl_vsr_storage_t pstorage(pgroup_t *g, uint8_t i)
+{
+    g->disks[i].host = &g->xfers[i];
+    sl_vsr_storage_t st = disk_storage(&g->disks[i]);
+    st.offer = poffer;
+    st.serve = pserve;
+    st.stage = pstage;
+    st.install = pinstall;
+    return st;
+}
+
 /* --- buses -------------------------------------------------------------------------------------
  */
 
@@ -323,6 +461,8 @@ void pgroups_init(sim_t *s, const bool *fault_prone)
         for (uint8_t i = 0; i < s->n; i++) {
             disk_init(&g->disks[i], s, i, g->cfg.journal_slots, fault_prone[i]);
             g->machines[i] = (pmachine_t){.sim = s, .group = k, .replica = i};
+            /* Segments of 256 to 1024 bytes: a checkpoint's log spans many. */
+            g->xfers[i] = (pxfer_t){.m = &g->machines[i], .segment = 256u << (k % 3)};
             g->bus_ctx[i] = (pbus_ctx_t){s, k, i};
             g->buses[i] = (sl_vsr_bus_t){
                 .ctx = &g->bus_ctx[i], .send = pbus_send, .reply = pbus_reply, .trace = pbus_trace};
@@ -356,6 +496,8 @@ void pgroups_free(sim_t *s)
                 sl_vsr_replica_close(g->replicas[i]);
             disk_free(&g->disks[i]);
             free(g->machines[i].log);
+            free(g->xfers[i].offer);
+            free(g->xfers[i].stage);
         }
         free(g->ops);
         free(g->truth);
@@ -370,7 +512,7 @@ void pgroups_open(sim_t *s, uint8_t i)
         sl_vsr_config_t cfg = g->cfg;
         cfg.replica = i;
         cfg.nonce_seed = prng_next(&s->prng);
-        sl_vsr_storage_t storage = disk_storage(&g->disks[i]);
+        sl_vsr_storage_t storage = pstorage(g, i);
         sl_vsr_machine_t machine = pmachine_iface(&g->machines[i]);
         if (sl_vsr_replica_open(&cfg, &storage, &g->buses[i], &machine, &g->replicas[i]) != 0)
             sim_fail(s, "group %u: replica %u could not open its storage", k, i);
@@ -384,6 +526,10 @@ void pgroups_crash(sim_t *s, uint8_t i, bool wipe)
         if (g->replicas[i] == NULL)
             continue;
         disk_crash(&g->disks[i]);
+        /* What was staged and offered goes with the process. */
+        g->xfers[i].offer_op = 0;
+        g->xfers[i].stage_op = 0;
+        g->xfers[i].stage_len = 0;
         sl_vsr_info_t info;
         sl_vsr_replica_info(g->replicas[i], &info);
         s->stats.prepares_refused += info.prepares_refused;

@@ -490,13 +490,14 @@ static int run_seed(const sim_options_t *opt, bool report)
             fprintf(out,
                     "  %u partition groups: %llu batches acknowledged, %llu take-overs, "
                     "%llu prepares refused, %llu accepted, heads %llu applied / %llu "
-                    "journaled, %llu state transfers\n",
+                    "journaled, %llu state transfers (%llu segment chunks served)\n",
                     s->npgroups, (unsigned long long)s->stats.batches_acked,
                     (unsigned long long)s->stats.take_overs, (unsigned long long)pgroups_refused(s),
                     (unsigned long long)s->stats.accepts,
                     (unsigned long long)s->stats.heads_applied,
                     (unsigned long long)s->stats.heads_journal,
-                    (unsigned long long)s->stats.pstate_transfers);
+                    (unsigned long long)s->stats.pstate_transfers,
+                    (unsigned long long)s->stats.pchunks_served);
         describe(s, out);
         if (s->opt.partitions)
             pgroups_describe(s, out);

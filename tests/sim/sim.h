@@ -156,6 +156,7 @@ typedef struct disk {
     disk_artifacts_t artifacts[SIM_ARTIFACT_SETS];
     uint64_t artifact_seq;
     bool fault_prone; /* may tear, corrupt and be wiped (at most f replicas a run) */
+    void *host;       /* partition groups: the replica's pxfer_t (its transfer hooks) */
 } disk_t;
 
 void disk_init(disk_t *d, sim_t *s, uint8_t replica, uint32_t slots, bool fault_prone);
@@ -265,6 +266,31 @@ typedef struct pmachine {
     uint64_t cap;
 } pmachine_t;
 
+/* A partition replica's state transfer through the core's host hooks
+ * (sl_vsr_storage_t offer / serve / stage / install), shaped like sluiced's:
+ * the byte log is cut into "segments" of `segment` bytes, each offered as a
+ * SEGMENT_LOG artifact (frontier = its base) sealed at the checkpoint's log
+ * length while the log goes on growing behind it, plus a CONSUMER_OFFSETS
+ * artifact (the checkpoint's applied op, history and log length). What is
+ * staged lives in memory a crash drops (sluiced's staging directory that a
+ * restart discards). */
+typedef struct pxfer {
+    pmachine_t *m;
+    uint32_t segment;
+    /* the last offer */
+    uint64_t offer_op; /* 0: none */
+    sl_vsr_artifact_t *offer;
+    uint32_t offer_count, offer_cap;
+    uint8_t offsets[24];
+    /* what is staged */
+    uint64_t stage_op;
+    uint8_t *stage;
+    uint64_t stage_len, stage_cap;
+    uint8_t stage_offsets[24];
+    bool stage_have_offsets;
+    uint32_t stage_next; /* the lowest artifact index that may come next */
+} pxfer_t;
+
 /* The checker's record of one op of a partition group (the first apply). */
 typedef struct pop_record {
     bool have;
@@ -297,6 +323,7 @@ typedef struct pgroup {
     pmachine_t machines[SIM_REPLICAS_MAX];
     sl_vsr_bus_t buses[SIM_REPLICAS_MAX];
     pbus_ctx_t bus_ctx[SIM_REPLICAS_MAX];
+    pxfer_t xfers[SIM_REPLICAS_MAX];
     /* checker */
     pop_record_t *ops;
     uint64_t ops_cap;
@@ -416,7 +443,7 @@ struct sim {
         /* partition groups: prepare hook calls whose head was the applied
          * state / a journaled body; accept calls that said yes; state
          * transfers installed */
-        uint64_t heads_applied, heads_journal, accepts, pstate_transfers;
+        uint64_t heads_applied, heads_journal, accepts, pstate_transfers, pchunks_served;
     } stats;
 };
 

@@ -264,8 +264,13 @@ static void open_node(int id)
 {
     node_t *n = &nodes[id];
     sl_vsr_config_t c = config(id);
-    sl_vsr_storage_t st = {&n->disk,   write_prepare,   read_prepare, write_state,
-                           read_state, write_artifacts, read_artifact};
+    sl_vsr_storage_t st = {.ctx = &n->disk,
+                           .write_prepare = write_prepare,
+                           .read_prepare = read_prepare,
+                           .write_state = write_state,
+                           .read_state = read_state,
+                           .write_artifacts = write_artifacts,
+                           .read_artifact = read_artifact};
     sl_vsr_bus_t bus = {.ctx = n, .send = bus_send, .reply = bus_reply};
     sl_vsr_machine_t m = {
         .ctx = n, .apply = apply, .snapshot = snapshot, .restore = restore, .reset = reset};
@@ -388,8 +393,13 @@ static void cluster_up(void)
     for (int i = 0; i < N; i++) {
         nodes[i].id = i;
         sl_vsr_config_t c = config(i);
-        sl_vsr_storage_t st = {&nodes[i].disk, write_prepare,   read_prepare, write_state,
-                               read_state,     write_artifacts, read_artifact};
+        sl_vsr_storage_t st = {.ctx = &nodes[i].disk,
+                               .write_prepare = write_prepare,
+                               .read_prepare = read_prepare,
+                               .write_state = write_state,
+                               .read_state = read_state,
+                               .write_artifacts = write_artifacts,
+                               .read_artifact = read_artifact};
         assert_int_equal(sl_vsr_replica_format(&c, &st), 0);
         open_node(i);
     }
