@@ -407,16 +407,21 @@ int sl_client_care_prepare(sl_client_t *c, uint8_t operation)
     return recover_patiently(c, operation, connection_stale(c), &replays);
 }
 
-/* Before replaying a 58 to a metadata command on a cluster of 2 or more
- * nodes: the node may be a backup, so settle on the leader again (the whole
- * request, header included, survives for the replay). *moved says whether
- * the request now travels on another connection, under another session. */
+/* Before replaying a 58 to a replicated request (a metadata command, or a
+ * partition's: SendMessages, offsets, DeleteSegments) on a cluster of 2 or
+ * more nodes: the node may be a backup now, the leader having moved without
+ * this connection noticing, so settle on the leader again (the whole
+ * request, header included, survives for the replay; a 58 applied
+ * nothing). *moved says whether the request now travels on another
+ * connection, under another session. */
 static int resettle(sl_client_t *c, uint8_t operation, const care_attempt_t *a, bool *moved)
 {
     sl_client_care_t *k = &c->care;
     *moved = false;
-    if (a->rc != -SL_ERR_TRANSIENT_NOT_ACCEPTED || !sl_op_metadata(operation) ||
-        !sl_client_settle_on(c) || k->cluster_nodes < 2 || !remembered(c))
+    bool replicated = sl_op_metadata(operation) || sl_op_partition(operation) ||
+                      operation == SL_OP_DELETE_SEGMENTS;
+    if (a->rc != -SL_ERR_TRANSIENT_NOT_ACCEPTED || !replicated || !sl_client_settle_on(c) ||
+        k->cluster_nodes < 2 || !remembered(c))
         return 0;
     sl_buf_reset(&k->saved);
     sl_put_bytes(&k->saved, c->tx.data, c->tx.len);

@@ -701,6 +701,46 @@ static void test_backup_restart_catches_up(void **state)
     ledger_free(&ledger);
 }
 
+/* A producer stays connected to a leader that steps down without losing its
+ * connection (stopped with SIGSTOP past the heartbeat timeout while the
+ * others elect, then continued: it rejoins as a backup). Its next sends get
+ * 58 there; libsluice settles on the new leader before replaying them (as it
+ * does for metadata writes), so they succeed. Before, it replayed them at
+ * the backup until its budget ran out. */
+static void test_producer_follows_a_leader_that_stepped_down(void **state)
+{
+    (void)state;
+    th_cluster_t cluster;
+    node_t *nodes = cluster.nodes;
+    int leader = cluster_up(&cluster);
+    ledger_t ledger;
+    ledger_init(&ledger);
+    sl_client_options_t o = {.transient_retries = 40, .transient_delay_ms = 20};
+    sl_client_t *c = NULL;
+    for (int p = 0; p < POLLS_MAX && !c; p++) {
+        if (sl_client_connect("127.0.0.1", nodes[leader].tcp, &o, &c) == 0 &&
+            sl_client_login(c, "iggy", "iggy", NULL) != 0) {
+            sl_client_close(c);
+            c = NULL;
+        }
+        if (!c)
+            pause_ms(100);
+    }
+    assert_non_null(c);
+    send_batches(c, "plain", 0, "before", 5, 2, &ledger);
+    assert_int_equal(kill(nodes[leader].srv.pid, SIGSTOP), 0);
+    int next = th_cluster_wait_leader(&cluster, 1u << leader, POLLS_MAX);
+    assert_true(next >= 0 && next != leader);
+    assert_int_equal(kill(nodes[leader].srv.pid, SIGCONT), 0);
+    /* Every node, the old leader too, names the new one. */
+    assert_int_equal(th_cluster_wait_leader(&cluster, 0u, POLLS_MAX), next);
+    send_batches(c, "plain", 0, "after", 5, 2, &ledger);
+    sl_client_close(c);
+    assert_all_hold(nodes, "plain", 0, &ledger);
+    th_cluster_stop(&cluster);
+    ledger_free(&ledger);
+}
+
 /* The .log bytes of partition p of the plain topic (topic id 0) are the same
  * on every node, and there are some. */
 static void assert_logs_equal(const node_t nodes[NODES], uint32_t p)
@@ -947,6 +987,7 @@ int main(void)
         cmocka_unit_test(test_primary_killed_under_load),
         cmocka_unit_test(test_purge_then_primary_killed),
         cmocka_unit_test(test_backup_restart_catches_up),
+        cmocka_unit_test(test_producer_follows_a_leader_that_stepped_down),
         cmocka_unit_test(test_all_killed_keep_messages),
         cmocka_unit_test(test_backup_far_behind_transfers),
         cmocka_unit_test(test_wiped_node_gets_messages),
