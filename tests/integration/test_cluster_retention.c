@@ -284,7 +284,8 @@ static void files_of(const node_t *n, uint32_t topic, seg_files_t *out)
         if ((log || index) && out->count < 64) {
             seg_file_t *f = &out->f[out->count++];
             out->logs += log;
-            snprintf(f->name, sizeof(f->name), "%s", name);
+            int w = snprintf(f->name, sizeof(f->name), "%s", name);
+            assert_true(w > 0 && (size_t)w < sizeof(f->name));
             char path[800];
             snprintf(path, sizeof(path), "%s/%s", dir, name);
             FILE *fp = fopen(path, "rb");

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 // clang-format off
 #include <cmocka.h>
@@ -32,24 +31,15 @@
 #define OFF_CONFIG "[system.partition]\nvalidate_checksum = false\n"
 #define PAYLOAD    "validate-checksum-payload-%u"
 
+/* sluiced with the extra settings, over data_dir when it is set (a restart). */
 static void start(th_server_t *srv, const char *config, const char *data_dir)
 {
-    th_options_t opt = {.extra_config = config, .data_dir = data_dir};
-    int status = 0;
-    if (!th_try_start(srv, &opt, &status)) {
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
-            fprintf(stderr, "io_uring is unavailable here: skipped\n");
-            exit(77);
-        }
-        fail_msg("sluiced did not start (status %d):\n%s", status, th_log(srv));
-    }
-}
-
-static void restart(th_server_t *srv, const char *config)
-{
-    char dir[256];
-    snprintf(dir, sizeof(dir), "%s", srv->data_dir);
-    start(srv, config, dir);
+    char dir[256] = "";
+    if (data_dir)
+        snprintf(dir, sizeof(dir), "%s", data_dir);
+    th_options_t opt = {.extra_config = config, .data_dir = data_dir ? dir : NULL};
+    if (!th_start(srv, &opt))
+        exit(77); /* io_uring unavailable here */
 }
 
 static char found_log[512];
@@ -112,7 +102,7 @@ static void test_setting_decides_what_a_damaged_batch_gives(void **state)
 
     for (int run = 0; run < 2; run++) {
         bool off = run == 1;
-        restart(&srv, off ? OFF_CONFIG : NULL);
+        start(&srv, off ? OFF_CONFIG : NULL, srv.data_dir);
         c = th_client(srv.port, "iggy", "iggy");
         assert_non_null(c);
         sl_polled_messages_t out;
