@@ -15,6 +15,7 @@
 #define POLL_COUNT_DEFAULT       10
 #define POLL_INTERVAL_MS_DEFAULT 250
 #define POLL_RESYNCS_MAX         16 /* group re-syncs in a row before giving up */
+#define FOLLOW_REDIALS_MAX       5  /* --follow: lost connections in a row before giving up */
 
 /* Binary message files hold one record per message, the layout Iggy's CLI
  * writes with --output-file and reads with --input-file: a 64-byte
@@ -738,11 +739,24 @@ static int poll_loop(cli_run_t *run, poll_plan_t *p, poll_sink_t *sink)
     uint64_t deadline = p->follow && p->follow_ms ? now_ms() + p->follow_ms : 0;
     bool first = true;
     size_t widths[COUNT(message_cols)] = {0};
-    uint32_t resyncs = 0;
+    uint32_t resyncs = 0, redials = 0;
     for (;;) {
         sl_polled_messages_t got;
         int rc = sl_client_poll_messages(run->client, p->consumer, p->stream, p->topic,
                                          p->partition, p->strategy, p->count, p->auto_commit, &got);
+        bool lost = rc == -SL_ERR_DISCONNECTED || rc == -SL_ERR_NOT_CONNECTED ||
+                    rc == -SL_ERR_TRANSIENT_NOT_ACCEPTED;
+        if (p->follow && lost && redials < FOLLOW_REDIALS_MAX && !poll_stop) {
+            /* A failover outlasted the client's own reconnects and replays (a slow
+             * election): a follower waits and dials again, polls being reads. */
+            redials++;
+            pause_ms(1000, deadline);
+            int again = sl_client_reconnect(run->client);
+            (void)again; /* the next poll says how it went */
+            continue;
+        }
+        if (rc == 0)
+            redials = 0;
         if (rc != 0)
             return cli_fail_at(run, rc,
                                &(cli_target_t){.stream = p->stream_text,
