@@ -198,6 +198,13 @@ static void partition_config(sl_partitions_t *ps, const sl_meta_topic_t *mt,
     cfg->validate_checksum = ps->validate_checksum;
     cfg->created_revision = mt->created_at;
     cfg->index_every_batch = ps->replicated;
+    /* On a cluster an enforce_fsync topic's batch is durable once its
+     * partition group's ring is fdatasynced on a quorum, before the commit
+     * (docs/cluster.md); each checkpoint syncs the segments before the ring
+     * may reuse the slots of the ops it covers. A segment fdatasync per
+     * append would only lengthen the commit path. */
+    if (ps->replicated)
+        cfg->enforce_fsync = false;
     cfg->bound = &ps->journal_bound;
     cfg->read_buf = &ps->read_buf;
     if (ps->frame_pool) {

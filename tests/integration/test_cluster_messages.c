@@ -850,6 +850,37 @@ static void test_receiver_killed_mid_transfer(void **state)
     ledger_free(&ledger);
 }
 
+/* On a cluster an enforce_fsync topic's batch is durable once its
+ * partition group's ring is fdatasynced on a quorum; the segments are
+ * synced by each checkpoint, not per append. So with every segment
+ * fdatasync failing (EIO on each node's .log files), sends to the fsync
+ * topic are still acknowledged, and every node holds them (before, the
+ * leader's apply failed the append after the commit). */
+static void test_fsync_topic_durable_through_the_ring(void **state)
+{
+    (void)state;
+    th_cluster_t cluster;
+    node_t *nodes = cluster.nodes;
+    nodes_start_with(&cluster, true);
+    int leader = th_cluster_agreed_leader(&cluster, -1);
+    create_topics(nodes, leader);
+    for (int i = 0; i < NODES; i++)
+        th_cluster_fault(&cluster, i, "eio fdatasync .log");
+    ledger_t ledger;
+    ledger_init(&ledger);
+    sl_client_t *c = th_cluster_producer(&nodes[leader]);
+    send_batches(c, "fsync", 0, "ring", 20, 3, &ledger);
+    sl_client_close(c);
+    for (int i = 0; i < NODES; i++)
+        assert_int_equal(check_partition(&nodes[i], "fsync", 0, &ledger, ledger.acked),
+                         ledger.acked);
+    for (int i = 0; i < NODES; i++)
+        th_cluster_fault(&cluster, i, "");
+    th_cluster_stop_live(&cluster, SIGTERM);
+    th_cluster_stop(&cluster);
+    ledger_free(&ledger);
+}
+
 /* All three killed at once with SIGKILL while a plain topic's batches sit
  * in the partitions' memory (no enforce_fsync, the flush gate not reached):
  * restarted, every node replays its partition ring over its segments and
@@ -952,6 +983,7 @@ int main(void)
         cmocka_unit_test(test_backup_far_behind_transfers),
         cmocka_unit_test(test_wiped_node_gets_messages),
         cmocka_unit_test(test_receiver_killed_mid_transfer),
+        cmocka_unit_test(test_fsync_topic_durable_through_the_ring),
         cmocka_unit_test(test_offsets_replicated),
     };
     /* TEST_FILTER=<cmocka pattern> runs only the tests it names. */
