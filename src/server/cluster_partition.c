@@ -744,7 +744,8 @@ static sl_pgroup_t *pgroup_open(sl_cluster_t *c, const sl_topic_rt_t *rt, uint32
                                 .install = st_install};
     /* An install committed before a crash gets its offsets; a transfer cut
      * short before its commit leaves only a staging directory, dropped. */
-    pg->xfer = sl_ptransfer_new(pg->partition, group, rt->created_at, rt->enforce_fsync);
+    pg->xfer = sl_ptransfer_new(pg->partition, group, rt->created_at, rt->enforce_fsync,
+                                c->srv->work_pool);
     if (!pg->xfer || sl_ptransfer_boot(pg->xfer) != 0) {
         sl_log_error("cluster: cannot finish or discard a state transfer in %s", dir);
         pgroup_free(pg);
