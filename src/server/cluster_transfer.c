@@ -346,7 +346,8 @@ static void hash_done(sl_work_t *w, bool ran)
 static hash_job_t *list_segments(const sl_ptransfer_t *x, uint64_t op, uint32_t *unknown)
 {
     uint32_t segments = sl_partition_segments(x->p);
-    hash_job_t *job = calloc(1, sizeof(*job) + (size_t)(segments ? segments : 1) * sizeof(hash_item_t));
+    size_t items = segments ? segments : 1;
+    hash_job_t *job = calloc(1, sizeof(*job) + items * sizeof(hash_item_t));
     if (!job)
         return NULL;
     job->op = op;
