@@ -290,18 +290,29 @@ static int offer_build(sl_ptransfer_t *x, uint64_t op, sl_span_t snapshot, const
     return 0;
 }
 
+/* The item the tail serves: the segment it holds the start of (the newest one last time,
+ * sealed since or grown), else the newest segment (which the next offer will find grown);
+ * UINT32_MAX when that one is hashed already. */
+static uint32_t tail_item(const hash_job_t *job)
+{
+    for (uint32_t i = 0; job->tail && job->tail->len > 0 && i < job->count; i++)
+        if (!job->items[i].known && job->items[i].start == job->tail->start &&
+            job->items[i].len >= job->tail->len)
+            return i;
+    return job->count > 0 && !job->items[job->count - 1].known ? job->count - 1 : UINT32_MAX;
+}
+
 static void hash_run(sl_work_t *w)
 {
     hash_job_t *job = (hash_job_t *)w;
     uint8_t *buf = malloc(HASH_CHUNK);
     job->ok = buf != NULL;
+    uint32_t t = tail_item(job);
     for (uint32_t i = 0; job->ok && i < job->count; i++) {
         hash_item_t *h = &job->items[i];
         if (h->known)
             continue;
-        /* Only the newest segment grows: it alone continues (and leaves) the tail. */
-        hash_tail_t *tail = i + 1 == job->count ? job->tail : NULL;
-        job->ok = hash_segment(job->dir, h->start, h->len, buf, tail, &h->sum);
+        job->ok = hash_segment(job->dir, h->start, h->len, buf, i == t ? job->tail : NULL, &h->sum);
         h->known = job->ok;
     }
     free(buf);
