@@ -29,7 +29,10 @@
  * offset below which every sealed segment goes, and the purge generation
  * that offset belongs to: every replica deletes the same segments where the
  * op sits in the log (their boundaries are a function of the log), a replay
- * deletes nothing more, and an op overtaken by a purge deletes nothing.
+ * deletes nothing more, and an op overtaken by a purge deletes nothing. A
+ * client's DeleteSegments sent again (the same client id and request number)
+ * is submitted with the offset its first time resolved, which every replica
+ * remembered when it applied it (delete_seen), not counted again.
  *
  * Apply appends the stamped record with sl_partition_append, skipping one
  * whose offsets the segments already hold (a replay after a restart); the
@@ -61,6 +64,17 @@
 #define DELETE_BODY        24u
 #define STORE_NEVER_BACK   1u
 
+/* A DeleteSegments a client sent, as every replica applied it: a replay of
+ * the same request (57/58 replayed, a resend after a lost reply) is
+ * submitted with the offset the first one resolved, not a fresh count. */
+typedef struct delete_seen {
+    sl_u128_t client; /* 0: a free entry */
+    sl_u128_t request_checksum;
+    uint64_t request;
+    uint64_t below, generation;
+    uint64_t op; /* where it was applied: the oldest entry is replaced */
+} delete_seen_t;
+
 struct sl_pgroup {
     sl_cluster_t *c;
     uint64_t group;
@@ -84,6 +98,10 @@ struct sl_pgroup {
     uint64_t log_gen;
     uint64_t prepared_gen; /* the highest purge this replica's prepare hook stamped */
     uint64_t purge_tick;   /* ticks at the last purge submitted (0: none) */
+    /* The latest DeleteSegments of each of the last few clients, recorded at
+     * apply (so on every replica, a new primary too) and rebuilt by a
+     * replay of the log after a restart. */
+    delete_seen_t deletes[SL_CLUSTER_DELETES_SEEN];
 };
 
 /* --- prepare bodies --------------------------------------------------------------------- */
@@ -208,6 +226,30 @@ static void apply_purge(sl_pgroup_t *pg, const sl_vsr_prepare_t *p, sl_span_t bo
     put_result(reply, 0);
 }
 
+/* Remembers a client's DeleteSegments as applied (delete_seen). */
+static void delete_remember(sl_pgroup_t *pg, const sl_vsr_prepare_t *p, uint64_t below,
+                            uint64_t gen)
+{
+    if (sl_u128_is_zero(p->client))
+        return; /* the retention's op: nobody replays it */
+    delete_seen_t *slot = &pg->deletes[0];
+    for (uint32_t i = 0; i < SL_CLUSTER_DELETES_SEEN; i++) {
+        delete_seen_t *d = &pg->deletes[i];
+        if (sl_u128_eq(d->client, p->client)) {
+            slot = d;
+            break;
+        }
+        if (d->op < slot->op)
+            slot = d; /* a free entry's op is 0 */
+    }
+    *slot = (delete_seen_t){.client = p->client,
+                            .request_checksum = p->request_checksum,
+                            .request = p->request,
+                            .below = below,
+                            .generation = gen,
+                            .op = p->op};
+}
+
 /* The deletion op: every sealed segment below the offset it names goes, on
  * every replica, unless a purge came first (the offset is of the partition
  * before it). The journal is flushed first: a replica that has not written
@@ -217,6 +259,7 @@ static void apply_delete(sl_pgroup_t *pg, const sl_vsr_prepare_t *p, sl_span_t b
 {
     uint64_t below = sl_load_u64(body.ptr), gen = sl_load_u64(body.ptr + 8);
     pg->applied_next = next_after(body);
+    delete_remember(pg, p, below, gen);
     if (gen != pg->log_gen)
         return put_result(reply, 0);
     uint32_t deleted = 0;
@@ -701,7 +744,8 @@ static sl_pgroup_t *pgroup_open(sl_cluster_t *c, const sl_topic_rt_t *rt, uint32
                                 .install = st_install};
     /* An install committed before a crash gets its offsets; a transfer cut
      * short before its commit leaves only a staging directory, dropped. */
-    pg->xfer = sl_ptransfer_new(pg->partition, group, rt->created_at, rt->enforce_fsync);
+    pg->xfer = sl_ptransfer_new(pg->partition, group, rt->created_at, rt->enforce_fsync,
+                                c->srv->work_pool);
     if (!pg->xfer || sl_ptransfer_boot(pg->xfer) != 0) {
         sl_log_error("cluster: cannot finish or discard a state transfer in %s", dir);
         pgroup_free(pg);
@@ -1031,6 +1075,25 @@ static bool leads(const sl_pgroup_t *pg)
     return info.primary && !info.syncing;
 }
 
+/* What this replica applied of the client's latest DeleteSegments when req is that request
+ * again (the same number, and the same stamp where both carry one) or an older one; NULL for a
+ * new request. */
+static const delete_seen_t *delete_seen(const sl_pgroup_t *pg, const sl_request_header_t *req)
+{
+    for (uint32_t i = 0; i < SL_CLUSTER_DELETES_SEEN; i++) {
+        const delete_seen_t *d = &pg->deletes[i];
+        if (sl_u128_is_zero(d->client) || !sl_u128_eq(d->client, req->client))
+            continue;
+        bool stamps_differ = !sl_u128_is_zero(d->request_checksum) &&
+                             !sl_u128_is_zero(req->request_checksum) &&
+                             !sl_u128_eq(d->request_checksum, req->request_checksum);
+        if (d->request > req->request || (d->request == req->request && !stamps_differ))
+            return d;
+        return NULL;
+    }
+    return NULL;
+}
+
 static void delete_answer(sl_session_t *s, const sl_request_header_t *req, uint32_t result)
 {
     sl_buf_reset(&s->reply_body);
@@ -1063,7 +1126,17 @@ void sl_cluster_delete_segments(sl_cluster_t *c, sl_session_t *s, const sl_reque
     if (!pg || pg->topic_created_at != mt->created_at || !leads(pg))
         return delete_answer(s, req, SL_ERR_TRANSIENT_NOT_ACCEPTED);
     uint8_t op[DELETE_BODY];
-    delete_body(pg, sl_partition_sealed_end(pg->partition, q.segments_count), op);
+    const delete_seen_t *seen = delete_seen(pg, req);
+    if (seen && seen->request > req->request)
+        return delete_answer(s, req, SL_ERR_REQUEST_ALREADY_APPLIED);
+    if (seen) {
+        /* A replay: the offset the first resolved, whatever was sealed since. */
+        sl_store_u64(op, seen->below);
+        sl_store_u64(op + 8, seen->generation);
+        sl_store_u64(op + 16, 0);
+    } else {
+        delete_body(pg, sl_partition_sealed_end(pg->partition, q.segments_count), op);
+    }
     submit(pg, s, req, sl_span(op, sizeof(op)), true);
 }
 

@@ -24,6 +24,40 @@
 /* Bytes read at a time to hash a segment. */
 #define HASH_CHUNK (1u << 20)
 
+/* A segment of an offer being prepared: its length sealed when the offer was asked for. */
+typedef struct hash_item {
+    uint64_t start, len, sum;
+    bool known; /* hashed: by an earlier offer, or by the job */
+} hash_item_t;
+
+/* The hash of the newest segment as far as it was hashed, so the next offer hashes only
+ * what was appended since (64-byte aligned for the state; owned by the transfer state, or
+ * lent to the job that hashes). */
+typedef struct hash_tail {
+    sl_xxh3_state_t state;
+    uint64_t start, len; /* len 0: nothing hashed */
+    /* The files it was hashed from: a purge (a new generation) or an install (a new epoch)
+     * may put other bytes under the same segment name. */
+    uint64_t generation, epoch;
+} hash_tail_t;
+
+/* The hashing of an offer's segments on the worker pool (server/work_pool.h): the loop asks
+ * for an offer, the segments are listed at their lengths then, and the offer is ready once a
+ * worker has read and hashed the ones not hashed before. The job carries copies (the
+ * directory, the items) and the tail it was lent; nothing of the partition. */
+typedef struct hash_job {
+    sl_work_t work;
+    struct sl_ptransfer *owner; /* loop thread only; NULL once the transfer state is freed */
+    uint64_t op;
+    uint64_t generation; /* the partition's purge generation when the lengths were taken */
+    uint64_t epoch;      /* the transfer state's, when they were */
+    bool ok;             /* every item hashed */
+    hash_tail_t *tail;   /* lent: the newest segment's hash so far, or NULL */
+    char dir[PATH_MAX];
+    uint32_t count;
+    hash_item_t items[];
+} hash_job_t;
+
 typedef struct offer {
     uint64_t op; /* 0: none */
     sl_vsr_artifact_t *list;
@@ -39,6 +73,12 @@ struct sl_ptransfer {
     offer_t offers[2]; /* the newest and the one before */
     uint32_t newest;
     sl_buf_t chunk; /* what serve returns */
+    /* Hashing off the loop (NULL pool: on the loop, as a test harness without one has it). */
+    sl_work_pool_t *pool;
+    hash_job_t *job;   /* hashing on a worker, or NULL */
+    hash_job_t *ready; /* hashed, not yet offered, or NULL */
+    hash_tail_t *tail; /* NULL while lent to the job (or out of memory) */
+    uint64_t epoch;    /* installs received: a job of an older epoch hashed replaced files */
     /* receiving */
     bool receiving;
     uint64_t stage_op;
@@ -56,7 +96,7 @@ static bool staging_path(const sl_ptransfer_t *x, char out[PATH_MAX])
 }
 
 sl_ptransfer_t *sl_ptransfer_new(sl_partition_t *p, uint64_t group, uint64_t created_revision,
-                                 bool enforce_fsync)
+                                 bool enforce_fsync, sl_work_pool_t *pool)
 {
     sl_ptransfer_t *x = calloc(1, sizeof(*x));
     if (!x)
@@ -66,6 +106,10 @@ sl_ptransfer_t *sl_ptransfer_new(sl_partition_t *p, uint64_t group, uint64_t cre
     x->created_revision = created_revision;
     x->enforce_fsync = enforce_fsync;
     x->stage_fd = -1;
+    x->pool = pool;
+    x->tail = aligned_alloc(_Alignof(hash_tail_t), sizeof(hash_tail_t));
+    if (x->tail)
+        memset(x->tail, 0, sizeof(*x->tail));
     for (int i = 0; i < 2; i++)
         sl_buf_init(&x->offers[i].offsets, OFFSETS_MAX);
     sl_buf_init(&x->chunk, 0);
@@ -83,6 +127,12 @@ void sl_ptransfer_free(sl_ptransfer_t *x)
     }
     if (x->stage_fd >= 0)
         sl_io_close(x->stage_fd);
+    if (x->job)
+        x->job->owner = NULL; /* the pool hands it back to hash_done, which frees it */
+    if (x->ready)
+        free(x->ready->tail);
+    free(x->ready);
+    free(x->tail);
     sl_buf_free(&x->chunk);
     sl_buf_free(&x->stage_offsets);
     free(x);
@@ -103,30 +153,50 @@ static int open_segment(const sl_ptransfer_t *x, uint64_t start)
     return sl_io_open(path, O_RDONLY | O_CLOEXEC, 0);
 }
 
-/* XXH3-64 of the first len bytes of segment start; false when they cannot be read. */
-static bool hash_segment(sl_ptransfer_t *x, uint64_t start, uint64_t len, uint64_t *out)
+/* XXH3-64 of the first len bytes of segment start in dir, through buf (HASH_CHUNK bytes),
+ * continuing tail when it holds that segment's first tail->len <= len bytes; the tail then
+ * holds the hash up to len. false when the bytes cannot be read. Runs on a worker (or on
+ * the loop without a pool): it touches only its arguments. */
+static bool hash_segment(const char *dir, uint64_t start, uint64_t len, uint8_t *buf,
+                         hash_tail_t *tail, uint64_t *out)
 {
-    int fd = open_segment(x, start);
+    char path[PATH_MAX];
+    if (!sl_segment_path(path, dir, start, SL_SEGMENT_LOG_EXT))
+        return false;
+    int fd = sl_io_open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return false;
-    sl_xxh3_state_t st;
-    sl_xxh3_reset(&st);
-    sl_buf_reset(&x->chunk);
-    uint8_t *buf = sl_buf_extend(&x->chunk, len < HASH_CHUNK ? (size_t)len : HASH_CHUNK);
-    bool ok = buf != NULL || len == 0;
-    for (uint64_t at = 0; ok && at < len;) {
+    sl_xxh3_state_t own;
+    sl_xxh3_state_t *st = &own;
+    uint64_t at = 0;
+    if (tail && tail->len > 0 && tail->start == start && tail->len <= len) {
+        st = &tail->state;
+        at = tail->len;
+    } else {
+        if (tail) {
+            st = &tail->state;
+            tail->start = start;
+            tail->len = 0;
+        }
+        sl_xxh3_reset(st);
+    }
+    bool ok = true;
+    while (ok && at < len) {
         size_t n = len - at < HASH_CHUNK ? (size_t)(len - at) : HASH_CHUNK;
         ok = sl_io_pread(fd, buf, n, (off_t)at) == (ssize_t)n;
         if (ok)
-            sl_xxh3_update(&st, buf, n);
-        at += n;
+            sl_xxh3_update(st, buf, n);
+        at += ok ? n : 0;
     }
     sl_io_close(fd);
-    *out = sl_xxh3_digest(&st);
+    if (tail)
+        tail->len = ok ? len : 0;
+    *out = sl_xxh3_digest(st);
     return ok;
 }
 
-/* The hash of a segment as an earlier offer sealed it, when it is the same length. */
+/* The hash of a segment as an earlier offer sealed it, or a hashed job not offered yet,
+ * when it is the same length. */
 static bool known_hash(const sl_ptransfer_t *x, uint64_t start, uint64_t len, uint64_t *out)
 {
     for (int i = 0; i < 2; i++) {
@@ -139,7 +209,23 @@ static bool known_hash(const sl_ptransfer_t *x, uint64_t start, uint64_t len, ui
             }
         }
     }
+    for (uint32_t k = 0; x->ready && k < x->ready->count; k++) {
+        const hash_item_t *h = &x->ready->items[k];
+        if (h->known && h->start == start && h->len == len) {
+            *out = h->sum;
+            return true;
+        }
+    }
     return false;
+}
+
+/* Whether segment start of the partition is still there with at least len bytes. */
+static bool segment_holds(const sl_ptransfer_t *x, uint64_t start, uint64_t len)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    return sl_segment_path(path, sl_partition_dir(x->p), start, SL_SEGMENT_LOG_EXT) &&
+           stat(path, &st) == 0 && (uint64_t)st.st_size >= len;
 }
 
 /* An offer kept for op whose segments are all still there at their sealed lengths: a second
@@ -147,16 +233,152 @@ static bool known_hash(const sl_ptransfer_t *x, uint64_t start, uint64_t len, ui
  * lengths stay what it was told. */
 static bool offer_intact(const sl_ptransfer_t *x, const offer_t *o)
 {
-    char path[PATH_MAX];
     for (uint32_t k = 0; k < o->count; k++) {
         const sl_vsr_artifact_t *a = &o->list[k];
-        struct stat st;
-        if (a->kind == SL_VSR_ARTIFACT_SEGMENT_LOG &&
-            (!sl_segment_path(path, sl_partition_dir(x->p), a->frontier, SL_SEGMENT_LOG_EXT) ||
-             stat(path, &st) != 0 || (uint64_t)st.st_size < a->len))
+        if (a->kind == SL_VSR_ARTIFACT_SEGMENT_LOG && !segment_holds(x, a->frontier, a->len))
             return false;
     }
     return true;
+}
+
+/* A hashed job that can still be offered for op: the same checkpoint, no purge since, every
+ * segment still there at its length. */
+static bool ready_for(const sl_ptransfer_t *x, uint64_t op)
+{
+    const hash_job_t *j = x->ready;
+    if (!j || j->op != op || j->generation != sl_partition_purge_generation(x->p) ||
+        j->epoch != x->epoch)
+        return false;
+    for (uint32_t k = 0; k < j->count; k++)
+        if (!segment_holds(x, j->items[k].start, j->items[k].len))
+            return false;
+    return true;
+}
+
+/* The offer of checkpoint op from hashed items and the checkpoint's snapshot, kept in the
+ * older slot (or the one of op). */
+static int offer_build(sl_ptransfer_t *x, uint64_t op, sl_span_t snapshot, const hash_item_t *items,
+                       uint32_t n, const sl_vsr_artifact_t **list, uint32_t *count)
+{
+    uint32_t slot = x->offers[x->newest].op == op ? x->newest : 1u - x->newest;
+    offer_t *o = &x->offers[slot];
+    if (n + 1 > o->cap) {
+        sl_vsr_artifact_t *l = realloc(o->list, (n + 1) * sizeof(*l));
+        if (!l)
+            return -ENOMEM;
+        o->list = l;
+        o->cap = n + 1;
+    }
+    o->op = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        sl_assert(items[i].known);
+        o->list[i] = (sl_vsr_artifact_t){SL_VSR_ARTIFACT_SEGMENT_LOG, items[i].start, items[i].len,
+                                         items[i].sum};
+    }
+    sl_buf_reset(&o->offsets);
+    sl_put_span(&o->offsets, snapshot);
+    sl_put_u64(&o->offsets, sl_partition_purge_generation(x->p));
+    if (!sl_buf_ok(&o->offsets))
+        return -ENOMEM;
+    o->list[n] = (sl_vsr_artifact_t){SL_VSR_ARTIFACT_CONSUMER_OFFSETS, op, o->offsets.len,
+                                     sl_xxh3_64(o->offsets.data, o->offsets.len)};
+    o->count = n + 1;
+    o->op = op;
+    x->newest = slot;
+    *list = o->list;
+    *count = o->count;
+    return 0;
+}
+
+/* The item the tail serves: the segment it holds the start of (the newest one last time,
+ * sealed since or grown), else the newest segment (which the next offer will find grown);
+ * UINT32_MAX when that one is hashed already. */
+static uint32_t tail_item(const hash_job_t *job)
+{
+    for (uint32_t i = 0; job->tail && job->tail->len > 0 && i < job->count; i++)
+        if (!job->items[i].known && job->items[i].start == job->tail->start &&
+            job->items[i].len >= job->tail->len)
+            return i;
+    return job->count > 0 && !job->items[job->count - 1].known ? job->count - 1 : UINT32_MAX;
+}
+
+static void hash_run(sl_work_t *w)
+{
+    hash_job_t *job = (hash_job_t *)w;
+    uint8_t *buf = malloc(HASH_CHUNK);
+    job->ok = buf != NULL;
+    uint32_t t = tail_item(job);
+    for (uint32_t i = 0; job->ok && i < job->count; i++) {
+        hash_item_t *h = &job->items[i];
+        if (h->known)
+            continue;
+        job->ok = hash_segment(job->dir, h->start, h->len, buf, i == t ? job->tail : NULL, &h->sum);
+        h->known = job->ok;
+    }
+    free(buf);
+}
+
+static void hash_done(sl_work_t *w, bool ran)
+{
+    hash_job_t *job = (hash_job_t *)w;
+    sl_ptransfer_t *x = job->owner;
+    if (!x) {
+        free(job->tail);
+        free(job);
+        return;
+    }
+    x->job = NULL;
+    sl_assert(x->tail == NULL);
+    x->tail = job->tail;
+    job->tail = NULL;
+    if (ran && job->ok && job->epoch != x->epoch) {
+        free(job); /* an install replaced the files meanwhile */
+        return;
+    }
+    if (!ran || !job->ok) {
+        /* Not run (shutdown) or a segment gone meanwhile (retention): the next request
+         * for an offer starts over. */
+        sl_log_info("cluster: partition group %" PRIx64 ": the offer of checkpoint %" PRIu64
+                    " was not hashed%s",
+                    x->group, job->op, ran ? " (a segment could not be read)" : "");
+        free(job);
+        return;
+    }
+    free(x->ready);
+    x->ready = job;
+    sl_log_info("cluster: partition group %" PRIx64 ": the offer of checkpoint %" PRIu64
+                " is ready: %u segments, hashed on a worker",
+                x->group, job->op, job->count);
+}
+
+/* The segments as they are now (an empty active segment left out: the receiver makes its
+ * own), each with its hash when an earlier offer or job has it. NULL when out of memory or a
+ * segment cannot be described. */
+static hash_job_t *list_segments(const sl_ptransfer_t *x, uint64_t op, uint32_t *unknown)
+{
+    uint32_t segments = sl_partition_segments(x->p);
+    size_t items = segments ? segments : 1;
+    hash_job_t *job = calloc(1, sizeof(*job) + items * sizeof(hash_item_t));
+    if (!job)
+        return NULL;
+    job->op = op;
+    job->generation = sl_partition_purge_generation(x->p);
+    job->epoch = x->epoch;
+    *unknown = 0;
+    for (uint32_t i = 0; i < segments; i++) {
+        sl_segment_info_t si;
+        if (!sl_partition_segment_info(x->p, i, &si)) {
+            free(job);
+            return NULL;
+        }
+        if (si.size == 0 && i + 1 == segments && i > 0)
+            continue;
+        hash_item_t *h = &job->items[job->count++];
+        *h = (hash_item_t){.start = si.start_offset, .len = si.size};
+        h->known = known_hash(x, h->start, h->len, &h->sum);
+        *unknown += !h->known;
+    }
+    return job;
 }
 
 int sl_ptransfer_offer(sl_ptransfer_t *x, uint64_t op, sl_span_t snapshot,
@@ -170,6 +392,16 @@ int sl_ptransfer_offer(sl_ptransfer_t *x, uint64_t op, sl_span_t snapshot,
             return 0;
         }
     }
+    if (op != 0 && ready_for(x, op)) {
+        int rc = offer_build(x, op, snapshot, x->ready->items, x->ready->count, list, count);
+        free(x->ready);
+        x->ready = NULL;
+        return rc;
+    }
+    /* Still hashing (the requester asks again; the one asked for may be a newer checkpoint:
+     * the segments hashed by then are known to the next job). */
+    if (x->job)
+        return -EAGAIN;
     /* The segments must hold at least what the checkpoint names: flushed (a checkpoint
      * synced them already; whatever came since is flushed too, and so served). */
     int rc = sl_partition_flush(x->p);
@@ -179,44 +411,48 @@ int sl_ptransfer_offer(sl_ptransfer_t *x, uint64_t op, sl_span_t snapshot,
      * for a transfer itself) has nothing to offer. */
     if (snapshot.len < 8 || sl_partition_next_offset(x->p) < sl_load_u64(snapshot.ptr))
         return -SL_ERR_STATE_FILE_CORRUPTED;
-    uint32_t segments = sl_partition_segments(x->p);
-    uint32_t slot = x->offers[x->newest].op == op ? x->newest : 1u - x->newest;
-    offer_t *o = &x->offers[slot];
-    if (segments + 1 > o->cap) {
-        sl_vsr_artifact_t *l = realloc(o->list, (segments + 1) * sizeof(*l));
-        if (!l)
-            return -ENOMEM;
-        o->list = l;
-        o->cap = segments + 1;
-    }
-    o->op = 0;
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < segments; i++) {
-        sl_segment_info_t si;
-        if (!sl_partition_segment_info(x->p, i, &si))
-            return -EIO;
-        if (si.size == 0 && i + 1 == segments && i > 0)
-            continue; /* an empty active segment: the receiver makes its own */
-        uint64_t sum;
-        if (!known_hash(x, si.start_offset, si.size, &sum) &&
-            !hash_segment(x, si.start_offset, si.size, &sum))
-            return -EIO;
-        o->list[n++] = (sl_vsr_artifact_t){SL_VSR_ARTIFACT_SEGMENT_LOG, si.start_offset, si.size,
-                                           sum};
-    }
-    sl_buf_reset(&o->offsets);
-    sl_put_span(&o->offsets, snapshot);
-    sl_put_u64(&o->offsets, sl_partition_purge_generation(x->p));
-    if (!sl_buf_ok(&o->offsets))
+    uint32_t unknown = 0;
+    hash_job_t *job = list_segments(x, op, &unknown);
+    if (!job)
         return -ENOMEM;
-    o->list[n++] = (sl_vsr_artifact_t){SL_VSR_ARTIFACT_CONSUMER_OFFSETS, op, o->offsets.len,
-                                       sl_xxh3_64(o->offsets.data, o->offsets.len)};
-    o->count = n;
-    o->op = op;
-    x->newest = slot;
-    *list = o->list;
-    *count = n;
-    return 0;
+    free(x->ready); /* stale: what it hashed is in job's items now */
+    x->ready = NULL;
+    if (unknown > 0 && x->pool) {
+        /* Reading and hashing a multi-GB partition would hold the loop: a worker does it,
+         * and this offer is refused as transient meanwhile. */
+        snprintf(job->dir, sizeof(job->dir), "%s", sl_partition_dir(x->p));
+        job->work = (sl_work_t){.run = hash_run, .done = hash_done};
+        job->owner = x;
+        if (x->tail && (x->tail->generation != job->generation || x->tail->epoch != x->epoch)) {
+            x->tail->len = 0;
+            x->tail->generation = job->generation;
+            x->tail->epoch = x->epoch;
+        }
+        job->tail = x->tail;
+        x->tail = NULL;
+        x->job = job;
+        sl_log_info("cluster: partition group %" PRIx64 ": hashing %u of %u segments for the "
+                    "offer of checkpoint %" PRIu64 " on a worker",
+                    x->group, unknown, job->count, op);
+        sl_work_pool_submit(x->pool, &job->work);
+        return -EAGAIN;
+    }
+    /* Without a pool (or nothing to hash): here. */
+    rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < job->count; i++) {
+        hash_item_t *h = &job->items[i];
+        if (h->known)
+            continue;
+        sl_buf_reset(&x->chunk);
+        uint8_t *buf = sl_buf_extend(&x->chunk, HASH_CHUNK);
+        if (!buf || !hash_segment(sl_partition_dir(x->p), h->start, h->len, buf, NULL, &h->sum))
+            rc = -EIO;
+        h->known = rc == 0;
+    }
+    if (rc == 0)
+        rc = offer_build(x, op, snapshot, job->items, job->count, list, count);
+    free(job);
+    return rc;
 }
 
 sl_span_t sl_ptransfer_serve(sl_ptransfer_t *x, uint64_t op, uint32_t index, uint64_t offset,
@@ -447,6 +683,10 @@ int sl_ptransfer_install(sl_ptransfer_t *x, uint64_t op, const sl_vsr_artifact_t
         return rc;
     }
     x->receiving = false;
+    /* Other files under the same names now: what was hashed of the old ones is stale. */
+    x->epoch++;
+    free(x->ready);
+    x->ready = NULL;
     sl_put_span(snapshot, snap);
     sl_log_info("cluster: partition group %" PRIx64 ": installed checkpoint %" PRIu64
                 ": %u segments, next offset %" PRIu64 ", purge generation %" PRIu64,

@@ -10,8 +10,14 @@
  *
  * Serving: an offer seals every segment at its length on disk at that moment (segments are
  * append-only; the active one goes on growing and is served up to what was offered), hashes
- * them (a sealed segment's hash is kept for the next offer) and is kept, with the one before
- * it, so a long transfer survives the server's next checkpoints; a second requester of the
+ * them (a sealed segment's hash is kept for the next offer; the newest segment's hash state
+ * too, so the next offer hashes only what was appended since) and is kept, with the one
+ * before it, so a long transfer survives the server's next checkpoints. The hashing reads
+ * every byte offered, so it runs on the worker pool: the first request for an offer lists
+ * the segments at their lengths then, hands the reading and hashing to a worker and is
+ * refused as transient (the requester asks again, cluster.md 9's unavailable_transient); a
+ * request once the worker is done gets the offer, when its segments are all still there
+ * and no purge came between; a second requester of the
  * same checkpoint gets the same offer, unchanged, while its segments are all still there. A segment deleted since
  * (retention) cannot be served: the requester starts over.
  *
@@ -21,6 +27,7 @@
 #ifndef SL_SERVER_CLUSTER_TRANSFER_H
 #define SL_SERVER_CLUSTER_TRANSFER_H
 
+#include "server/work_pool.h"
 #include "store/partition.h"
 #include "vsr/replica.h"
 
@@ -29,9 +36,12 @@
 
 typedef struct sl_ptransfer sl_ptransfer_t;
 
-/* NULL when out of memory. p and the strings must outlive it. */
+/* NULL when out of memory. p and the strings must outlive it; so must pool, the worker pool
+ * that hashes offered segments (server/work_pool.h; NULL: they are hashed on the calling
+ * thread). Freeing it with a hashing job on the pool is allowed: the job is let go when the
+ * pool hands it back. */
 sl_ptransfer_t *sl_ptransfer_new(sl_partition_t *p, uint64_t group, uint64_t created_revision,
-                                 bool enforce_fsync);
+                                 bool enforce_fsync, sl_work_pool_t *pool);
 void sl_ptransfer_free(sl_ptransfer_t *x);
 
 /* The hooks (sl_vsr_storage_t), with the checkpoint's snapshot artifact for offer. */

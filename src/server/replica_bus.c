@@ -75,6 +75,7 @@ struct sl_rbus {
     sl_rbus_stats_t stats;
     uint64_t jitter_state;
     link_t *delivering; /* the link whose frame on_frame is being handed (sl_rbus_take_frame) */
+    uint32_t budget;    /* frames on_frame may still be handed this turn (cfg.room) */
 };
 
 void sl_rbus_config_init(sl_rbus_config_t *cfg)
@@ -454,6 +455,8 @@ static void up_frame(sl_rbus_t *bus, link_t *l, const sl_vsr_frame_t *f, const u
         return;
     }
     bus->stats.frames_in++;
+    sl_assert(bus->budget > 0);
+    bus->budget--;
     if (bus->cfg.on_frame) {
         bus->delivering = l;
         bus->cfg.on_frame(bus->cfg.ctx, l->peer, f, bytes, len);
@@ -540,6 +543,10 @@ static int head_done(sl_rbus_t *bus, link_t *l)
 static int link_read(sl_rbus_t *bus, link_t *l)
 {
     for (uint32_t frames = 0; frames < SL_RBUS_FRAMES_PER_POLL;) {
+        /* Backpressure: with no room for a frame, nothing more is read (a
+         * frame half read waits where it is). */
+        if (l->state == LINK_UP && bus->budget == 0)
+            return 0;
         uint8_t *dst;
         size_t want;
         if (l->head_got < SL_HEADER_SIZE) {
@@ -690,6 +697,9 @@ void sl_rbus_poll(sl_rbus_t *bus, int timeout_ms)
 {
     uint64_t now = sl_clock_monotonic_us();
     dial_due(bus, now);
+    bus->budget = bus->cfg.room ? bus->cfg.room(bus->cfg.ctx) : UINT32_MAX;
+    if (bus->budget == 0)
+        bus->stats.paused++;
     struct pollfd fds[LINKS_MAX + 2]; /* the listener, the links, the wake fd */
     link_t *owner[LINKS_MAX + 1];
     nfds_t n = 0;
@@ -702,6 +712,8 @@ void sl_rbus_poll(sl_rbus_t *bus, int timeout_ms)
         if (l->state == LINK_FREE)
             continue;
         short ev = l->state == LINK_CONNECTING ? POLLOUT : POLLIN;
+        if (l->state == LINK_UP && bus->budget == 0)
+            ev = 0; /* not read until the receiver has room (errors still wake the poll) */
         if (l->queue_count)
             ev |= POLLOUT;
         fds[n] = (struct pollfd){.fd = l->fd, .events = ev};

@@ -76,6 +76,12 @@ typedef struct sl_rbus_config {
                      uint32_t len);
     /* The link to `peer` came up (handshake done) or went down. Optional. */
     void (*on_link)(void *ctx, uint8_t peer, bool up);
+    /* How many more frames on_frame can take now (backpressure). Asked once
+     * per sl_rbus_poll; while it is 0 no established link is read, so the
+     * peers' bytes wait in the kernel's socket buffers (and TCP's flow
+     * control holds the senders) instead of being read and dropped; a turn
+     * hands on_frame at most that many. Optional: NULL takes everything. */
+    uint32_t (*room)(void *ctx);
     void *ctx;
     /* An eventfd another thread writes to end the wait of sl_rbus_poll
      * early (it has frames for the bus to send); -1: none. The bus reads it
@@ -93,6 +99,7 @@ typedef struct sl_rbus_stats {
     uint64_t frames_out;
     uint64_t dropped;      /* sends refused: no link, or its queue full */
     uint64_t dropped_full; /* of those, for a full queue (or no memory) */
+    uint64_t paused;       /* turns in which room() said 0: links left unread */
     uint32_t links_up;
 } sl_rbus_stats_t;
 

@@ -17,6 +17,19 @@
 /* How long one poll may sleep: the bound on how late a stop is seen. */
 #define PLANE_POLL_MS 100
 
+/* Inbox frames from which on a frame that repeats one still queued is merged into it
+ * (inbox_merge): the loop is behind, and the heartbeats of every group's primary pile up. */
+#define PLANE_MERGE_FROM 64u
+/* Bytes that identify a frame whole: its header seal and its body seal. */
+#define PLANE_FRAME_ID_LEN 32u
+/* Header fields (shared/protocol/cluster.md 3 and 6.4): the view and command of every frame;
+ * a Commit's commit_checksum (16 bytes), then after its heartbeat number (144) the commit,
+ * checkpoint_op and group (8 bytes each). */
+#define AT_VIEW            52u
+#define AT_COMMAND         60u
+#define AT_COMMIT_CHECKSUM 128u
+#define AT_COMMIT          152u
+
 /* One frame between the threads: a malloc'd copy. */
 typedef struct plane_frame {
     uint8_t peer;
@@ -30,6 +43,7 @@ typedef struct plane_queue {
     plane_frame_t *ring;
     uint32_t cap, head, count;
     uint64_t dropped;
+    uint64_t merged; /* frames that repeated one still queued (inbox_merge) */
 } plane_queue_t;
 
 struct sl_replica_plane {
@@ -40,6 +54,9 @@ struct sl_replica_plane {
     int outbox_fd; /* the plane's poll wakes on it */
     plane_queue_t inbox, outbox;
     atomic_bool up[SL_RBUS_REPLICAS_MAX];
+    /* Set by the plane when the inbox had no room (its links left unread),
+     * cleared by the loop's drain, which then wakes the plane to read on. */
+    atomic_bool paused;
 };
 
 static int queue_init(plane_queue_t *q, uint32_t cap)
@@ -109,10 +126,56 @@ static void wake(int fd)
         sl_log_debug("replica plane: eventfd write failed: %s", strerror(errno));
 }
 
+/* Whether queued frame q says what f says: a Commit (a heartbeat) of the same group, view
+ * and commit point, or the very same Prepare, PrepareOk or RepairPrepare (resent at the
+ * heartbeat's pace while unanswered): same identity or seal (bytes 0..32), same view. */
+static bool same_news(const plane_frame_t *q, uint8_t peer, const sl_vsr_frame_t *f,
+                      const uint8_t *bytes, uint32_t len)
+{
+    if (q->peer != peer || q->len != len || q->bytes[AT_COMMAND] != f->h.command)
+        return false;
+    /* Both decoded when they were read (the queued one too): compared in place. The view
+     * too, which a prepare's identity leaves out (it is re-sent in later views). */
+    if (memcmp(q->bytes + AT_VIEW, bytes + AT_VIEW, 4) != 0)
+        return false;
+    if (f->h.command == SL_VSR_PREPARE || f->h.command == SL_VSR_PREPARE_OK ||
+        f->h.command == SL_VSR_REPAIR_PREPARE)
+        return memcmp(q->bytes, bytes, PLANE_FRAME_ID_LEN) == 0;
+    if (f->h.command != SL_VSR_COMMIT)
+        return false;
+    return memcmp(q->bytes + AT_COMMIT_CHECKSUM, bytes + AT_COMMIT_CHECKSUM, 16) == 0 &&
+           memcmp(q->bytes + AT_COMMIT, bytes + AT_COMMIT, 24) == 0;
+}
+
+/* A frame that tells the loop nothing a frame still in the inbox does not is merged into
+ * it instead of taking a slot: a Commit replaces the queued one's bytes (its heartbeat
+ * number is the newer), a repeated frame is let go. Only once the inbox holds
+ * PLANE_MERGE_FROM frames (the scan is the inbox's length). Consensus sees what a network
+ * that lost the older copy would show it. */
+static bool inbox_merge(plane_queue_t *q, uint8_t peer, const sl_vsr_frame_t *f,
+                        const uint8_t *bytes, uint32_t len)
+{
+    bool merged = false;
+    pthread_mutex_lock(&q->lock);
+    for (uint32_t i = 0; q->count >= PLANE_MERGE_FROM && i < q->count && !merged; i++) {
+        plane_frame_t *e = &q->ring[(q->head + i) % q->cap];
+        if (!same_news(e, peer, f, bytes, len))
+            continue;
+        if (f->h.command == SL_VSR_COMMIT)
+            memcpy(e->bytes, bytes, len);
+        merged = true;
+        q->merged++;
+    }
+    pthread_mutex_unlock(&q->lock);
+    return merged;
+}
+
 static void on_frame(void *ctx, uint8_t peer, const sl_vsr_frame_t *f, const uint8_t *bytes,
                      uint32_t len)
 {
     sl_replica_plane_t *plane = ctx;
+    if (inbox_merge(&plane->inbox, peer, f, bytes, len))
+        return; /* the bus keeps (and frees) its buffer */
     /* A frame with a body comes in a buffer of its own, which the queue
      * takes: a megabyte prepare crosses to the loop without a copy. */
     uint8_t *owned = sl_rbus_take_frame(plane->bus);
@@ -125,6 +188,19 @@ static void on_frame(void *ctx, uint8_t peer, const sl_vsr_frame_t *f, const uin
     const char *name = sl_vsr_command_name(f->h.command);
     sl_log_debug("replica plane: %s from replica %u dropped: the loop's queue is full",
                  name ? name : "?", peer);
+}
+
+/* The bus's backpressure (replica_bus.h, room): the inbox's free slots. Only this thread
+ * pushes, so what it says stays true until the bus has handed that many frames. */
+static uint32_t inbox_room(void *ctx)
+{
+    sl_replica_plane_t *plane = ctx;
+    pthread_mutex_lock(&plane->inbox.lock);
+    uint32_t room = plane->inbox.cap - plane->inbox.count;
+    if (room == 0)
+        atomic_store_explicit(&plane->paused, true, memory_order_release);
+    pthread_mutex_unlock(&plane->inbox.lock);
+    return room;
 }
 
 static void on_link(void *ctx, uint8_t peer, bool up)
@@ -173,6 +249,9 @@ uint32_t sl_replica_plane_drain(sl_replica_plane_t *plane,
         free(f.bytes);
         n++;
     }
+    /* The plane stopped reading for want of room: there is some now. */
+    if (n > 0 && atomic_exchange_explicit(&plane->paused, false, memory_order_acq_rel))
+        wake(plane->outbox_fd);
     return n;
 }
 
@@ -247,6 +326,7 @@ int sl_replica_plane_start(const sl_config_t *cfg, sl_replica_plane_t **out, cha
     bus_config(cfg, self, &c);
     c.on_frame = on_frame;
     c.on_link = on_link;
+    c.room = inbox_room;
     c.ctx = plane;
     c.wake_fd = plane->outbox_fd;
     int rc = sl_rbus_create(&c, &plane->bus);
@@ -257,6 +337,7 @@ int sl_replica_plane_start(const sl_config_t *cfg, sl_replica_plane_t **out, cha
         return rc;
     }
     atomic_init(&plane->stop, false);
+    atomic_init(&plane->paused, false);
     rc = pthread_create(&plane->thread, NULL, plane_main, plane);
     if (rc) {
         snprintf(err, err_len, "replica plane: cannot start its thread: %s", strerror(rc));
@@ -285,11 +366,13 @@ void sl_replica_plane_stop(sl_replica_plane_t *plane)
     sl_rbus_stats(plane->bus, &st);
     sl_log_info("replica plane: %llu frames in, %llu out; dropped: %llu with the loop's queue "
                 "full, %llu with the plane's queue full, %llu with a link's queue full, %llu "
-                "with no link up",
+                "with no link up; %llu merged into one queued for the loop; reading held %llu "
+                "times while the loop's queue was full",
                 (unsigned long long)st.frames_in, (unsigned long long)st.frames_out,
                 (unsigned long long)plane->inbox.dropped, (unsigned long long)plane->outbox.dropped,
                 (unsigned long long)st.dropped_full,
-                (unsigned long long)(st.dropped - st.dropped_full));
+                (unsigned long long)(st.dropped - st.dropped_full),
+                (unsigned long long)plane->inbox.merged, (unsigned long long)st.paused);
     sl_rbus_destroy(plane->bus);
     plane_free(plane);
 }

@@ -10,8 +10,11 @@
  * pool's) and drains the queue. Outbound: the loop queues a copy of each
  * frame per peer (at most SL_PLANE_OUTBOX_MAX waiting in all) and wakes the
  * plane's poll through a second eventfd; the plane hands those copies to
- * the bus's per-link queues. A full queue drops the frame: consensus
- * resends what matters (cluster.md 8). Link states are mirrored in atomics
+ * the bus's per-link queues. A full inbox is not a drop: the plane stops
+ * reading its links until the loop has drained some (the bus's room
+ * callback), so the peers' frames wait in the sockets and TCP's flow
+ * control holds the senders. A full outbox or link queue drops the frame:
+ * consensus resends what matters (cluster.md 8). Link states are mirrored in atomics
  * the loop thread reads (GetClusterMetadata's status). */
 #ifndef SL_SERVER_REPLICA_PLANE_H
 #define SL_SERVER_REPLICA_PLANE_H

@@ -19,7 +19,10 @@
  *   - all three killed at once keep every acknowledged message of a topic
  *     without enforce_fsync (replayed from the partition rings);
  *   - consumer offsets with NoAck, Quorum, a poll's auto-commit and a delete
- *     reach every node; NoAck on a backup gets 58.
+ *     reach every node; NoAck on a backup gets 58;
+ *   - a node offering a state transfer hashes the segments on its worker
+ *     pool: with the workers held the receiver gets no offer while the
+ *     serving nodes go on answering pings, sends and polls (counted).
  *
  * Every wait polls with a deadline of a count of polls (a minute or more on
  * a loaded machine); nothing asserts on how long anything took. */
@@ -971,6 +974,112 @@ static void test_offsets_replicated(void **state)
     ledger_free(&ledger);
 }
 
+/* Waits (100 ms apart, POLLS_MAX at most) until node a's or node b's log holds `what`;
+ * returns which. */
+static int wait_logged_either(node_t *a, node_t *b, const char *what)
+{
+    for (int p = 0; p < POLLS_MAX; p++) {
+        if (strstr(th_log(&a->srv), what))
+            return 0;
+        if (strstr(th_log(&b->srv), what))
+            return 1;
+        pause_ms(100);
+    }
+    fail_msg("\"%s\" in neither node's log", what);
+    return -1;
+}
+
+/* The serving side of a state transfer reads and hashes every segment it
+ * offers (XXH3-64 of each, cluster.md 9): a multi-GB partition would hold
+ * its loop for seconds. It runs on the worker pool instead. With the
+ * workers of both serving nodes held (test faults' "hold workers"), a
+ * backup that must catch up by state transfer gets no offer, and
+ * meanwhile both serving loops answer pings, Quorum sends to another
+ * partition (each needs both of them: the backup's replica of that
+ * partition may be behind) and polls: counted and printed, no time
+ * asserted. Released, the offer is hashed and the transfer completes.
+ * Before (hashing on the loop), the backup installed while the workers
+ * were held. */
+static void test_offer_hashed_on_a_worker(void **state)
+{
+    (void)state;
+    th_cluster_t cluster;
+    node_t *nodes = cluster.nodes;
+    nodes_start_with(&cluster, true);
+    int leader = wait_leader(&cluster, -1);
+    create_topics(nodes, leader);
+    ledger_t ledger, meanwhile;
+    ledger_init(&ledger);
+    ledger_init(&meanwhile);
+    sl_client_t *c = producer(&nodes[leader]);
+    send_batches(c, "plain", 0, "before", 10, 3, &ledger);
+    int backup = (leader + 1) % NODES, other = (leader + 2) % NODES;
+    check_partition(&nodes[backup], "plain", 0, &ledger, ledger.acked);
+    th_cluster_stop_node(&cluster, backup, SIGKILL);
+    send_batches(c, "plain", 0, "during", 300, 2, &ledger);
+
+    th_cluster_fault(&cluster, leader, "hold workers");
+    th_cluster_fault(&cluster, other, "hold workers");
+    /* Held on both (each node reads its control file on its next tick). */
+    for (int n = 0; n < NODES; n++)
+        if (n != backup)
+            wait_logged_either(&nodes[n], &nodes[n], "the worker pool takes no job");
+    node_restart(&cluster, backup);
+    /* It asks a peer for the partition's checkpoint. */
+    wait_logged_either(&nodes[backup], &nodes[backup], "state transfer: asking");
+
+    /* The offer's hashing waits on a held worker: the loops serve on. */
+    sl_client_t *o = login(&nodes[other]);
+    unsigned pings = 0, sends = 0, polls = 0;
+    for (int i = 0; i < 50; i++) {
+        assert_int_equal(sl_client_ping(c), 0);
+        assert_int_equal(sl_client_ping(o), 0);
+        pings += 2;
+        assert_int_equal(send_batch(c, "plain", 1, "meanwhile", i, 2, &meanwhile), 0);
+        sends++;
+        sl_polled_messages_t out;
+        assert_int_equal(sl_client_poll_messages(o, sl_consumer_single(sl_id_num(1)),
+                                                 sl_id_name("s"), sl_id_name("plain"), 1,
+                                                 sl_poll_offset(0), 1, false, &out),
+                         0);
+        polls++;
+    }
+    sl_client_close(o);
+    /* Still waiting: the backup has installed nothing and serves none of
+     * partition 0 (58); a serving node's offer waits on its worker. */
+    assert_logged(&nodes[backup].srv, "installed checkpoint", false);
+    wait_logged_either(&nodes[leader], &nodes[other], "for the offer of checkpoint");
+    assert_logged(&nodes[leader].srv, "hashed on a worker", false);
+    assert_logged(&nodes[other].srv, "hashed on a worker", false);
+    sl_client_t *b = login(&nodes[backup]);
+    sl_polled_messages_t out;
+    assert_int_equal(sl_client_poll_messages(b, sl_consumer_single(sl_id_num(1)), sl_id_name("s"),
+                                             sl_id_name("plain"), 0, sl_poll_offset(0), 1, false,
+                                             &out),
+                     -SL_ERR_TRANSIENT_NOT_ACCEPTED);
+    sl_client_close(b);
+    printf("# while the offer's hashing waited on a held worker: %u pings, %u Quorum sends and "
+           "%u polls answered by the serving nodes\n",
+           pings, sends, polls);
+
+    th_cluster_fault(&cluster, leader, "");
+    th_cluster_fault(&cluster, other, "");
+    assert_int_equal(check_partition(&nodes[backup], "plain", 0, &ledger, ledger.acked),
+                     ledger.acked);
+    assert_logged(&nodes[backup].srv, "installed checkpoint", true);
+    /* The offer it installed was hashed on a worker of the node that served it (either one:
+     * both were asked, and the other's job may still be running). */
+    assert_true(strstr(th_log(&nodes[leader].srv), "hashed on a worker") ||
+                strstr(th_log(&nodes[other].srv), "hashed on a worker"));
+    sl_client_close(c);
+    assert_all_hold(nodes, "plain", 1, &meanwhile);
+    nodes_stop_keep(&cluster);
+    assert_logs_equal(nodes, 0);
+    th_cluster_stop(&cluster);
+    ledger_free(&ledger);
+    ledger_free(&meanwhile);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -985,6 +1094,7 @@ int main(void)
         cmocka_unit_test(test_receiver_killed_mid_transfer),
         cmocka_unit_test(test_fsync_topic_durable_through_the_ring),
         cmocka_unit_test(test_offsets_replicated),
+        cmocka_unit_test(test_offer_hashed_on_a_worker),
     };
     /* TEST_FILTER=<cmocka pattern> runs only the tests it names. */
     if (getenv("TEST_FILTER"))

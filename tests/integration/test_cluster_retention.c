@@ -13,7 +13,11 @@
  *     killed with SIGKILL right after a DeleteSegments reply: the nodes,
  *     the restarted ones too, end with identical files;
  *   - a topic deleted and created again with the same ids (the same
- *     partition group id) starts empty and replicates on every node.
+ *     partition group id) starts empty and replicates on every node;
+ *   - a DeleteSegments sent again with the same client id and request
+ *     number (a 57/58 replayed, a resend after a lost reply), on the
+ *     primary and, after a failover, on the next one, deletes nothing more
+ *     than the first did; a new request number deletes again.
  *
  * Every wait polls with a deadline of a count of polls (a minute or more on
  * a loaded machine); nothing asserts on how long anything took. */
@@ -39,6 +43,8 @@
 
 #include "cluster.h"
 #include "harness.h"
+#include "raw.h"
+#include "wire/cmd_topics.h"
 
 #define NODES 3
 /* Polls of 100 ms: 90 s before a wait fails. */
@@ -451,6 +457,126 @@ static void test_topic_recreated(void **state)
     th_cluster_stop(&cluster);
 }
 
+/* One DeleteSegments of `count` segments of partition 0 of s/topic with request number
+ * `request` on a raw session (stamped: the same bytes each time), sent again while the node
+ * answers 58 (the partition's primary not there yet; 58 applied nothing); returns the result. */
+static uint32_t raw_delete(raw_session_t *r, const char *topic, uint32_t count, uint64_t request)
+{
+    sl_buf_t body;
+    sl_buf_init(&body, 0);
+    sl_delete_segments_request_t q = {.stream_id = sl_ident_name("s"),
+                                      .topic_id = sl_ident_name(topic),
+                                      .partition_id = 0,
+                                      .segments_count = count};
+    assert_int_equal(sl_delete_segments_request_encode(&body, &q), 0);
+    raw_reply_t rep;
+    for (int p = 0; p < POLLS_MAX; p++) {
+        rep = raw_call(r, SL_OP_DELETE_SEGMENTS, 0, request, r->session, sl_buf_span(&body), true);
+        assert_false(rep.closed || rep.evicted);
+        assert_int_equal(rep.status, 0);
+        assert_int_equal(rep.header.operation, SL_OP_TRUNCATE_PARTITION);
+        if (rep.result != SL_ERR_TRANSIENT_NOT_ACCEPTED &&
+            rep.result != SL_ERR_TRANSIENT_NOT_COMMITTED)
+            break;
+        pause_ms(100);
+    }
+    sl_buf_free(&body);
+    return rep.result;
+}
+
+/* How many segments partition 0 of topic holds on node n now. */
+static uint32_t segments_on(const node_t *n, const char *topic)
+{
+    sl_client_t *c = login(n);
+    const sl_topic_t *t = NULL;
+    assert_int_equal(sl_client_get_topic(c, sl_id_name("s"), sl_id_name(topic), &t), 0);
+    assert_non_null(t);
+    assert_non_null(t->partitions);
+    uint32_t count = t->partitions[0].segments_count;
+    sl_client_close(c);
+    return count;
+}
+
+static void raw_session_on(raw_session_t *r, const node_t *n, const sl_u128_t *client)
+{
+    for (int p = 0; p < POLLS_MAX; p++) {
+        raw_open(r, n->tcp);
+        if (client)
+            r->client = *client;
+        raw_reply_t rep = raw_login(r, "iggy", "iggy");
+        if (!rep.closed && !rep.evicted && rep.status == 0 && rep.result == 0)
+            return;
+        raw_close(r);
+        pause_ms(100);
+    }
+    fail_msg("no raw session could log in on port %u", n->tcp);
+}
+
+static void test_delete_segments_replayed(void **state)
+{
+    (void)state;
+    th_cluster_t cluster;
+    node_t *nodes = cluster.nodes;
+    int leader = cluster_up(&cluster);
+    create_topic(&cluster, leader, "dup", 0);
+    sl_client_t *l = producer(&nodes[leader]);
+    uint64_t next = send_batches(l, "dup", 'a', 70); /* about 4.6 MB: 4 sealed segments + 1 */
+    sl_client_close(l);
+    assert_int_equal(wait_all_first(&cluster, "dup", next - 1, 0), 0);
+    for (int i = 0; i < NODES; i++)
+        wait_segments(&nodes[i], "dup", 5);
+
+    /* The first request deletes the oldest segment; the same request again
+     * (same client id, number and bytes) deletes nothing more. */
+    raw_session_t r;
+    raw_session_on(&r, &nodes[leader], NULL);
+    sl_u128_t client = r.client;
+    assert_int_equal(raw_delete(&r, "dup", 1, 7), 0);
+    uint64_t first = first_offset_when(&nodes[leader], "dup", next - 1);
+    assert_true(first > 0);
+    for (int i = 0; i < NODES; i++)
+        wait_segments(&nodes[i], "dup", 4);
+    assert_int_equal(raw_delete(&r, "dup", 1, 7), 0);
+    assert_int_equal(raw_delete(&r, "dup", 1, 7), 0);
+    /* The primary applied each before it answered. */
+    assert_int_equal(segments_on(&nodes[leader], "dup"), 4);
+    /* A request the client has since gone past is not applied again either. */
+    assert_int_equal(raw_delete(&r, "dup", 0, 8), 0);
+    assert_int_equal(raw_delete(&r, "dup", 1, 7), SL_ERR_REQUEST_ALREADY_APPLIED);
+    /* Every node has applied the replays (an op after them is there) and
+     * holds the four segments left. */
+    l = producer(&nodes[leader]);
+    next = send_batches(l, "dup", 'b', 1);
+    sl_client_close(l);
+    assert_int_equal(wait_all_first(&cluster, "dup", next - 1, first), first);
+    for (int i = 0; i < NODES; i++)
+        wait_segments(&nodes[i], "dup", 4);
+    raw_close(&r);
+
+    /* The primary dies; on the next one the same client replays its last
+     * request: every replica remembered it when it applied it. */
+    th_cluster_stop_node(&cluster, leader, SIGKILL);
+    int next_leader = wait_leader(&cluster, leader);
+    raw_session_on(&r, &nodes[next_leader], &client);
+    assert_int_equal(raw_delete(&r, "dup", 0, 8), 0);
+    assert_int_equal(raw_delete(&r, "dup", 1, 7), SL_ERR_REQUEST_ALREADY_APPLIED);
+    /* A new number is a new request: one more segment goes. */
+    assert_int_equal(raw_delete(&r, "dup", 1, 9), 0);
+    assert_int_equal(raw_delete(&r, "dup", 1, 9), 0);
+    assert_int_equal(segments_on(&nodes[next_leader], "dup"), 3);
+    raw_close(&r);
+    l = producer(&nodes[next_leader]);
+    next = send_batches(l, "dup", 'c', 1);
+    sl_client_close(l);
+    uint64_t second = first_offset_when(&nodes[next_leader], "dup", next - 1);
+    assert_true(second > first);
+    assert_int_equal(wait_all_first(&cluster, "dup", next - 1, second), second);
+    for (int i = 0; i < NODES; i++)
+        if (nodes[i].alive)
+            wait_segments(&nodes[i], "dup", 3);
+    th_cluster_stop(&cluster);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -458,6 +584,10 @@ int main(void)
         cmocka_unit_test(test_retention_by_primary),
         cmocka_unit_test(test_primary_killed_after_delete),
         cmocka_unit_test(test_topic_recreated),
+        cmocka_unit_test(test_delete_segments_replayed),
     };
+    /* TEST_FILTER=<cmocka pattern> runs only the tests it names. */
+    if (getenv("TEST_FILTER"))
+        cmocka_set_test_filter(getenv("TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
  * form every link (with and without the keyed handshake, and across a
  * secret rotation), carry decoded frames both ways, refuse a wrong secret
  * and another cluster, close a link on a hostile frame, bound their
- * queues, and redial a peer that comes back. Waits are bounded by turns,
+ * queues, hold their reading while the receiver has no room, and redial
+ * a peer that comes back. Waits are bounded by turns,
  * never by the clock's reading. */
 #include "testutil.h"
 
@@ -35,6 +36,8 @@ typedef struct received {
     uint8_t *taken;       /* the last frame taken (the test frees it) */
     uint32_t taken_len;
     uint32_t taken_none; /* frames sl_rbus_take_frame had no buffer for */
+    bool limit;          /* set: the bus may hand at most room frames (its room callback) */
+    uint32_t room;
 } received_t;
 
 typedef struct cluster {
@@ -51,6 +54,10 @@ static void on_frame(void *ctx, uint8_t peer, const sl_vsr_frame_t *f, const uin
     received_t *r = ctx;
     assert_true(len >= SL_HEADER_SIZE && bytes[60] == f->h.command);
     r->frames++;
+    if (r->limit) {
+        assert_true(r->room > 0); /* the bus handed no more than it was told there was room for */
+        r->room--;
+    }
     r->last_peer = peer;
     r->last_command = f->h.command;
     if (f->h.command == SL_VSR_COMMIT)
@@ -66,6 +73,12 @@ static void on_frame(void *ctx, uint8_t peer, const sl_vsr_frame_t *f, const uin
     free(r->taken);
     r->taken = frame;
     r->taken_len = len;
+}
+
+static uint32_t room_of(void *ctx)
+{
+    const received_t *r = ctx;
+    return r->limit ? r->room : UINT32_MAX;
 }
 
 static void on_link(void *ctx, uint8_t peer, bool up)
@@ -101,6 +114,7 @@ static void bus_config(sl_rbus_config_t *c, uint8_t self, const char *secret, co
     }
     c->on_frame = on_frame;
     c->on_link = on_link;
+    c->room = room_of;
     c->ctx = r;
 }
 
@@ -642,6 +656,46 @@ static void test_redial(void **state)
     cluster_stop(&cl);
 }
 
+/* Backpressure (replica_bus.h, room): while the receiver has no room its
+ * links are not read, the frames wait in the socket, none is dropped;
+ * given room for 3 it gets exactly 3, then the rest in order. */
+static void test_room_holds_reading(void **state)
+{
+    (void)state;
+    cluster_t cl;
+    cluster_start(&cl, NULL, NULL);
+    wait_all_up(&cl);
+    cl.got[2].limit = true;
+    cl.got[2].room = 0;
+    uint8_t frame[SL_HEADER_SIZE];
+    for (uint64_t i = 1; i <= 10; i++) {
+        commit_frame(frame, 0, i, "test-cluster");
+        assert_int_equal(sl_rbus_send(cl.bus[0], 2, frame, SL_HEADER_SIZE), 0);
+    }
+    for (int t = 0; t < 50; t++)
+        turn(&cl);
+    assert_int_equal(cl.got[2].frames, 0);
+    sl_rbus_stats_t s;
+    sl_rbus_stats(cl.bus[2], &s);
+    assert_true(s.paused > 0);
+    cl.got[2].room = 3;
+    for (int t = 0; t < TURNS_MAX && cl.got[2].frames < 3; t++)
+        turn(&cl);
+    for (int t = 0; t < 50; t++)
+        turn(&cl);
+    assert_int_equal(cl.got[2].frames, 3);
+    assert_int_equal(cl.got[2].last_commit, 3);
+    cl.got[2].limit = false;
+    for (int t = 0; t < TURNS_MAX && cl.got[2].frames < 10; t++)
+        turn(&cl);
+    assert_int_equal(cl.got[2].frames, 10);
+    assert_int_equal(cl.got[2].last_commit, 10);
+    sl_rbus_stats(cl.bus[0], &s);
+    assert_int_equal(s.dropped, 0);
+    assert_true(sl_rbus_link_up(cl.bus[2], 0));
+    cluster_stop(&cl);
+}
+
 int main(void)
 {
     sl_log_set_level(SL_LOG_ERROR);
@@ -651,7 +705,7 @@ int main(void)
         cmocka_unit_test(test_hostile_input),     cmocka_unit_test(test_link_replaced),
         cmocka_unit_test(test_mutations),         cmocka_unit_test(test_auth_bad_finish),
         cmocka_unit_test(test_queue_bound),       cmocka_unit_test(test_redial),
-        cmocka_unit_test(test_frames_by_pointer),
+        cmocka_unit_test(test_frames_by_pointer), cmocka_unit_test(test_room_holds_reading),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
