@@ -165,14 +165,18 @@ struct sl_vsr_replica {
     sl_buf_t reply; /* apply output */
     sl_buf_t state; /* the state record, snapshots */
     sl_buf_t prep;  /* the machine's prepare output */
-    /* The last prepare journaled, as written (journal seal included): the
-     * next prepare's head and, one op later, the op applied are nearly
-     * always this one, and reading it back from the journal cost a copy of
-     * up to a slot and a system call per prepare. Swapped with `out` after
-     * each journal write, so keeping it copies nothing. */
-    sl_buf_t last;
-    uint64_t last_op; /* 0: holds nothing */
-    sl_u128_t last_identity;
+    /* The last two prepares journaled, as written (journal seal included),
+     * the newer in kept[kept_new]. The next prepare's head and the op the
+     * primary applies are nearly always the last one; a backup learns that
+     * op N - 1 committed from prepare N, so it applies the one before the
+     * last. Reading either back from the journal cost a copy of up to a
+     * slot, a system call and a hash per prepare. Rotated with `out` at
+     * each journal write, so keeping them copies nothing. */
+    sl_buf_t kept[2];
+    uint64_t kept_op[2]; /* 0: holds nothing */
+    sl_u128_t kept_identity[2];
+    uint32_t kept_new;
+    uint64_t journal_writes; /* prepares handed to the journal */
     uint64_t nonce_counter;
     uint64_t frames_dropped;
     uint64_t prepares_refused;

@@ -157,7 +157,9 @@ static void prepare_request(sl_vsr_replica_t *r, const sl_vsr_request_t *req)
     vsr_log_set(r, h, true);
     vsr_entry(r, op)->sent_tick = r->ticks;
     r->op = op;
-    vsr_journal_write(r, h, sl_span(h + SL_HEADER_SIZE, body.len));
+    /* Sent before it is journaled here: the backups' writes and the
+     * network overlap this replica's own write (the op commits only once
+     * it is present here too, vsr_commit_advance). */
     uint8_t next = (uint8_t)((r->cfg.replica + 1) % r->cfg.replica_count);
     if (next != r->cfg.replica)
         vsr_send_bytes(r, next, r->body.data, r->body.len);
@@ -167,6 +169,7 @@ static void prepare_request(sl_vsr_replica_t *r, const sl_vsr_request_t *req)
         if (i != r->cfg.replica && i != next && r->ticks < r->star_until[i])
             vsr_send_bytes(r, i, r->body.data, r->body.len);
     }
+    vsr_journal_write(r, h, sl_span(h + SL_HEADER_SIZE, body.len));
 }
 
 /* framing.md 6.1's preflight for a non-Register request: true when it is
@@ -321,9 +324,10 @@ void vsr_on_prepare(sl_vsr_replica_t *r, const sl_vsr_frame_t *f, const uint8_t 
     if (vsr_known(r, op - 1) && !vsr_entry(r, op - 1)->canonical &&
         sl_u128_eq(vsr_entry(r, op - 1)->identity, p->parent))
         vsr_chain_down(r, op, false);
-    vsr_journal_write(r, raw, f->body);
+    /* Down the chain first: the next replica's write overlaps this one's. */
     if (next != primary)
         vsr_send_bytes(r, next, raw, f->h.size);
+    vsr_journal_write(r, raw, f->body);
 }
 
 void vsr_on_written(sl_vsr_replica_t *r, uint64_t op)

@@ -77,11 +77,20 @@ static void push(int to, const uint8_t *data, uint32_t len)
 static uint64_t now;
 static uint32_t commit_residues; /* bit t: a Commit was sent on a tick = t (mod 2) */
 
+/* For each PrepareOk a node sent (its op < 256): the last op the node's
+ * machine had applied when it sent it, plus one (0: none sent). */
+static uint64_t ok_applied[3][256];
+
 static void bus_send(void *ctx, uint8_t replica, const uint8_t *frame, uint32_t size)
 {
-    (void)ctx;
+    const node_t *n = ctx;
     if (frame[60] == SL_VSR_COMMIT)
         commit_residues |= 1u << (now % 2);
+    sl_vsr_frame_t f;
+    if (frame[60] == SL_VSR_PREPARE_OK &&
+        sl_vsr_frame_decode(frame, size, SL_FRAME_MAX_DEFAULT, &f) == SL_VSR_OK &&
+        f.u.prepare_ok.op < 256)
+        ok_applied[n->id][f.u.prepare_ok.op] = n->last_op + 1;
     push(replica, frame, size);
 }
 
@@ -239,6 +248,7 @@ static void reset(void *ctx)
 
 /* The tests' resend period; test_chain_successor_down lengthens it. */
 static uint32_t resend_ticks = 5;
+static uint32_t commit_ticks = 2; /* the Commit heartbeat's interval */
 
 static sl_vsr_config_t config(int id)
 {
@@ -250,9 +260,9 @@ static sl_vsr_config_t config(int id)
     c.checkpoint_interval = 16;
     c.clients_max = 8;
     c.reply_max = 64;
-    c.commit_interval_ticks = 2;
-    c.heartbeat_timeout_ticks = 20;
-    c.view_change_timeout_ticks = 40;
+    c.commit_interval_ticks = commit_ticks;
+    c.heartbeat_timeout_ticks = 10 * commit_ticks;
+    c.view_change_timeout_ticks = 20 * commit_ticks;
     c.resend_ticks = resend_ticks;
     c.nonce_seed = 1000 + (uint64_t)id;
     c.sessionless = plane_sessionless;
@@ -803,6 +813,45 @@ static void test_last_prepare_not_read_back(void **state)
     plane_down();
 }
 
+/* One batch in flight at a time, and no Commit heartbeat in between: a
+ * backup learns that op N - 1 committed from prepare N. It acknowledges N
+ * before it applies N - 1 (the primary waits on the acknowledgement, not on
+ * the apply), and applies N - 1 from memory, not from its journal. */
+static void test_backup_acks_before_apply(void **state)
+{
+    (void)state;
+    commit_ticks = 1000;
+    memset(ok_applied, 0, sizeof(ok_applied));
+    plane_up(true, true);
+    steps(3);
+    int p = primary();
+    assert_true(p >= 0);
+    request(p, SL_OP_SEND_MESSAGES, 1, 1);
+    uint64_t reads[N];
+    for (int i = 0; i < N; i++)
+        reads[i] = nodes[i].disk.reads;
+    for (uint8_t k = 2; k <= 9; k++)
+        request(p, SL_OP_SEND_MESSAGES, k, k);
+    int acked = 0;
+    for (int i = 0; i < N; i++) {
+        if (i == p)
+            continue;
+        for (uint64_t op = 3; op <= 9; op++) {
+            if (ok_applied[i][op] == 0)
+                continue;
+            acked++;
+            /* applied at most op - 2 when op's PrepareOk left */
+            assert_true(ok_applied[i][op] - 1 <= op - 2);
+        }
+        /* op 8, learned committed from prepare 9, applied without a read */
+        assert_int_equal(info_of(i).commit_min, 8);
+        assert_int_equal(nodes[i].disk.reads, reads[i]);
+    }
+    assert_true(acked >= 7);
+    plane_down();
+    commit_ticks = 2;
+}
+
 /* Idle partition groups formatted together beat on ticks of their own
  * phase (from the group id), not all in the same tick: over a few groups
  * (the test's interval is 2 ticks) the Commits of one group all go on one
@@ -966,6 +1015,7 @@ int main(void)
         cmocka_unit_test(test_sessionless),
         cmocka_unit_test(test_prepare_hooks_offsets),
         cmocka_unit_test(test_last_prepare_not_read_back),
+        cmocka_unit_test(test_backup_acks_before_apply),
         cmocka_unit_test(test_heartbeat_phase),
         cmocka_unit_test(test_accept_refused),
         cmocka_unit_test(test_prepare_refused),
