@@ -254,16 +254,15 @@ void sl_partition_created(sl_partition_t *p, uint64_t seq, int dir_rc, int log_f
 
 /* Writes the journal out, chunk by chunk (one per segment touched). *flushed gets how many
  * entries reached the disk (and were released) before an error stopped it. may_defer: a
- * flush the gate tripped, which leaves the journal in memory while cfg.creator creates the
- * first segment; otherwise a creation in flight is waited for. */
+ * flush the gate tripped, which may hand the first segment's creation to cfg.creator and
+ * leave the journal in memory until it completes. Only the append that began the creation is
+ * deferred: any flush that comes while it is in flight (the gate tripping again, the bound,
+ * a stop) waits for it, so what waits in memory is at most one gate's worth of batches per
+ * partition, and the files exist once a second flush of the partition has returned. */
 static int flush_journal(sl_partition_t *p, size_t *flushed, bool may_defer)
 {
     *flushed = 0;
-    if (p->creating) {
-        if (may_defer)
-            return 0;
-        sl_partition_wait_created(p); /* installs the segment and flushes */
-    }
+    sl_partition_wait_created(p); /* installs the segment and flushes */
     if (may_defer && begin_create(p))
         return 0;
     size_t done = 0;
