@@ -63,5 +63,15 @@ int sl_aead_seal(sl_aead_t *a, sl_span_t aad, const uint8_t *in, size_t len, uin
  * so no unverified byte can be served. */
 int sl_aead_open(sl_aead_t *a, sl_span_t aad, uint8_t *in, size_t len, sl_aead_key_used_t *used)
     SL_WUR;
+/* The same, but the len - SL_AEAD_OVERHEAD plaintext bytes go to out, which
+ * must not overlap in; in is not changed. On failure out is zeroed. The
+ * poll path's form: the plaintext lands in the reply, no copy after. */
+int sl_aead_open_to(sl_aead_t *a, sl_span_t aad, const uint8_t *in, size_t len, uint8_t *out,
+                    sl_aead_key_used_t *used) SL_WUR;
+
+/* Whether opens set the nonce and tag in one OpenSSL parameter call (the
+ * self-check at create passed) rather than an init and a ctrl. For tests
+ * and the log. */
+bool sl_aead_fast_open(const sl_aead_t *a);
 
 #endif

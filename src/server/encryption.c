@@ -77,57 +77,79 @@ int sl_encryption_seal_record_noted(sl_aead_t *a, sl_span_t record, uint8_t *out
     return 0;
 }
 
-/* Opens the frames of the record at run + r (len bytes, layout not
- * trusted), writing the opened record at run + w (w <= r). */
-static int open_record(sl_aead_t *a, sl_tail_cache_t *tail, uint8_t *run, size_t r, size_t len,
-                       size_t w, size_t *opened_len, uint64_t *bad_offset)
+/* Opens the frames of the sealed record at in (len bytes, layout not
+ * trusted) into out, which has room for len bytes and does not overlap in:
+ * each blob is decrypted straight into its place in out (or, when the tail
+ * holds the frame unchanged, the producer's frame is copied there), and its
+ * frame checksum is taken while the frame is still in the cache. */
+static int open_record(sl_aead_t *a, sl_tail_cache_t *tail, const uint8_t *in, size_t len,
+                       uint8_t *out, size_t *opened_len, uint64_t *bad_offset)
 {
-    uint8_t hdr[SL_BATCH_HEADER_SIZE];
-    memcpy(hdr, run + r, SL_BATCH_HEADER_SIZE);
-    uint64_t base_offset = sl_load_u64(hdr + SL_BATCH_OFF_BASE_OFFSET);
-    uint32_t count = sl_load_u32(hdr + SL_BATCH_OFF_COUNT);
-    memmove(run + w, hdr, SL_BATCH_HEADER_SIZE);
-    size_t in = SL_BATCH_HEADER_SIZE, at = SL_BATCH_HEADER_SIZE;
+    uint64_t base_offset = sl_load_u64(in + SL_BATCH_OFF_BASE_OFFSET);
+    uint32_t count = sl_load_u32(in + SL_BATCH_OFF_COUNT);
+    memcpy(out, in, SL_BATCH_HEADER_SIZE);
+    size_t r = SL_BATCH_HEADER_SIZE, at = SL_BATCH_HEADER_SIZE;
     for (uint32_t i = 0; i < count; i++) {
-        uint8_t fh[SL_FRAME_HEADER_SIZE], aad[20];
+        uint8_t aad[20];
+        const uint8_t *fh = in + r;
         *bad_offset = base_offset + i;
-        if (len - in < SL_FRAME_HEADER_SIZE)
+        if (len - r < SL_FRAME_HEADER_SIZE)
             return -SL_ERR_CANNOT_DECRYPT_DATA;
-        memcpy(fh, run + r + in, SL_FRAME_HEADER_SIZE);
         *bad_offset = base_offset + sl_load_u32(fh + SL_FRAME_OFF_OFFSET_DELTA);
         uint32_t sealed = sl_load_u32(fh + SL_FRAME_OFF_PAYLOAD_LENGTH);
         uint32_t headers = sl_load_u32(fh + SL_FRAME_OFF_HEADERS_LENGTH);
         size_t blob = (size_t)sealed + headers;
-        if (sealed < SL_AEAD_OVERHEAD || blob > len - in - SL_FRAME_HEADER_SIZE ||
+        if (sealed < SL_AEAD_OVERHEAD || blob > len - r - SL_FRAME_HEADER_SIZE ||
             sl_load_u64(fh + SL_FRAME_OFF_RESERVED) != 0)
             return -SL_ERR_CANNOT_DECRYPT_DATA;
-        uint8_t *b = run + r + in + SL_FRAME_HEADER_SIZE;
-        uint8_t *o = run + w + at;
-        sl_span_t cached = sl_tail_cache_find(tail, run + r + in, SL_FRAME_HEADER_SIZE + blob);
+        uint8_t *o = out + at;
+        sl_span_t cached = sl_tail_cache_find(tail, fh, SL_FRAME_HEADER_SIZE + blob);
         if (cached.len > 0) {
             /* The producer's frame, checksum and all: what the open gives. */
             memcpy(o, cached.ptr, cached.len);
-            in += SL_FRAME_HEADER_SIZE + blob;
+            r += SL_FRAME_HEADER_SIZE + blob;
             at += cached.len;
             continue;
         }
-        int rc = sl_aead_open(a, frame_aad(aad, fh), b, blob, NULL);
+        size_t plain = blob - SL_AEAD_OVERHEAD;
+        memcpy(o, fh, SL_FRAME_HEADER_SIZE);
+        sl_store_u32(o + SL_FRAME_OFF_PAYLOAD_LENGTH, sealed - SL_AEAD_OVERHEAD);
+        int rc = sl_aead_open_to(a, frame_aad(aad, fh), fh + SL_FRAME_HEADER_SIZE, blob,
+                                 o + SL_FRAME_HEADER_SIZE, NULL);
         if (rc != 0)
             return rc;
-        /* The opened frame lands at or before where the sealed one began,
-         * so the moves never overwrite bytes still to be read. */
-        size_t plain = blob - SL_AEAD_OVERHEAD;
-        sl_store_u32(fh + SL_FRAME_OFF_PAYLOAD_LENGTH, sealed - SL_AEAD_OVERHEAD);
-        memmove(o, fh, SL_FRAME_HEADER_SIZE);
-        memmove(o + SL_FRAME_HEADER_SIZE, b + SL_AEAD_NONCE_SIZE, plain);
         finish_frame(o, SL_FRAME_HEADER_SIZE + plain);
-        in += SL_FRAME_HEADER_SIZE + blob;
+        r += SL_FRAME_HEADER_SIZE + blob;
         at += SL_FRAME_HEADER_SIZE + plain;
     }
-    if (in != len)
+    if (r != len)
         return -SL_ERR_CANNOT_DECRYPT_DATA;
-    finish_record(run + w, at);
+    finish_record(out, at);
     *opened_len = at;
+    return 0;
+}
+
+int sl_encryption_open_run_into(sl_aead_t *a, sl_tail_cache_t *tail, const uint8_t *run, size_t len,
+                                uint8_t *out, size_t *len_out, uint64_t *bad_offset)
+{
+    size_t r = 0, w = 0;
+    *bad_offset = 0;
+    while (r < len) {
+        if (len - r < SL_BATCH_HEADER_SIZE)
+            return -SL_ERR_CANNOT_DECRYPT_DATA;
+        uint64_t record_len = sl_load_u64(run + r + SL_BATCH_OFF_LENGTH);
+        *bad_offset = sl_load_u64(run + r + SL_BATCH_OFF_BASE_OFFSET);
+        if (record_len < SL_BATCH_HEADER_SIZE || record_len > len - r)
+            return -SL_ERR_CANNOT_DECRYPT_DATA;
+        size_t opened;
+        /* Opened records never grow, so out + w has room for the rest of the run. */
+        int rc = open_record(a, tail, run + r, (size_t)record_len, out + w, &opened, bad_offset);
+        if (rc != 0)
+            return rc;
+        r += (size_t)record_len;
+        w += opened;
+    }
+    *len_out = w;
     return 0;
 }
 
@@ -140,24 +162,15 @@ int sl_encryption_open_run(sl_aead_t *a, uint8_t *run, size_t len, size_t *len_o
 int sl_encryption_open_run_cached(sl_aead_t *a, sl_tail_cache_t *tail, uint8_t *run, size_t len,
                                   size_t *len_out, uint64_t *bad_offset)
 {
-    size_t r = 0, w = 0;
     *bad_offset = 0;
-    while (r < len) {
-        if (len - r < SL_BATCH_HEADER_SIZE)
-            return -SL_ERR_CANNOT_DECRYPT_DATA;
-        uint64_t record_len = sl_load_u64(run + r + SL_BATCH_OFF_LENGTH);
-        *bad_offset = sl_load_u64(run + r + SL_BATCH_OFF_BASE_OFFSET);
-        if (record_len < SL_BATCH_HEADER_SIZE || record_len > len - r)
-            return -SL_ERR_CANNOT_DECRYPT_DATA;
-        size_t opened;
-        int rc = open_record(a, tail, run, r, (size_t)record_len, w, &opened, bad_offset);
-        if (rc != 0)
-            return rc;
-        r += (size_t)record_len;
-        w += opened;
-    }
-    *len_out = w;
-    return 0;
+    uint8_t *copy = len ? malloc(len) : NULL;
+    if (len && !copy)
+        return -SL_ERR_ERROR;
+    if (len)
+        memcpy(copy, run, len);
+    int rc = sl_encryption_open_run_into(a, tail, copy, len, run, len_out, bad_offset);
+    free(copy);
+    return rc;
 }
 
 /* --- blobs and metadata ------------------------------------------------------------------ */
@@ -176,17 +189,14 @@ int sl_encryption_open_blob(sl_aead_t *a, sl_span_t aad, sl_span_t sealed, sl_bu
 {
     if (sealed.len < SL_AEAD_OVERHEAD)
         return -SL_ERR_CANNOT_DECRYPT_DATA;
-    size_t at = out->len;
-    /* Opened in place in out: the sealed bytes are borrowed (a file read, a journal entry). */
-    if (!sl_buf_reserve(out, sealed.len))
+    /* Opened straight into out: the sealed bytes are borrowed (a file read, a journal entry). */
+    size_t plain = sealed.len - SL_AEAD_OVERHEAD;
+    if (!sl_buf_reserve(out, plain))
         return -SL_ERR_ERROR;
-    memcpy(out->data + at, sealed.ptr, sealed.len);
-    int rc = sl_aead_open(a, aad, out->data + at, sealed.len, NULL);
-    if (rc != 0)
-        return rc;
-    memmove(out->data + at, out->data + at + SL_AEAD_NONCE_SIZE, sealed.len - SL_AEAD_OVERHEAD);
-    out->len = at + sealed.len - SL_AEAD_OVERHEAD;
-    return 0;
+    int rc = sl_aead_open_to(a, aad, sealed.ptr, sealed.len, out->data + out->len, NULL);
+    if (rc == 0)
+        out->len += plain;
+    return rc;
 }
 
 static sl_span_t entry_aad(uint8_t aad[32], const sl_meta_entry_t *e)
@@ -358,7 +368,8 @@ int sl_encryption_open_datadir(const sl_config_t *cfg, sl_aead_t **out, bool *ro
                         "until every message written before the rotation has expired",
                         SL_ENCRYPTION_CHECK_FILE);
     }
-    sl_log_info("encryption: on (AES-256-GCM)%s",
+    sl_log_info("encryption: on (AES-256-GCM%s)%s",
+                sl_aead_fast_open(a) ? "" : "; opens through EVP_CipherInit_ex",
                 cfg->system.encryption.previous_key[0] ? ", previous_key accepted for reads" : "");
     *out = a;
     return 0;

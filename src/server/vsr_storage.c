@@ -71,7 +71,6 @@ struct sl_vsr_storage_dir {
     int state_newest; /* copy holding the newest record, -1: none */
     sl_buf_t state;   /* that record (what read_state returns) */
     sl_buf_t image;   /* a state copy being written or read */
-    uint8_t *slot_image;
     sl_buf_t slot_read;
     completion_t *queue;
     completion_t *delivering;
@@ -263,15 +262,14 @@ static void write_prepare(void *ctx, uint32_t slot, const uint8_t *frame, uint32
      * the largest prepare the group admits (sl_vsr_storage_slot_size). */
     sl_assert((uint64_t)size + SL_VSR_STORAGE_SLOT_HEADER <= st->opt.slot_size);
     st->unwritten[slot] = 0;
-    uint8_t *img = st->slot_image;
+    uint8_t head[SL_VSR_STORAGE_SLOT_HEADER];
     /* The length twice (the second inverted): a length a torn or garbled slot happens to
-     * carry is caught here, and an all-zero header is a slot never written. */
-    sl_store_u32(img, size);
-    sl_store_u32(img + 4, ~size);
-    if (size > 0)
-        memcpy(img + SL_VSR_STORAGE_SLOT_HEADER, frame, size);
-    int rc = sl_io_pwrite_all(st->journal_fd, img, SL_VSR_STORAGE_SLOT_HEADER + size,
-                              slot_offset(st, slot));
+     * carry is caught here, and an all-zero header is a slot never written. Written from
+     * the caller's frame with the header beside it (no copy of up to a slot). */
+    sl_store_u32(head, size);
+    sl_store_u32(head + 4, ~size);
+    struct iovec iov[2] = {{head, sizeof(head)}, {(void *)frame, size}};
+    int rc = sl_io_pwritev_all(st->journal_fd, iov, size > 0 ? 2 : 1, slot_offset(st, slot));
     if (rc < 0)
         sl_log_error("%s/" JOURNAL_FILE ": cannot write slot %" PRIu32 ": %s", st->dir, slot,
                      strerror(-rc));
@@ -733,7 +731,6 @@ static int alloc_dir(const char *dir, const sl_vsr_storage_options_t *o, sl_vsr_
     sl_buf_init(&st->slot_read, o->slot_size);
     for (int k = 0; k < 2; k++)
         sl_buf_init(&st->cache[k].file, 0);
-    st->slot_image = malloc(o->slot_size);
     st->queue = calloc(o->slot_count, sizeof(*st->queue));
     st->delivering = calloc(o->slot_count, sizeof(*st->delivering));
     st->inflight = calloc(o->slot_count, 1);
@@ -741,8 +738,7 @@ static int alloc_dir(const char *dir, const sl_vsr_storage_options_t *o, sl_vsr_
     int n = snprintf(st->dir, sizeof(st->dir), "%s", dir);
     if (n <= 0 || (size_t)n >= sizeof(st->dir) - 32)
         return fail(err, err_len, -SL_ERR_INVALID_CONFIGURATION, "%s: path too long", dir);
-    if (!st->slot_image || !st->queue || !st->delivering || !st->inflight ||
-        !st->unwritten)
+    if (!st->queue || !st->delivering || !st->inflight || !st->unwritten)
         return fail(err, err_len, -SL_ERR_CANNOT_READ_FILE, "%s: out of memory", dir);
     return 0;
 }
@@ -822,7 +818,6 @@ void sl_vsr_storage_close(sl_vsr_storage_dir_t *st)
     sl_buf_free(&st->state);
     sl_buf_free(&st->image);
     sl_buf_free(&st->slot_read);
-    free(st->slot_image);
     free(st->queue);
     free(st->delivering);
     free(st->inflight);

@@ -270,48 +270,76 @@ void vsr_chain_down(sl_vsr_replica_t *r, uint64_t from, bool strict)
     }
 }
 
-void vsr_journal_write(sl_vsr_replica_t *r, const uint8_t header[SL_HEADER_SIZE], sl_span_t body)
+/* Whether op's prepare with this identity is to be written now: its slot is
+ * not being written, the op is in the log with that identity, and the slot
+ * does not hold it durable already. */
+static bool journal_wanted(sl_vsr_replica_t *r, uint64_t op, sl_u128_t identity)
 {
-    uint64_t op = sl_load_u64(header + 176);
-    sl_u128_t identity = sl_load_u128(header);
     vsr_slot_t *s = vsr_slot(r, op);
     if (s->writing || !vsr_known(r, op) || !sl_u128_eq(vsr_entry(r, op)->identity, identity))
-        return;
-    if (s->state == SLOT_VALID && s->op == op && sl_u128_eq(s->identity, identity))
-        return; /* already durable */
+        return false;
+    return !(s->state == SLOT_VALID && s->op == op && sl_u128_eq(s->identity, identity));
+}
 
-    sl_buf_reset(&r->out);
-    uint8_t *h = sl_buf_extend(&r->out, SL_HEADER_SIZE);
-    if (h == NULL)
-        return;
-    memcpy(h, header, SL_HEADER_SIZE);
-    /* Journaled under this replica's view (the identity excludes the view):
-     * after a restart an entry above the view's headers is trusted only if
-     * it was written in the log view. */
-    sl_store_u32(h + 52, r->view);
-    h[60] = SL_VSR_PREPARE;
-    sl_put_span(&r->out, body);
-    /* The journal seal: the identity and the body seal leave the view
-     * stamp uncovered, and a stamp flipped at rest would move a prepare out
-     * of the log view's log (and so let the replica nack what it
-     * acknowledged). */
-    sl_put_u64(&r->out, sl_xxh3_64(r->out.data, r->out.len));
-    if (!sl_buf_ok(&r->out))
-        return;
+/* Hands a sealed journal image (a prepare frame, then its seal) to the
+ * storage, and keeps it as the newest of the last two written: the buffer
+ * is swapped with the older one's, so keeping it copies nothing. */
+static void journal_submit(sl_vsr_replica_t *r, sl_buf_t *image, uint64_t op, sl_u128_t identity)
+{
+    vsr_slot_t *s = vsr_slot(r, op);
     s->writing = true;
     s->writing_op = op;
     s->writing_identity = identity;
     s->writing_view = r->view;
-    r->storage.write_prepare(r->storage.ctx, (uint32_t)(op % r->cfg.journal_slots), r->out.data,
-                             (uint32_t)r->out.len);
+    r->storage.write_prepare(r->storage.ctx, (uint32_t)(op % r->cfg.journal_slots), image->data,
+                             (uint32_t)image->len);
     uint32_t older = r->kept_new ^ 1u;
     sl_buf_t evicted = r->kept[older];
-    r->kept[older] = r->out;
-    r->out = evicted;
+    r->kept[older] = *image;
+    *image = evicted;
     r->kept_op[older] = op;
     r->kept_identity[older] = identity;
     r->kept_new = older;
     r->journal_writes++;
+}
+
+/* Journaled under this replica's view (the identity excludes the view):
+ * after a restart an entry above the view's headers is trusted only if it
+ * was written in the log view. The journal seal: the identity and the body
+ * seal leave the view stamp uncovered, and a stamp flipped at rest would
+ * move a prepare out of the log view's log (and so let the replica nack
+ * what it acknowledged). */
+static bool journal_seal(sl_vsr_replica_t *r, sl_buf_t *image)
+{
+    sl_store_u32(image->data + 52, r->view);
+    image->data[60] = SL_VSR_PREPARE;
+    sl_put_u64(image, sl_xxh3_64(image->data, image->len));
+    return sl_buf_ok(image);
+}
+
+void vsr_journal_write(sl_vsr_replica_t *r, const uint8_t header[SL_HEADER_SIZE], sl_span_t body)
+{
+    uint64_t op = sl_load_u64(header + 176);
+    sl_u128_t identity = sl_load_u128(header);
+    if (!journal_wanted(r, op, identity))
+        return;
+    sl_buf_reset(&r->out);
+    sl_put_bytes(&r->out, header, SL_HEADER_SIZE);
+    sl_put_span(&r->out, body);
+    if (!sl_buf_ok(&r->out) || !journal_seal(r, &r->out))
+        return;
+    journal_submit(r, &r->out, op, identity);
+}
+
+void vsr_journal_write_frame(sl_vsr_replica_t *r, sl_buf_t *frame)
+{
+    if (!sl_buf_ok(frame) || frame->len < SL_HEADER_SIZE)
+        return;
+    uint64_t op = sl_load_u64(frame->data + 176);
+    sl_u128_t identity = sl_load_u128(frame->data);
+    if (!journal_wanted(r, op, identity) || !journal_seal(r, frame))
+        return;
+    journal_submit(r, frame, op, identity);
 }
 
 /* The bytes the journal holds for op when they are one of the last two
@@ -443,10 +471,9 @@ static int alloc_replica(const sl_vsr_config_t *cfg, sl_vsr_replica_t **out)
     }
     ok = ok && sl_vsr_clients_init(&r->clients, cfg->clients_max, cfg->reply_max) == 0;
     sl_buf_init(&r->out, (size_t)cfg->frame_max + VSR_JOURNAL_SEAL);
-    sl_buf_init(&r->body, cfg->frame_max);
+    sl_buf_init(&r->body, (size_t)cfg->frame_max + VSR_JOURNAL_SEAL); /* rotates with out and kept */
     sl_buf_init(&r->reply, 0);
     sl_buf_init(&r->state, 0);
-    sl_buf_init(&r->prep, cfg->frame_max);
     for (int k = 0; k < 2; k++)
         sl_buf_init(&r->kept[k], (size_t)cfg->frame_max + VSR_JOURNAL_SEAL);
     for (int i = 0; i < 2; i++)
@@ -465,7 +492,6 @@ void sl_vsr_replica_close(sl_vsr_replica_t *r)
     sl_buf_free(&r->body);
     sl_buf_free(&r->reply);
     sl_buf_free(&r->state);
-    sl_buf_free(&r->prep);
     for (int k = 0; k < 2; k++)
         sl_buf_free(&r->kept[k]);
     for (int i = 0; i < 2; i++)

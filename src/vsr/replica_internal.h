@@ -161,10 +161,9 @@ struct sl_vsr_replica {
     sl_vsr_clients_t clients;
 
     sl_buf_t out;   /* frames being built */
-    sl_buf_t body;  /* suffix bodies, apply input copies */
+    sl_buf_t body;  /* suffix bodies, the primary's prepare frames */
     sl_buf_t reply; /* apply output */
     sl_buf_t state; /* the state record, snapshots */
-    sl_buf_t prep;  /* the machine's prepare output */
     /* The last two prepares journaled, as written (journal seal included),
      * the newer in kept[kept_new]. The next prepare's head and the op the
      * primary applies are nearly always the last one; a backup learns that
@@ -246,6 +245,9 @@ void vsr_log_clear(sl_vsr_replica_t *r, uint64_t op);
  * replica's current view; skipped while the slot has a write in flight or
  * when op is outside the window. */
 void vsr_journal_write(sl_vsr_replica_t *r, const uint8_t header[SL_HEADER_SIZE], sl_span_t body);
+/* The same for a whole prepare frame built in `frame` (the primary's own):
+ * sealed in place and kept, with no copy; `frame` gets another buffer. */
+void vsr_journal_write_frame(sl_vsr_replica_t *r, sl_buf_t *frame);
 /* Reads op's prepare and checks it is the one the log names; a slot that
  * fails turns faulty. */
 bool vsr_journal_read(sl_vsr_replica_t *r, uint64_t op, sl_vsr_frame_t *f);

@@ -84,30 +84,35 @@ static bool in_flight(sl_vsr_replica_t *r, sl_u128_t client)
 }
 
 /* The body journaled for prepare p: the request's, or what the machine's
- * prepare hook builds from it and the head. false when the client has been
- * answered instead (the hook's code, 57 while the head's body is being
- * repaired, 3 for a body past the frame limit). */
+ * prepare hook builds from it and the head, put in `body` after room for
+ * the header (the frame is built in place: no copy of the body). false
+ * when the client has been answered instead (the hook's code, 57 while the
+ * head's body is being repaired, 3 for a body past the frame limit). */
 static bool machine_prepare(sl_vsr_replica_t *r, const sl_vsr_request_t *req,
                             const sl_vsr_prepare_t *p, sl_span_t *body)
 {
-    *body = req->body;
-    if (r->machine.prepare == NULL)
-        return true;
-    sl_vsr_frame_t prev;
-    sl_span_t head;
-    if (!vsr_head(r, p->op, p->parent, &prev, &head)) {
-        send_transient(r, req, 57);
+    sl_buf_reset(&r->body);
+    if (sl_buf_extend(&r->body, SL_HEADER_SIZE) == NULL)
         return false;
+    uint32_t code = 0;
+    if (r->machine.prepare == NULL) {
+        sl_put_span(&r->body, req->body);
+    } else {
+        sl_vsr_frame_t prev;
+        sl_span_t head;
+        if (!vsr_head(r, p->op, p->parent, &prev, &head)) {
+            send_transient(r, req, 57);
+            return false;
+        }
+        code = r->machine.prepare(r->machine.ctx, p, head, req->body, &r->body);
     }
-    sl_buf_reset(&r->prep);
-    uint32_t code = r->machine.prepare(r->machine.ctx, p, head, req->body, &r->prep);
-    if (code == 0 && (!sl_buf_ok(&r->prep) || r->prep.len > r->cfg.frame_max - SL_HEADER_SIZE))
+    if (code == 0 && (!sl_buf_ok(&r->body) || r->body.len > r->cfg.frame_max))
         code = 3; /* InvalidCommand: no frame can carry it */
     if (code != 0) {
         send_transient(r, req, code);
         return false;
     }
-    *body = sl_buf_span(&r->prep);
+    *body = sl_span(r->body.data + SL_HEADER_SIZE, r->body.len - SL_HEADER_SIZE);
     return true;
 }
 
@@ -144,15 +149,8 @@ static void prepare_request(sl_vsr_replica_t *r, const sl_vsr_request_t *req)
     sl_span_t body;
     if (!machine_prepare(r, req, &f.u.prepare, &body))
         return;
-    sl_buf_reset(&r->body);
-    uint8_t *h = sl_buf_extend(&r->body, SL_HEADER_SIZE);
-    if (h == NULL)
-        return;
+    uint8_t *h = r->body.data;
     sl_vsr_header_encode(h, &f, body);
-    sl_put_span(&r->body, body);
-    if (!sl_buf_ok(&r->body))
-        return;
-    h = r->body.data; /* the buffer may have moved */
     r->timestamp_last = ts;
     vsr_log_set(r, h, true);
     vsr_entry(r, op)->sent_tick = r->ticks;
@@ -169,7 +167,7 @@ static void prepare_request(sl_vsr_replica_t *r, const sl_vsr_request_t *req)
         if (i != r->cfg.replica && i != next && r->ticks < r->star_until[i])
             vsr_send_bytes(r, i, r->body.data, r->body.len);
     }
-    vsr_journal_write(r, h, sl_span(h + SL_HEADER_SIZE, body.len));
+    vsr_journal_write_frame(r, &r->body);
 }
 
 /* framing.md 6.1's preflight for a non-Register request: true when it is

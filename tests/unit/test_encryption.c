@@ -116,6 +116,71 @@ static void test_wrong_and_previous_key(void **state)
     sl_aead_destroy(rotated);
 }
 
+/* sl_aead_open_to, the poll path's open: the plaintext goes to another
+ * buffer, the blob is left as stored, and what does not verify leaves zeros.
+ * Opens follow each other on one context (after a failure too), so the nonce
+ * and tag of one message must never carry over to the next; and this
+ * libcrypto takes the one-call nonce and tag (sl_aead_fast_open). */
+static void test_open_to(void **state)
+{
+    (void)state;
+    sl_aead_t *a = aead(key_a, NULL), *rotated = aead(key_b, key_a), *other = aead(key_b, NULL);
+    assert_true(sl_aead_fast_open(a));
+    uint8_t sealed[3][1024 + SL_AEAD_OVERHEAD], keep[sizeof(sealed[0])], out[1024];
+    uint8_t plain[3][1024];
+    for (int m = 0; m < 3; m++) {
+        for (size_t i = 0; i < sizeof(plain[m]); i++)
+            plain[m][i] = (uint8_t)(i * 31 + (size_t)m);
+        assert_int_equal(sl_aead_seal(a, sl_span_str("id"), plain[m], 1024, sealed[m]), 0);
+    }
+    static const uint8_t zeros[1024];
+    for (int round = 0; round < 2; round++) {
+        for (int m = 0; m < 3; m++) {
+            memcpy(keep, sealed[m], sizeof(keep));
+            sl_aead_key_used_t used = 0;
+            memset(out, 0xee, sizeof(out));
+            assert_int_equal(sl_aead_open_to(round ? rotated : a, sl_span_str("id"), sealed[m],
+                                             sizeof(keep), out, &used),
+                             0);
+            assert_int_equal(used, round ? SL_AEAD_KEY_PREVIOUS : SL_AEAD_KEY_CURRENT);
+            assert_memory_equal(out, plain[m], 1024);
+            assert_memory_equal(sealed[m], keep, sizeof(keep));
+            /* Between good opens: one with the other message's tag, one with
+             * another aad, one under a key that never sealed it. */
+            uint8_t bad[sizeof(keep)];
+            memcpy(bad, sealed[m], sizeof(bad));
+            memcpy(bad + sizeof(bad) - SL_AEAD_TAG_SIZE,
+                   sealed[(m + 1) % 3] + sizeof(bad) - SL_AEAD_TAG_SIZE, SL_AEAD_TAG_SIZE);
+            assert_int_equal(sl_aead_open_to(a, sl_span_str("id"), bad, sizeof(bad), out, NULL),
+                             -SL_ERR_CANNOT_DECRYPT_DATA);
+            assert_memory_equal(out, zeros, 1024);
+            memset(out, 0xee, sizeof(out));
+            assert_int_equal(sl_aead_open_to(rotated, sl_span_str("ie"), sealed[m], sizeof(keep),
+                                             out, NULL),
+                             -SL_ERR_CANNOT_DECRYPT_DATA);
+            assert_memory_equal(out, zeros, 1024);
+            assert_int_equal(sl_aead_open_to(other, sl_span_str("id"), sealed[m], sizeof(keep),
+                                             out, NULL),
+                             -SL_ERR_CANNOT_DECRYPT_DATA);
+            assert_memory_equal(sealed[m], keep, sizeof(keep));
+        }
+    }
+    /* Every byte of a blob is covered, as for the in-place open. */
+    for (size_t i = 0; i < sizeof(keep); i += 7) {
+        memcpy(keep, sealed[1], sizeof(keep));
+        keep[i] ^= 0x40;
+        assert_int_equal(sl_aead_open_to(a, sl_span_str("id"), keep, sizeof(keep), out, NULL),
+                         -SL_ERR_CANNOT_DECRYPT_DATA);
+        assert_memory_equal(out, zeros, 1024);
+    }
+    assert_int_equal(
+        sl_aead_open_to(a, sl_span_str("id"), sealed[1], SL_AEAD_OVERHEAD - 1, out, NULL),
+        -SL_ERR_CANNOT_DECRYPT_DATA);
+    sl_aead_destroy(a);
+    sl_aead_destroy(rotated);
+    sl_aead_destroy(other);
+}
+
 /* The nonce scheme (auth/aead.h): one context counts its nonce up by one
  * per seal, never repeating; a second context for the same key (another
  * thread, or sluiced after a restart) starts from its own random point.
@@ -459,7 +524,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_known_answer),     cmocka_unit_test(test_seal_open_tamper),
-        cmocka_unit_test(test_wrong_and_previous_key), cmocka_unit_test(test_key_decode),
+        cmocka_unit_test(test_wrong_and_previous_key), cmocka_unit_test(test_open_to), cmocka_unit_test(test_key_decode),
         cmocka_unit_test(test_record_round_trip), cmocka_unit_test(test_record_hostile),
         cmocka_unit_test(test_metadata_entries), cmocka_unit_test(test_nonces_never_repeat),
         cmocka_unit_test(test_tail_cache),
