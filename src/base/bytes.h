@@ -56,6 +56,18 @@ static inline bool sl_u128_is_zero(sl_u128_t a)
     return (a.lo | a.hi) == 0;
 }
 
+/* The value of one hexadecimal digit (0-9, a-f, A-F), or -1. */
+static inline int sl_hex_digit(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 /* --- little-endian loads and stores at unaligned addresses ------------- */
 
 static inline uint16_t sl_load_u16(const uint8_t *p)

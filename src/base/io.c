@@ -384,6 +384,30 @@ int sl_io_read_file(const char *path, sl_buf_t *out, size_t max)
     return rc;
 }
 
+long sl_io_read_text(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    size_t len = 0;
+    while (len + 1 < cap) {
+        ssize_t n = read(fd, buf + len, cap - 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int err = errno;
+            close(fd);
+            return -err;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    buf[len] = '\0';
+    return (long)len;
+}
+
 int sl_io_write_file_synced(const char *path, sl_span_t data)
 {
     int fd = sl_io_open(path, O_WRONLY | O_CREAT | O_TRUNC, sl_io_file_mode());

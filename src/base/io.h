@@ -116,6 +116,10 @@ SL_WUR int sl_io_pwritev_all(int fd, const struct iovec *iov, int iovcnt, off_t 
 SL_WUR ssize_t sl_io_pread_all(int fd, void *p, size_t n, off_t off);
 /* Reads a whole file into out (reset first). -ENOENT when absent, -EFBIG when over max bytes. */
 SL_WUR int sl_io_read_file(const char *path, sl_buf_t *out, size_t max);
+/* Reads at most cap - 1 bytes (cap >= 1) of a small text file, such as one of /proc, which
+ * reports no size, into buf and NUL-terminates it. Returns the length or -errno. Plain
+ * open/read: no fault plan counts or fails these calls. */
+SL_WUR long sl_io_read_text(const char *path, char *buf, size_t cap);
 /* Creates or replaces path with data and fsyncs it (not its directory). 0 or -errno. */
 SL_WUR int sl_io_write_file_synced(const char *path, sl_span_t data);
 

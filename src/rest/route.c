@@ -181,17 +181,6 @@ static int pattern_fit(const pattern_t *p, const segments_t *s)
     return params;
 }
 
-static int hex_value(uint8_t c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Percent-decodes src into dst (at most cap bytes); plus_space turns '+'
  * into ' ' (query strings). An escape that is not two hex digits stays as
  * it is. Returns the length, or -1 when it does not fit. */
@@ -200,9 +189,9 @@ static long percent_decode(sl_span_t src, bool plus_space, char *dst, size_t cap
     size_t n = 0;
     for (size_t i = 0; i < src.len; i++) {
         uint8_t c = src.ptr[i];
-        if (c == '%' && src.len - i >= 3 && hex_value(src.ptr[i + 1]) >= 0 &&
-            hex_value(src.ptr[i + 2]) >= 0) {
-            c = (uint8_t)(hex_value(src.ptr[i + 1]) * 16 + hex_value(src.ptr[i + 2]));
+        if (c == '%' && src.len - i >= 3 && sl_hex_digit(src.ptr[i + 1]) >= 0 &&
+            sl_hex_digit(src.ptr[i + 2]) >= 0) {
+            c = (uint8_t)(sl_hex_digit(src.ptr[i + 1]) * 16 + sl_hex_digit(src.ptr[i + 2]));
             i += 2;
         } else if (c == '+' && plus_space) {
             c = ' ';

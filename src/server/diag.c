@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <zip.h>
 
+#include "base/io.h"
 #include "base/limits.h"
 #include "base/log.h"
 
@@ -129,40 +130,13 @@ static bool section_full(const sl_buf_t *b)
     return b->len >= SL_DIAG_SECTION_MAX;
 }
 
-/* Reads at most cap - 1 bytes of a file into buf, NUL-terminated. Returns
- * the length, or -1 with errno set. */
-static long read_file(const char *path, char *buf, size_t cap)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    size_t len = 0;
-    while (len + 1 < cap) {
-        ssize_t n = read(fd, buf + len, cap - 1 - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int saved = errno;
-            close(fd);
-            errno = saved;
-            return -1;
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-    }
-    close(fd);
-    buf[len] = '\0';
-    return (long)len;
-}
-
 /* "== title (path) ==" followed by the file's text, or why it is missing. */
 static void put_file(sl_buf_t *b, const char *title, const char *path, char *scratch)
 {
     put_fmt(b, "== %s (%s) ==\n", title, path);
-    long n = read_file(path, scratch, SL_DIAG_PROC_FILE_MAX);
+    long n = sl_io_read_text(path, scratch, SL_DIAG_PROC_FILE_MAX);
     if (n < 0) {
-        put_fmt(b, "unavailable: %s\n\n", strerror(errno));
+        put_fmt(b, "unavailable: %s\n\n", strerror((int)-n));
         return;
     }
     sl_put_bytes(b, scratch, (size_t)n);
@@ -285,7 +259,7 @@ static bool put_process(sl_buf_t *b, long pid, long page_kib, char *scratch)
 {
     char path[64];
     snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-    if (read_file(path, scratch, SL_DIAG_PROC_FILE_MAX) <= 0)
+    if (sl_io_read_text(path, scratch, SL_DIAG_PROC_FILE_MAX) <= 0)
         return false;
     char *open_paren = strchr(scratch, '(');
     char *close_paren = strrchr(scratch, ')');

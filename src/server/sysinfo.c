@@ -15,30 +15,11 @@
 #include <unistd.h>
 
 #include "base/bytes.h"
+#include "base/io.h"
 
 #define US_PER_SECOND 1000000ull
 /* Larger than /proc/self/status and /proc/meminfo on any machine seen. */
 #define PROC_TEXT_CAPACITY 8192u
-
-/* Reads a small file into buf (NUL-terminated). Returns its length or -1. */
-static long read_text(const char *path, char *buf, size_t cap)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    size_t len = 0;
-    while (len + 1 < cap) {
-        ssize_t n = read(fd, buf + len, cap - 1 - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-    }
-    close(fd);
-    buf[len] = '\0';
-    return (long)len;
-}
 
 /* The number after "key" at the start of a line ("MemTotal:   123 kB"). */
 static bool find_u64(const char *text, const char *key, uint64_t *out)
@@ -129,7 +110,7 @@ static int stat_fields_after_comm(char *text, char **fields, int max)
 static bool read_self_stat(uint64_t *cpu_ticks, uint64_t *start_ticks)
 {
     char text[PROC_TEXT_CAPACITY];
-    if (read_text("/proc/self/stat", text, sizeof(text)) <= 0)
+    if (sl_io_read_text("/proc/self/stat", text, sizeof(text)) <= 0)
         return false;
     char *fields[20];
     if (stat_fields_after_comm(text, fields, 20) < 20)
@@ -147,7 +128,7 @@ static bool read_self_stat(uint64_t *cpu_ticks, uint64_t *start_ticks)
 static bool read_host_cpu(uint64_t *total, uint64_t *idle)
 {
     char text[PROC_TEXT_CAPACITY];
-    if (read_text("/proc/stat", text, sizeof(text)) <= 0)
+    if (sl_io_read_text("/proc/stat", text, sizeof(text)) <= 0)
         return false;
     unsigned long long v[8] = {0};
     if (sscanf(text, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
@@ -190,8 +171,8 @@ static void read_os_release(sl_sysinfo_t *si)
 {
     char text[PROC_TEXT_CAPACITY];
     char value[SL_SYSINFO_TEXT_CAPACITY];
-    if (read_text("/etc/os-release", text, sizeof(text)) <= 0 &&
-        read_text("/usr/lib/os-release", text, sizeof(text)) <= 0)
+    if (sl_io_read_text("/etc/os-release", text, sizeof(text)) <= 0 &&
+        sl_io_read_text("/usr/lib/os-release", text, sizeof(text)) <= 0)
         text[0] = '\0';
     if (!os_release_value(text, "NAME", value, sizeof(value)) &&
         !os_release_value(text, "PRETTY_NAME", value, sizeof(value)))
@@ -213,7 +194,8 @@ static uint64_t process_start_s(long ticks_per_second)
     uint64_t cpu_ticks, start_ticks;
     double uptime;
     if (ticks_per_second <= 0 || !read_self_stat(&cpu_ticks, &start_ticks) ||
-        read_text("/proc/uptime", text, sizeof(text)) <= 0 || sscanf(text, "%lf", &uptime) != 1)
+        sl_io_read_text("/proc/uptime", text, sizeof(text)) <= 0 ||
+        sscanf(text, "%lf", &uptime) != 1)
         return (uint64_t)now.tv_sec;
     double age = uptime - (double)start_ticks / (double)ticks_per_second;
     double start = (double)now.tv_sec + (double)now.tv_nsec / 1e9 - (age > 0 ? age : 0);
@@ -312,11 +294,11 @@ static void fill_memory(const sl_sysinfo_t *si, sl_get_stats_reply_t *out)
     char text[PROC_TEXT_CAPACITY];
     unsigned long long size_pages, resident_pages;
     out->memory_usage = 0;
-    if (read_text("/proc/self/statm", text, sizeof(text)) > 0 &&
+    if (sl_io_read_text("/proc/self/statm", text, sizeof(text)) > 0 &&
         sscanf(text, "%llu %llu", &size_pages, &resident_pages) == 2 && si->page_size > 0)
         out->memory_usage = resident_pages * (uint64_t)si->page_size;
     uint64_t total_kib = 0, available_kib = 0;
-    if (read_text("/proc/meminfo", text, sizeof(text)) > 0) {
+    if (sl_io_read_text("/proc/meminfo", text, sizeof(text)) > 0) {
         if (!find_u64(text, "MemTotal:", &total_kib))
             total_kib = 0;
         /* Kernels before 3.14 lack MemAvailable; MemFree understates it. */
@@ -335,12 +317,13 @@ static void fill_io_threads(sl_get_stats_reply_t *out)
     char text[PROC_TEXT_CAPACITY];
     uint64_t v;
     out->read_bytes = out->written_bytes = 0;
-    if (read_text("/proc/self/io", text, sizeof(text)) > 0) {
+    if (sl_io_read_text("/proc/self/io", text, sizeof(text)) > 0) {
         out->read_bytes = find_u64(text, "read_bytes:", &v) ? v : 0;
         out->written_bytes = find_u64(text, "write_bytes:", &v) ? v : 0;
     }
     out->threads_count = 0;
-    if (read_text("/proc/self/status", text, sizeof(text)) > 0 && find_u64(text, "Threads:", &v))
+    if (sl_io_read_text("/proc/self/status", text, sizeof(text)) > 0 &&
+        find_u64(text, "Threads:", &v))
         out->threads_count = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
 

@@ -285,17 +285,6 @@ static int parse_table_header(parser_t *ps)
 
 /* --- strings ---------------------------------------------------------------- */
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static size_t put_utf8(char *out, uint32_t cp)
 {
     if (cp < 0x80) {
@@ -343,7 +332,7 @@ static int parse_escape(parser_t *ps, char *out, size_t *out_len)
     }
     uint32_t cp = 0;
     for (size_t i = 1; i <= 4; i++) {
-        int h = hex_value(peek(ps, i));
+        int h = sl_hex_digit(peek(ps, i));
         if (h < 0)
             return fail_at(ps, at, "\\u needs exactly four hex digits");
         cp = cp << 4 | (uint32_t)h;

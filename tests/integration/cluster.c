@@ -167,6 +167,13 @@ void th_cluster_stop_node(th_cluster_t *c, int i, int sig)
     c->nodes[i].alive = false;
 }
 
+void th_cluster_stop_live(th_cluster_t *c, int sig)
+{
+    for (int i = 0; i < c->count; i++)
+        if (c->nodes[i].alive)
+            th_cluster_stop_node(c, i, sig);
+}
+
 void th_cluster_stop(th_cluster_t *c)
 {
     for (int i = 0; i < c->count; i++) {

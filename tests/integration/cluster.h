@@ -69,6 +69,9 @@ bool th_cluster_restart(th_cluster_t *c, int i);
 bool th_cluster_start_wiped(th_cluster_t *c, int i);
 /* Signals node i (SIGKILL, SIGTERM) and reaps it. */
 void th_cluster_stop_node(th_cluster_t *c, int i, int sig);
+/* Every live node stopped with sig (SIGTERM: their partitions flush), the
+ * directories kept for a restart. */
+void th_cluster_stop_live(th_cluster_t *c, int sig);
 /* Stops every live node, removes their directories and fault files, and
  * stops the proxies. */
 void th_cluster_stop(th_cluster_t *c);
@@ -102,5 +105,29 @@ typedef enum th_cut {
     TH_CUT_INBOUND,  /* it does not hear the others; they hear it */
 } th_cut_t;
 void th_cluster_cut(th_cluster_t *c, int i, th_cut_t how);
+
+/* --- For cmocka test programs (cluster_cmocka.c) ---------------------------
+ * The calls above as a cmocka test wants them: a start io_uring refuses ends
+ * the program as skipped (exit 77), and a node nobody can log in to or live
+ * nodes that agree on no leader fail the running test. cluster.c stays free
+ * of cmocka: the chaos program (tests/chaos) counts what went wrong instead
+ * of stopping, and calls none of these. */
+
+/* th_cluster_start, th_cluster_restart, th_cluster_start_wiped, or exit 77. */
+void th_cluster_start_or_skip(th_cluster_t *c, const th_cluster_options_t *o);
+void th_cluster_restart_or_skip(th_cluster_t *c, int i);
+void th_cluster_start_wiped_or_skip(th_cluster_t *c, int i);
+/* A client of node n logged in as iggy/iggy once it can log anyone in
+ * (th_client_when_ready: up to 90 s); fails the test when it never does. */
+struct sl_client *th_cluster_client(const th_cluster_node_t *n);
+/* A client of node n (the leader) logged in as iggy/iggy that rides out
+ * 57/58 (200 transient retries 20 ms apart) while the partition groups
+ * follow the metadata primary there, which takes a view change after the
+ * cluster starts; dialled every 100 ms for up to 90 s, then the test fails.
+ * Plain TCP and libsluice's default leader settlement. */
+struct sl_client *th_cluster_producer(const th_cluster_node_t *n);
+/* th_cluster_wait_leader_other for up to 90 s (900 polls); fails the test
+ * when the live nodes do not agree on one leader other than except. */
+int th_cluster_agreed_leader(th_cluster_t *c, int except);
 
 #endif

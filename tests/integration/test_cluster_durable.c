@@ -60,45 +60,14 @@ static void check_metadata(const sl_cluster_t *m)
 static void nodes_start(th_cluster_t *c)
 {
     th_cluster_options_t o = {.nodes = NODES, .name = "it-durable", .on_metadata = check_metadata};
-    if (!th_cluster_start(c, &o))
-        exit(77);
-}
-
-/* Node i again over its own data directory. */
-static void node_restart(th_cluster_t *c, int i)
-{
-    if (!th_cluster_restart(c, i))
-        exit(77);
-}
-
-/* Node i over a new empty directory, without --format-cluster. */
-static void node_start_wiped(th_cluster_t *c, int i)
-{
-    if (!th_cluster_start_wiped(c, i))
-        exit(77);
-}
-
-static sl_client_t *login(const node_t *n)
-{
-    sl_client_t *c = th_client_when_ready((th_server_t *)&n->srv, n->tcp);
-    assert_non_null(c);
-    return c;
-}
-
-/* The leader every live node names, other than `except` (-1: any). */
-static int wait_leader(th_cluster_t *c, int except)
-{
-    int leader = th_cluster_wait_leader_other(c, except, POLLS_MAX);
-    if (leader < 0)
-        fail_msg("the live nodes did not agree on one leader");
-    return leader;
+    th_cluster_start_or_skip(c, &o);
 }
 
 /* Polls node n until it shows stream `name` (and, when user is not NULL,
  * that user, and when topic is not NULL, that topic in it). */
 static void wait_meta(const node_t *n, const char *name, const char *topic, const char *user)
 {
-    sl_client_t *c = login(n);
+    sl_client_t *c = th_cluster_client(n);
     for (int p = 0; p < POLLS_MAX; p++) {
         const sl_stream_t *st = NULL;
         const sl_topic_t *t = NULL;
@@ -118,7 +87,7 @@ static void wait_meta(const node_t *n, const char *name, const char *topic, cons
 /* Creates stream `name` on the leader; true once it was acknowledged. */
 static void create_stream(const node_t *leader, const char *name)
 {
-    sl_client_t *c = login(leader);
+    sl_client_t *c = th_cluster_client(leader);
     assert_int_equal(sl_client_create_stream(c, name, NULL), 0);
     sl_client_close(c);
 }
@@ -145,8 +114,8 @@ static void test_restarts_keep_what_was_acknowledged(void **state)
     th_cluster_t cluster;
     node_t *nodes = cluster.nodes;
     nodes_start(&cluster);
-    int leader = wait_leader(&cluster, -1);
-    sl_client_t *c = login(&nodes[leader]);
+    int leader = th_cluster_agreed_leader(&cluster, -1);
+    sl_client_t *c = th_cluster_client(&nodes[leader]);
     assert_int_equal(sl_client_create_stream(c, "a", NULL), 0);
     assert_int_equal(sl_client_create_topic(c, sl_id_name("a"), "t", 1, NULL, NULL), 0);
     assert_int_equal(sl_client_create_user(c, "alice", "secret-1", 1, NULL, NULL), 0);
@@ -159,7 +128,7 @@ static void test_restarts_keep_what_was_acknowledged(void **state)
     int backup = (leader + 1) % NODES;
     th_cluster_stop_node(&cluster, backup, SIGKILL);
     create_stream(&nodes[leader], "b");
-    node_restart(&cluster, backup);
+    th_cluster_restart_or_skip(&cluster, backup);
     wait_meta(&nodes[backup], "b", NULL, NULL);
     wait_meta(&nodes[backup], "a", "t", "alice");
     assert_recovered_from_journal(&nodes[backup]);
@@ -168,11 +137,11 @@ static void test_restarts_keep_what_was_acknowledged(void **state)
      * follows the new view and gets what was committed without it. */
     int old = leader;
     th_cluster_stop_node(&cluster, old, SIGKILL);
-    leader = wait_leader(&cluster, old);
+    leader = th_cluster_agreed_leader(&cluster, old);
     create_stream(&nodes[leader], "c");
-    node_restart(&cluster, old);
+    th_cluster_restart_or_skip(&cluster, old);
     wait_meta(&nodes[old], "c", NULL, NULL);
-    assert_int_equal(wait_leader(&cluster, old), leader);
+    assert_int_equal(th_cluster_agreed_leader(&cluster, old), leader);
     assert_recovered_from_journal(&nodes[old]);
 
     /* (b) All three killed at once, none formatted on the way back: every
@@ -180,8 +149,8 @@ static void test_restarts_keep_what_was_acknowledged(void **state)
     for (int i = 0; i < NODES; i++)
         th_cluster_stop_node(&cluster, i, SIGKILL);
     for (int i = 0; i < NODES; i++)
-        node_restart(&cluster, i);
-    leader = wait_leader(&cluster, -1);
+        th_cluster_restart_or_skip(&cluster, i);
+    leader = th_cluster_agreed_leader(&cluster, -1);
     for (int i = 0; i < NODES; i++) {
         wait_meta(&nodes[i], "a", "t", "alice");
         wait_meta(&nodes[i], "b", NULL, NULL);
@@ -203,8 +172,8 @@ static void test_wiped_node_rejoins(void **state)
     th_cluster_t cluster;
     node_t *nodes = cluster.nodes;
     nodes_start(&cluster);
-    int leader = wait_leader(&cluster, -1);
-    sl_client_t *c = login(&nodes[leader]);
+    int leader = th_cluster_agreed_leader(&cluster, -1);
+    sl_client_t *c = th_cluster_client(&nodes[leader]);
     assert_int_equal(sl_client_create_stream(c, "w1", NULL), 0);
     assert_int_equal(sl_client_create_user(c, "bob", "secret-2", 1, NULL, NULL), 0);
     sl_client_close(c);
@@ -215,7 +184,7 @@ static void test_wiped_node_rejoins(void **state)
     th_cluster_stop_node(&cluster, wiped, SIGKILL);
     th_cleanup(&nodes[wiped].srv);
     create_stream(&nodes[leader], "w2");
-    node_start_wiped(&cluster, wiped);
+    th_cluster_start_wiped_or_skip(&cluster, wiped);
     assert_logged(&nodes[wiped].srv, "starting as a lost disk", true);
     wait_meta(&nodes[wiped], "w1", NULL, "bob");
     wait_meta(&nodes[wiped], "w2", NULL, NULL);
@@ -236,7 +205,7 @@ static void test_wiped_node_state_transfer(void **state)
     th_cluster_t cluster;
     node_t *nodes = cluster.nodes;
     nodes_start(&cluster);
-    int leader = wait_leader(&cluster, -1);
+    int leader = th_cluster_agreed_leader(&cluster, -1);
     /* The primary's chain successor (prepares go primary -> leader + 1 ->
      * leader + 2): with it down the chain reaches nobody, and the primary
      * must send straight to leader + 2 once a resend shows the break
@@ -245,7 +214,7 @@ static void test_wiped_node_state_transfer(void **state)
     th_cluster_stop_node(&cluster, wiped, SIGKILL);
     th_cleanup(&nodes[wiped].srv);
     enum { OPS = 1100 }; /* past the journal ring's 1024 slots */
-    sl_client_t *c = login(&nodes[leader]);
+    sl_client_t *c = th_cluster_client(&nodes[leader]);
     char name[32];
     for (int i = 0; i < OPS; i++) {
         snprintf(name, sizeof(name), "st-%d", i);
@@ -253,7 +222,7 @@ static void test_wiped_node_state_transfer(void **state)
     }
     assert_int_equal(sl_client_create_user(c, "carol", "secret-5", 1, NULL, NULL), 0);
     sl_client_close(c);
-    node_start_wiped(&cluster, wiped);
+    th_cluster_start_wiped_or_skip(&cluster, wiped);
     assert_logged(&nodes[wiped].srv, "starting as a lost disk", true);
     wait_meta(&nodes[wiped], "st-0", NULL, "carol");
     snprintf(name, sizeof(name), "st-%d", OPS - 1);
@@ -275,7 +244,7 @@ static void test_oversize_request_refused(void **state)
     th_cluster_t cluster;
     node_t *nodes = cluster.nodes;
     nodes_start(&cluster);
-    int leader = wait_leader(&cluster, -1);
+    int leader = th_cluster_agreed_leader(&cluster, -1);
     enum { TOPICS = 200000 }; /* about 10 bytes each on the wire */
     sl_topic_permission_t *topics = calloc(TOPICS, sizeof(*topics));
     assert_non_null(topics);
@@ -283,7 +252,7 @@ static void test_oversize_request_refused(void **state)
         topics[i] = (sl_topic_permission_t){.topic_id = i + 1, .read_topic = true};
     sl_stream_permission_t stream = {.stream_id = 1, .topics_count = TOPICS, .topics = topics};
     sl_permission_set_t set = {.streams_count = 1, .streams = &stream};
-    sl_client_t *c = login(&nodes[leader]);
+    sl_client_t *c = th_cluster_client(&nodes[leader]);
     assert_int_equal(sl_client_create_user(c, "huge", "secret-3", 1, &set, NULL),
                      -SL_ERR_INVALID_FORMAT);
     /* A quarter of it fits, and commits. */

@@ -97,13 +97,6 @@ static void node_restart(th_cluster_t *c, int i)
     assert_timing_read(&c->nodes[i]);
 }
 
-static sl_client_t *login(const node_t *n)
-{
-    sl_client_t *c = th_client_when_ready((th_server_t *)&n->srv, n->tcp);
-    assert_non_null(c);
-    return c;
-}
-
 /* Polls until every live node not in skip names the same single Leader,
  * other than `except` (-1: any); returns it. */
 static int wait_leader(th_cluster_t *c, unsigned skip, int except)
@@ -129,7 +122,7 @@ static bool has_stream(sl_client_t *c, const char *name)
  * that user); returns the stream's id. */
 static uint32_t wait_stream(const node_t *n, const char *name, const char *user)
 {
-    sl_client_t *c = login(n);
+    sl_client_t *c = th_cluster_client(n);
     for (int p = 0; p < POLLS_MAX; p++) {
         const sl_stream_t *st = NULL;
         const sl_user_t *u = NULL;
@@ -167,7 +160,7 @@ static void assert_partition_open(const node_t nodes[NODES], int leader, const c
     assert_true(r.confirmed);
     sl_client_close(c);
     for (int i = 0; i < NODES; i++) {
-        c = login(&nodes[i]);
+        c = th_cluster_client(&nodes[i]);
         sl_polled_messages_t out = {0};
         for (int p = 0; p < POLLS_MAX && out.count == 0; p++) {
             assert_int_equal(sl_client_poll_messages(c, sl_consumer_single(sl_id_num(1)),
@@ -191,7 +184,7 @@ static void test_replicated_metadata_and_failover(void **state)
     nodes_start(&cluster, false);
 
     int leader = wait_leader(&cluster, 0u, -1);
-    sl_client_t *c = login(&nodes[leader]);
+    sl_client_t *c = th_cluster_client(&nodes[leader]);
     const sl_stream_t *st = NULL;
     assert_int_equal(sl_client_create_stream(c, "orders", &st), 0);
     uint32_t stream_id = st->id;
@@ -213,7 +206,7 @@ static void test_replicated_metadata_and_failover(void **state)
 
     /* A backup refuses a write with 58 (the client goes to the leader). */
     int backup = (leader + 1) % NODES;
-    c = login(&nodes[backup]);
+    c = th_cluster_client(&nodes[backup]);
     assert_int_equal(sl_client_create_stream(c, "refused", NULL), -SL_ERR_TRANSIENT_NOT_ACCEPTED);
     assert_false(has_stream(c, "refused"));
     sl_client_close(c);
@@ -247,7 +240,7 @@ static void test_replicated_metadata_and_failover(void **state)
     th_cluster_stop_node(&cluster, leader, SIGKILL);
     int second = wait_leader(&cluster, 0u, leader);
     assert_int_not_equal(second, leader);
-    c = login(&nodes[second]);
+    c = th_cluster_client(&nodes[second]);
     assert_true(has_stream(c, "orders"));
     assert_int_equal(sl_client_create_stream(c, "after-failover", NULL), 0);
     sl_client_close(c);
@@ -273,7 +266,7 @@ static void test_partitioned_primary(void **state)
     node_t *nodes = cluster.nodes;
     nodes_start(&cluster, true);
     int leader = wait_leader(&cluster, 0u, -1);
-    sl_client_t *c = login(&nodes[leader]);
+    sl_client_t *c = th_cluster_client(&nodes[leader]);
     assert_int_equal(sl_client_create_stream(c, "before-cut", NULL), 0);
     sl_client_close(c);
     for (int i = 0; i < NODES; i++)
@@ -298,7 +291,7 @@ static void test_partitioned_primary(void **state)
     /* The two others elect one of them (the cut node may still call itself
      * Leader: only the two are asked). */
     int second = wait_leader(&cluster, 1u << leader, leader);
-    c = login(&nodes[second]);
+    c = th_cluster_client(&nodes[second]);
     assert_false(has_stream(c, "lonely"));
     assert_int_equal(sl_client_create_stream(c, "after-cut", NULL), 0);
     sl_client_close(c);
@@ -329,7 +322,7 @@ static void test_partitioned_primary(void **state)
      * commit is gone, what the others committed arrives. */
     th_cluster_cut(&cluster, leader, TH_CUT_NONE);
     wait_stream(&nodes[leader], "after-cut", NULL);
-    c = login(&nodes[leader]);
+    c = th_cluster_client(&nodes[leader]);
     assert_false(has_stream(c, "lonely"));
     sl_client_close(c);
     th_cluster_stop(&cluster);

@@ -66,61 +66,12 @@ static void nodes_start(th_cluster_t *c)
                                         "commit_broadcast_interval = \"100 ms\"\n"
                                         "[data_maintenance.messages]\n"
                                         "interval = \"200 ms\"\n"};
-    if (!th_cluster_start(c, &o))
-        exit(77);
-}
-
-static void node_restart(th_cluster_t *c, int i)
-{
-    if (!th_cluster_restart(c, i))
-        exit(77);
-}
-
-/* Every live node stopped with SIGTERM (its partitions flush), the
- * directories kept. */
-static void nodes_stop_keep(th_cluster_t *c)
-{
-    for (int i = 0; i < c->count; i++)
-        if (c->nodes[i].alive)
-            th_cluster_stop_node(c, i, SIGTERM);
-}
-
-static sl_client_t *login(const node_t *n)
-{
-    sl_client_t *c = th_client_when_ready((th_server_t *)&n->srv, n->tcp);
-    assert_non_null(c);
-    return c;
-}
-
-static int wait_leader(th_cluster_t *c, int except)
-{
-    int leader = th_cluster_wait_leader_other(c, except, POLLS_MAX);
-    if (leader < 0)
-        fail_msg("the live nodes did not agree on one leader");
-    return leader;
-}
-
-/* A client of the leader that rides out 57/58 while the partition groups
- * follow the metadata primary there. */
-static sl_client_t *producer(const node_t *leader)
-{
-    sl_client_options_t o = {.transient_retries = 200, .transient_delay_ms = 20};
-    for (int p = 0; p < POLLS_MAX; p++) {
-        sl_client_t *c = NULL;
-        if (sl_client_connect("127.0.0.1", leader->tcp, &o, &c) == 0) {
-            if (sl_client_login(c, "iggy", "iggy", NULL) == 0)
-                return c;
-            sl_client_close(c);
-        }
-        pause_ms(100);
-    }
-    fail_msg("no producer could log in on port %u", leader->tcp);
-    return NULL;
+    th_cluster_start_or_skip(c, &o);
 }
 
 static void wait_topic(const node_t *n, const char *topic, uint32_t *id)
 {
-    sl_client_t *c = login(n);
+    sl_client_t *c = th_cluster_client(n);
     for (int p = 0; p < POLLS_MAX; p++) {
         const sl_topic_t *t = NULL;
         if (sl_client_get_topic(c, sl_id_name("s"), sl_id_name(topic), &t) == 0 && t) {
@@ -138,7 +89,7 @@ static void wait_topic(const node_t *n, const char *topic, uint32_t *id)
  * not 0) on stream s, known to every node; returns its id. */
 static uint32_t create_topic(th_cluster_t *c, int leader, const char *name, uint64_t expiry_us)
 {
-    sl_client_t *l = producer(&c->nodes[leader]);
+    sl_client_t *l = th_cluster_producer(&c->nodes[leader]);
     sl_topic_options_t o = {.set = SL_TOPIC_OPT_SEGMENT_SIZE, .segment_size = SEGMENT_BYTES};
     if (expiry_us) {
         o.set |= SL_TOPIC_OPT_MESSAGE_EXPIRY;
@@ -156,8 +107,8 @@ static uint32_t create_topic(th_cluster_t *c, int leader, const char *name, uint
 static int cluster_up(th_cluster_t *c)
 {
     nodes_start(c);
-    int leader = wait_leader(c, -1);
-    sl_client_t *l = producer(&c->nodes[leader]);
+    int leader = th_cluster_agreed_leader(c, -1);
+    sl_client_t *l = th_cluster_producer(&c->nodes[leader]);
     assert_int_equal(sl_client_create_stream(l, "s", NULL), 0);
     sl_client_close(l);
     return leader;
@@ -193,7 +144,7 @@ static uint64_t send_batches(sl_client_t *c, const char *topic, char tag, int ba
  * once it serves offset last (it has applied everything up to there). */
 static uint64_t first_offset_when(const node_t *n, const char *topic, uint64_t last)
 {
-    sl_client_t *c = login(n);
+    sl_client_t *c = th_cluster_client(n);
     for (int p = 0; p < POLLS_MAX; p++) {
         sl_polled_messages_t out;
         int rc =
@@ -239,7 +190,7 @@ static uint64_t wait_all_first(th_cluster_t *c, const char *topic, uint64_t last
 /* Waits until partition 0 of topic on node n holds `segments` segments. */
 static void wait_segments(const node_t *n, const char *topic, uint32_t segments)
 {
-    sl_client_t *c = login(n);
+    sl_client_t *c = th_cluster_client(n);
     uint32_t have = 0;
     for (int p = 0; p < POLLS_MAX; p++) {
         const sl_topic_t *t = NULL;
@@ -348,7 +299,7 @@ static void assert_logged(th_server_t *srv, const char *what, bool expected)
  * primary is there. */
 static void delete_segments(const node_t *leader, const char *topic, uint32_t count)
 {
-    sl_client_t *l = producer(leader);
+    sl_client_t *l = th_cluster_producer(leader);
     assert_int_equal(sl_client_delete_segments(l, sl_id_name("s"), sl_id_name(topic), 0, count), 0);
     sl_client_close(l);
 }
@@ -362,13 +313,13 @@ static void test_delete_segments_ordered(void **state)
     node_t *nodes = cluster.nodes;
     int leader = cluster_up(&cluster);
     uint32_t topic = create_topic(&cluster, leader, "seg", 0);
-    sl_client_t *l = producer(&nodes[leader]);
+    sl_client_t *l = th_cluster_producer(&nodes[leader]);
     uint64_t next = send_batches(l, "seg", 'a', 40); /* about 2.6 MB: 3 segments */
     assert_int_equal(wait_all_first(&cluster, "seg", next - 1, 0), 0);
 
     /* A backup does not delete: 58 TransientNotAccepted, as a result under operation 68. */
     int backup = (leader + 1) % NODES, down = (leader + 2) % NODES;
-    sl_client_t *b = login(&nodes[backup]);
+    sl_client_t *b = th_cluster_client(&nodes[backup]);
     assert_int_equal(sl_client_delete_segments(b, sl_id_name("s"), sl_id_name("seg"), 0, 1),
                      -SL_ERR_TRANSIENT_NOT_ACCEPTED);
     sl_client_close(b);
@@ -384,12 +335,12 @@ static void test_delete_segments_ordered(void **state)
     uint64_t first = first_offset_when(&nodes[leader], "seg", next - 1);
     assert_true(first > 0);
     assert_int_equal(wait_all_first(&cluster, "seg", next - 1, first), first);
-    node_restart(&cluster, down);
+    th_cluster_restart_or_skip(&cluster, down);
     assert_int_equal(wait_all_first(&cluster, "seg", next - 1, first), first);
     /* Nothing to delete is a committed no-op. */
     delete_segments(&nodes[leader], "seg", 0);
 
-    nodes_stop_keep(&cluster);
+    th_cluster_stop_live(&cluster, SIGTERM);
     int logs = assert_same_files(&cluster, topic);
     assert_true(logs >= 2);
     for (int i = 0; i < NODES; i++)
@@ -404,7 +355,7 @@ static void test_retention_by_primary(void **state)
     node_t *nodes = cluster.nodes;
     int leader = cluster_up(&cluster);
     uint32_t topic = create_topic(&cluster, leader, "exp", 3u * 1000u * 1000u);
-    sl_client_t *l = producer(&nodes[leader]);
+    sl_client_t *l = th_cluster_producer(&nodes[leader]);
     uint64_t next = send_batches(l, "exp", 'e', 50); /* about 3.3 MB: 4 segments */
     sl_client_close(l);
     /* Every sealed segment expires 3 s after its newest message: every node
@@ -415,7 +366,7 @@ static void test_retention_by_primary(void **state)
     assert_true(first > 0);
     assert_int_equal(wait_all_first(&cluster, "exp", next - 1, first), first);
 
-    nodes_stop_keep(&cluster);
+    th_cluster_stop_live(&cluster, SIGTERM);
     assert_int_equal(assert_same_files(&cluster, topic), 1);
     for (int i = 0; i < NODES; i++) {
         assert_logged(&nodes[i].srv, "segments below offset", true);
@@ -432,32 +383,32 @@ static void test_primary_killed_after_delete(void **state)
     node_t *nodes = cluster.nodes;
     int leader = cluster_up(&cluster);
     uint32_t topic = create_topic(&cluster, leader, "seg", 0);
-    sl_client_t *l = producer(&nodes[leader]);
+    sl_client_t *l = th_cluster_producer(&nodes[leader]);
     uint64_t next = send_batches(l, "seg", 'a', 20);
     /* A backup restarted in between (SIGTERM: its journal written where the
      * others wrote none) still ends with the same files. */
     int backup = (leader + 1) % NODES;
     assert_int_equal(wait_all_first(&cluster, "seg", next - 1, 0), 0);
     th_cluster_stop_node(&cluster, backup, SIGTERM);
-    node_restart(&cluster, backup);
+    th_cluster_restart_or_skip(&cluster, backup);
     next = send_batches(l, "seg", 'b', 20);
     assert_int_equal(wait_all_first(&cluster, "seg", next - 1, 0), 0);
     sl_client_close(l);
     delete_segments(&nodes[leader], "seg", 1);
     th_cluster_stop_node(&cluster, leader, SIGKILL);
 
-    int next_leader = wait_leader(&cluster, leader);
-    l = producer(&nodes[next_leader]);
+    int next_leader = th_cluster_agreed_leader(&cluster, leader);
+    l = th_cluster_producer(&nodes[next_leader]);
     next = send_batches(l, "seg", 'c', 20);
     sl_client_close(l);
     delete_segments(&nodes[next_leader], "seg", 1);
     uint64_t first = first_offset_when(&nodes[next_leader], "seg", next - 1);
     assert_true(first > 0);
     assert_int_equal(wait_all_first(&cluster, "seg", next - 1, first), first);
-    node_restart(&cluster, leader);
+    th_cluster_restart_or_skip(&cluster, leader);
     assert_int_equal(wait_all_first(&cluster, "seg", next - 1, first), first);
 
-    nodes_stop_keep(&cluster);
+    th_cluster_stop_live(&cluster, SIGTERM);
     assert_true(assert_same_files(&cluster, topic) >= 2);
     th_cluster_stop(&cluster);
 }
@@ -469,20 +420,20 @@ static void test_topic_recreated(void **state)
     node_t *nodes = cluster.nodes;
     int leader = cluster_up(&cluster);
     uint32_t topic = create_topic(&cluster, leader, "re", 0);
-    sl_client_t *l = producer(&nodes[leader]);
+    sl_client_t *l = th_cluster_producer(&nodes[leader]);
     uint64_t next = send_batches(l, "re", 'a', 20);
     assert_int_equal(wait_all_first(&cluster, "re", next - 1, 0), 0);
     assert_int_equal(sl_client_delete_topic(l, sl_id_name("s"), sl_id_name("re")), 0);
     sl_client_close(l);
     /* The same name and ids again: the partition's group id is reused. */
     assert_int_equal(create_topic(&cluster, leader, "re", 0), topic);
-    l = producer(&nodes[leader]);
+    l = th_cluster_producer(&nodes[leader]);
     next = send_batches(l, "re", 'z', 5);
     sl_client_close(l);
     assert_int_equal(next, 5 * BATCH_MESSAGES); /* from offset 0: nothing of before */
     for (int i = 0; i < NODES; i++) {
         assert_int_equal(first_offset_when(&nodes[i], "re", next - 1), 0);
-        sl_client_t *c = login(&nodes[i]);
+        sl_client_t *c = th_cluster_client(&nodes[i]);
         sl_polled_messages_t out;
         assert_int_equal(sl_client_poll_messages(c, sl_consumer_single(sl_id_num(1)),
                                                  sl_id_name("s"), sl_id_name("re"), 0,
@@ -495,7 +446,7 @@ static void test_topic_recreated(void **state)
         }
         sl_client_close(c);
     }
-    nodes_stop_keep(&cluster);
+    th_cluster_stop_live(&cluster, SIGTERM);
     assert_int_equal(assert_same_files(&cluster, topic), 1);
     th_cluster_stop(&cluster);
 }

@@ -6,6 +6,7 @@
 #include <sluice/error.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
 
 #include "base/arena.h"
@@ -65,6 +66,20 @@ static bool read_one(sl_reader_t *r, int width, uint64_t *value)
     default:
         abort();
     }
+}
+
+/* Every byte: the sixteen digits of either case have their value, nothing else does. */
+static void test_hex_digit(void **state)
+{
+    (void)state;
+    static const char digits[] = "0123456789abcdef";
+    for (unsigned c = 0; c < 256; c++) {
+        const char *at = c ? strchr(digits, tolower((int)c)) : NULL;
+        int want = at ? (int)(at - digits) : -1;
+        assert_int_equal(sl_hex_digit((unsigned char)c), want);
+    }
+    assert_int_equal(sl_hex_digit('F'), 15);
+    assert_int_equal(sl_hex_digit('g'), -1);
 }
 
 static void test_reader_exact_and_short(void **state)
@@ -653,6 +668,7 @@ static void test_xxh3_lengths(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hex_digit),
         cmocka_unit_test(test_reader_exact_and_short),
         cmocka_unit_test(test_reader_f32_span_take),
         cmocka_unit_test(test_reader_sticky_and_rest),

@@ -225,6 +225,32 @@ static void test_io_read_file_and_write_file_synced(void **state)
     sl_buf_free(&b);
 }
 
+/* A small text file, as of /proc, into a bounded buffer: NUL-terminated, cut at cap - 1
+ * bytes; a missing file or a directory gives -errno; a fault plan does not touch it. */
+static void test_io_read_text(void **state)
+{
+    io_fixture_t *f = *state;
+    char path[PATH_MAX];
+    path_of(f, "text", path);
+    char buf[8];
+    assert_int_equal(sl_io_read_text(path, buf, sizeof(buf)), -ENOENT);
+    assert_int_equal(sl_io_write_file_synced(path, sl_span("0123456789", 10)), 0);
+    memset(buf, 'x', sizeof(buf));
+    assert_int_equal(sl_io_read_text(path, buf, sizeof(buf)), 7);
+    assert_string_equal(buf, "0123456");
+    assert_int_equal(sl_io_read_text(path, buf, 1), 0);
+    assert_string_equal(buf, "");
+    char whole[32];
+    sl_io_fault_t plan = {.error = EIO};
+    sl_io_fault_arm(&plan);
+    assert_int_equal(sl_io_read_text(path, whole, sizeof(whole)), 10);
+    sl_io_fault_arm(NULL);
+    assert_string_equal(whole, "0123456789");
+    assert_int_equal(sl_io_read_text(f->dir, whole, sizeof(whole)), -EISDIR);
+    /* A /proc file reports a size of 0: it is read all the same, up to cap - 1 bytes. */
+    assert_true(sl_io_read_text("/proc/self/stat", whole, sizeof(whole)) == 31);
+}
+
 /* A slow disk: a delayed sync sleeps at least delay_ms, then succeeds (error 0); calls outside
  * the plan's window are not delayed; a delay with an error fails after the wait. Only lower
  * bounds are checked: the sleep cannot make a call faster, and a loaded machine only slower. */
@@ -333,6 +359,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_io_short_write_then_enospc_tears_the_write, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_io_read_text, setup, teardown),
         cmocka_unit_test_setup_teardown(test_io_read_file_and_write_file_synced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_io_modes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_io_fault_delay_slows_syncs, setup, teardown),

@@ -66,7 +66,7 @@ static uint64_t proc_self_u64(const char *file, const char *key)
     char path[64], text[PROC_TEXT_CAPACITY];
     snprintf(path, sizeof(path), "/proc/self/%s", file);
     uint64_t v = 0;
-    if (read_text(path, text, sizeof(text)) > 0 && !find_u64(text, key, &v))
+    if (sl_io_read_text(path, text, sizeof(text)) > 0 && !find_u64(text, key, &v))
         v = 0;
     return v;
 }
