@@ -207,6 +207,7 @@ static void partition_config(sl_partitions_t *ps, const sl_meta_topic_t *mt,
         cfg->enforce_fsync = false;
     cfg->bound = &ps->journal_bound;
     cfg->read_buf = &ps->read_buf;
+    cfg->creator = ps->replicated ? NULL : ps->creator;
     if (ps->frame_pool) {
         cfg->release = sl_frame_pool_release;
         cfg->held = sl_frame_pool_held;

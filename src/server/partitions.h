@@ -68,6 +68,9 @@ typedef struct sl_partitions {
      * (system.partition.journal_memory_max); sl_journal_bound_init before
      * the first sync, or max stays 0: no bound. */
     sl_journal_bound_t journal_bound;
+    /* Creates partitions' first segments off the loop (server/segment_create.h); NULL: on
+     * the loop. Not used when replicated. Set before the first sync; outlives the partitions. */
+    const sl_partition_creator_t *creator;
     /* The read scratch every partition's polls share (one poll at a time). */
     sl_buf_t read_buf;
     uint64_t closed;        /* partitions closed so far (a sync that closes some trims) */

@@ -413,11 +413,19 @@ static void heap_tick(sl_server_t *srv)
 /* The on_frame of a process started with SLUICE_FAULT_FILE (tests only): the fault plan is
  * brought up to date before each request, so a test that rewrites the control file and then
  * sends knows which plan that request meets. */
+static void test_faults_creator(sl_server_t *srv)
+{
+    if (srv->segment_creator)
+        sl_segment_creator_set_test(srv->segment_creator, sl_test_faults_create_delay_ms(),
+                                    sl_test_faults_plan_armed());
+}
+
 static void on_frame_test_faults(void *ctx, sl_conn_t *conn, const uint8_t *frame, uint32_t size)
 {
     /* Sends staged under the old plan are committed under it. */
     sl_messages_commit_staged(ctx);
     sl_test_faults_poll();
+    test_faults_creator(ctx);
     sl_work_pool_hold(((sl_server_t *)ctx)->work_pool, sl_test_faults_hold_workers());
     sl_otel_hold(((sl_server_t *)ctx)->otel, sl_test_faults_hold_telemetry());
     sl_dispatch_frame(ctx, conn, frame, size);
@@ -457,11 +465,19 @@ static void login_timeouts(sl_server_t *srv, uint64_t now)
     }
 }
 
+static void on_segment_created(void *ctx, sl_loop_t *loop)
+{
+    (void)loop;
+    sl_server_t *srv = ctx;
+    sl_segment_creator_reap(srv->segment_creator);
+}
+
 static void on_tick(void *ctx, sl_loop_t *loop)
 {
     (void)loop;
     sl_server_t *srv = ctx;
     sl_test_faults_poll();
+    test_faults_creator(srv);
     if (srv->work_pool)
         sl_work_pool_hold(srv->work_pool, sl_test_faults_hold_workers());
     sl_otel_hold(srv->otel, sl_test_faults_hold_telemetry());
@@ -521,6 +537,14 @@ static void open_partitions(sl_server_t *srv)
     srv->partitions.discard_ctx = srv;
     sl_journal_bound_init(&srv->partitions.journal_bound,
                           srv->cfg.system.partition.journal_memory_max);
+    if (!srv->cfg.cluster.enabled) {
+        int rc = sl_segment_creator_create(srv->cfg.system.path, &srv->segment_creator);
+        if (rc < 0)
+            sl_log_warn("first segments are created on the loop thread: no ring for them (%s)",
+                        strerror(-rc));
+        else
+            srv->partitions.creator = sl_segment_creator_hook(srv->segment_creator);
+    }
     sl_partitions_sweep_trash(&srv->partitions);
 }
 
@@ -680,6 +704,9 @@ static int start_loop(sl_server_t *srv, char *err, size_t err_len)
         (sl_loop_event_t){sl_hash_pool_event_fd(srv->hash_pool), sl_hashing_on_event};
     lc.events[lc.events_count++] =
         (sl_loop_event_t){sl_work_pool_event_fd(srv->work_pool), sl_background_on_event};
+    if (srv->segment_creator)
+        lc.events[lc.events_count++] = (sl_loop_event_t){
+            sl_segment_creator_event_fd(srv->segment_creator), on_segment_created};
     if (srv->cluster) {
         lc.events[lc.events_count++] =
             (sl_loop_event_t){sl_cluster_inbox_fd(srv->cluster), sl_cluster_on_frames};
@@ -880,6 +907,9 @@ void sl_server_close(sl_server_t *srv)
     /* Trees not removed yet stay in the trash for the next boot. */
     sl_work_pool_destroy(srv->work_pool);
     sl_partitions_close(&srv->partitions);
+    /* After the partitions: each waited for its creation in flight. */
+    sl_segment_creator_destroy(srv->segment_creator);
+    srv->segment_creator = NULL;
     if (srv->tail_cache)
         log_tail_cache(srv->tail_cache);
     sl_tail_cache_destroy(srv->tail_cache);

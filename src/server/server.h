@@ -34,6 +34,7 @@
 #include "server/metrics.h"
 #include "server/otel.h"
 #include "server/partitions.h"
+#include "server/segment_create.h"
 #include "server/sysinfo.h"
 #include "server/tls.h"
 #include "server/ws.h"
@@ -223,6 +224,9 @@ struct sl_server {
     sl_hash_pool_t *hash_pool;
     /* Other blocking work off the loop thread (background.c): the trash, snapshots. */
     sl_work_pool_t *work_pool;
+    /* Partitions' first segments created on a ring of their own (segment_create.h); NULL in
+     * cluster mode, or when its ring could not be set up (created on the loop then). */
+    sl_segment_creator_t *segment_creator;
     /* reply_budget.c: bytes of reply buffers counted now, the polls waiting
      * for them (oldest first) and the one being resumed. */
     uint64_t reply_held;

@@ -22,7 +22,19 @@ static struct {
     sl_io_fault_t plan;
     bool hold_workers;   /* the line "hold workers" */
     bool hold_telemetry; /* the line "hold telemetry" */
+    bool plan_armed;
+    uint32_t create_delay_ms; /* the line "delay creates <ms>" */
 } faults;
+
+uint32_t sl_test_faults_create_delay_ms(void)
+{
+    return faults.create_delay_ms;
+}
+
+bool sl_test_faults_plan_armed(void)
+{
+    return faults.plan_armed;
+}
 
 bool sl_test_faults_hold_telemetry(void)
 {
@@ -148,6 +160,15 @@ void sl_test_faults_poll(void)
         return;
     memcpy(faults.text, text, sizeof(text));
     sl_io_fault_arm(NULL);
+    faults.plan_armed = false;
+    faults.create_delay_ms = 0;
+    unsigned delay = 0;
+    char tail;
+    if (sscanf(text, "delay creates %u%c", &delay, &tail) == 1 && delay <= 60000u) {
+        faults.create_delay_ms = delay;
+        sl_log_warn("test faults: first segments created %u ms late", delay);
+        return;
+    }
     faults.hold_workers = strcmp(text, "hold workers") == 0;
     faults.hold_telemetry = strcmp(text, "hold telemetry") == 0;
     if (faults.hold_workers || faults.hold_telemetry) {
@@ -167,5 +188,6 @@ void sl_test_faults_poll(void)
         return;
     }
     sl_io_fault_arm(&faults.plan);
+    faults.plan_armed = true;
     sl_log_warn("test faults: armed '%s'", text);
 }

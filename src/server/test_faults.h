@@ -25,6 +25,16 @@
 #define SL_SERVER_TEST_FAULTS_H
 
 #include <stdbool.h>
+#include <stdint.h>
+
+/* The line "delay creates <ms>" arms no plan: each partition's first segment, created off
+ * the loop (server/segment_create.h), is created that many milliseconds late (at most 60000),
+ * so a test can delete, purge or read a partition while its files are in flight. While a plan
+ * is armed, first segments are created on the loop thread as without the creator, so the plan
+ * sees those calls. */
+uint32_t sl_test_faults_create_delay_ms(void);
+/* True while an sl_io fault plan is armed. */
+bool sl_test_faults_plan_armed(void);
 
 /* Reads SLUICE_FAULT_FILE; true when fault injection is on for this process. */
 bool sl_test_faults_init(void);

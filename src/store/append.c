@@ -178,10 +178,93 @@ static void drop_flushed(sl_partition_t *p, size_t n)
     sl_journal_bound_update(p);
 }
 
-/* Writes the journal out, chunk by chunk (one per segment touched). *flushed gets how many
- * entries reached the disk (and were released) before an error stopped it. */
-static int flush_journal(sl_partition_t *p, size_t *flushed)
+void sl_partition_wait_created(sl_partition_t *p)
 {
+    if (!p->creating)
+        return;
+    p->cfg.creator->wait(p->cfg.creator->ctx);
+    sl_assert(!p->creating);
+}
+
+bool sl_partition_creating(const sl_partition_t *p)
+{
+    return p->creating;
+}
+
+/* Hands the creation of the first segment to cfg.creator (store/partition.h); true when it
+ * took it, and the flush is then deferred to sl_partition_created. */
+static bool begin_create(sl_partition_t *p)
+{
+    const sl_partition_creator_t *c = p->cfg.creator;
+    if (!c || p->segment_count > 0 || p->journal_count == 0 || p->cfg.enforce_fsync ||
+        p->cfg.index_every_batch || !sl_partition_segments_reserve(p, 1))
+        return false;
+    uint64_t start = p->journal[0].base_offset;
+    uint64_t seq = p->creating_seq + 1;
+    if (!c->begin(c->ctx, p, seq, p->dir, start, !p->dir_made))
+        return false;
+    p->creating = true;
+    p->creating_seq = seq;
+    p->creating_start = start;
+    return true;
+}
+
+static int flush_journal(sl_partition_t *p, size_t *flushed, bool may_defer);
+
+void sl_partition_created(sl_partition_t *p, uint64_t seq, int dir_rc, int log_fd, int index_fd)
+{
+    sl_assert(p->creating && seq == p->creating_seq && p->segment_count == 0);
+    p->creating = false;
+    if (dir_rc == 0 || dir_rc == -EEXIST)
+        p->dir_made = true;
+    if (log_fd >= 0 && index_fd >= 0) {
+        /* The journal starts where the creation began: a purge would have waited for it
+         * (sl_partition_purge), and a rollback only takes back batches after journal[0]
+         * unless it empties the journal, which leaves next_offset at the start. */
+        sl_assert(p->journal_count == 0 || p->journal[0].base_offset == p->creating_start);
+        sl_assert(p->journal_count > 0 || p->next_offset == p->creating_start);
+        p->dir_made = true;
+        sl_segment_adopt(&p->segments[0], p->dir, p->creating_start, log_fd, index_fd,
+                         preallocate_bytes(p));
+        p->segment_count = 1;
+    } else {
+        /* Created with O_EXCL, so a file that did open is this creation's own. */
+        static const char *const exts[2] = {SL_SEGMENT_LOG_EXT, SL_SEGMENT_INDEX_EXT};
+        int fds[2] = {log_fd, index_fd};
+        for (int i = 0; i < 2; i++) {
+            char path[PATH_MAX];
+            if (fds[i] < 0)
+                continue;
+            sl_io_close(fds[i]);
+            if (sl_segment_path(path, p->dir, p->creating_start, exts[i]))
+                (void)sl_io_unlink(path);
+        }
+        sl_log_debug("partition %s: the first segment was not created off the loop (%s / %s /"
+                     " %s); creating it here",
+                     p->dir, strerror(dir_rc < 0 ? -dir_rc : 0), strerror(log_fd < 0 ? -log_fd : 0),
+                     strerror(index_fd < 0 ? -index_fd : 0));
+    }
+    size_t flushed;
+    int rc = flush_journal(p, &flushed, false);
+    if (rc < 0)
+        sl_log_error("partition %s: flush after its first segment was created failed: %s; the"
+                     " batches stay journaled",
+                     p->dir, sl_strerror(rc));
+}
+
+/* Writes the journal out, chunk by chunk (one per segment touched). *flushed gets how many
+ * entries reached the disk (and were released) before an error stopped it. may_defer: a
+ * flush the gate tripped, which may hand the first segment's creation to cfg.creator and
+ * leave the journal in memory until it completes. Only the append that began the creation is
+ * deferred: any flush that comes while it is in flight (the gate tripping again, the bound,
+ * a stop) waits for it, so what waits in memory is at most one gate's worth of batches per
+ * partition, and the files exist once a second flush of the partition has returned. */
+static int flush_journal(sl_partition_t *p, size_t *flushed, bool may_defer)
+{
+    *flushed = 0;
+    sl_partition_wait_created(p); /* installs the segment and flushes */
+    if (may_defer && begin_create(p))
+        return 0;
     size_t done = 0;
     int rc = 0;
     while (rc == 0 && done < p->journal_count) { /* each turn writes >= 1 entry or fails */
@@ -211,7 +294,7 @@ static int flush_journal(sl_partition_t *p, size_t *flushed)
 int sl_partition_flush(sl_partition_t *p)
 {
     size_t flushed;
-    return flush_journal(p, &flushed);
+    return flush_journal(p, &flushed, false);
 }
 
 /* fdatasync of one sealed segment's files, opened for it (a sealed segment keeps no fd). */
@@ -343,6 +426,10 @@ static int bound_settle(sl_partition_t *p)
     sl_journal_bound_t *b = p->cfg.bound;
     if (!b || b->max == 0)
         return 0;
+    /* Journals waiting for their first segment are flushed by its creation: finish those in
+     * flight first, so none is skipped here (and the list is not changed under the walk). */
+    if (b->held > b->max && p->cfg.creator)
+        p->cfg.creator->wait(p->cfg.creator->ctx);
     int rc = 0;
     unsigned failures = 0;
     sl_partition_t *q = b->oldest;
@@ -351,7 +438,7 @@ static int bound_settle(sl_partition_t *p)
         sl_partition_t *newer = q->bound_newer; /* a flush changes q's place, nobody else's */
         size_t flushed;
         b->early_flushes++;
-        int err = flush_journal(q, &flushed);
+        int err = flush_journal(q, &flushed, false);
         if (err < 0) {
             sl_log_error("partition %s: early flush for the journal bound failed: %s", q->dir,
                          sl_strerror(err));
@@ -389,7 +476,7 @@ int sl_partition_append_many(sl_partition_t *p, const sl_partition_batch_t *batc
     int rc = 0;
     if (gate_tripped(p)) {
         size_t flushed;
-        rc = flush_journal(p, &flushed);
+        rc = flush_journal(p, &flushed, true);
     }
     if (rc == 0)
         rc = bound_settle(p);

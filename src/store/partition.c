@@ -463,6 +463,7 @@ int sl_partition_open(const char *dir, uint32_t partition_id, const sl_partition
 
 int sl_partition_reload(sl_partition_t *p, uint64_t now_us, char *err, size_t err_len)
 {
+    sl_partition_wait_created(p);
     for (size_t i = 0; i < p->journal_count; i++) {
         sl_journal_held_sub(p, p->journal[i].held);
         sl_partition_release(p, &p->journal[i]);
@@ -499,6 +500,10 @@ void sl_partition_close(sl_partition_t *p)
 {
     if (!p)
         return;
+    /* Never leave a creation running behind a close: the completion would find the
+     * partition gone, and a delete that follows (the rename into the trash) must carry the
+     * files with it, not race their creation. */
+    sl_partition_wait_created(p);
     for (size_t i = 0; i < p->journal_count; i++) {
         sl_journal_held_sub(p, p->journal[i].held);
         sl_partition_release(p, &p->journal[i]);

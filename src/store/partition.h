@@ -58,6 +58,28 @@ typedef struct sl_journal_bound {
  * bound goes away. */
 void sl_journal_bound_init(sl_journal_bound_t *b, uint64_t max);
 
+/* Where a partition's first segment is created off the owner thread (docs/architecture.md,
+ * "First segments created off the loop"). A partition with no segment (new, or purged) whose
+ * flush gate trips calls begin instead of creating <dir>/<start:020>.log and .index itself,
+ * unless its topic enforces fsync (the append waits for the files, so it creates them as
+ * before) or writes an index entry per batch (a cluster's replicas). begin starts creating, in
+ * this order: dir (and its parents) when make_dir, then the two files with O_CREAT | O_EXCL;
+ * true when started, false when the creator is full (the partition then creates them itself,
+ * now). Meanwhile the partition's batches stay journaled (polls serve them from memory; a
+ * non-fsync send was always acknowledged from memory), and on the owner thread, when done,
+ * the creator calls sl_partition_created with the same seq, which installs the files and
+ * flushes the journal. wait completes every creation in flight (each one's
+ * sl_partition_created runs inside it) before it returns: the partition calls it before
+ * anything that must not race a creation (close, purge, a flush that may not be deferred,
+ * the journal bound's early flushes), so a delete or purge of a partition never runs while
+ * its files are being created. Partitions that share a journal bound share one creator. */
+typedef struct sl_partition_creator {
+    bool (*begin)(void *ctx, sl_partition_t *p, uint64_t seq, const char *dir, uint64_t start,
+                  bool make_dir);
+    void (*wait)(void *ctx);
+    void *ctx;
+} sl_partition_creator_t;
+
 /* How one partition stores its messages: the topic's options (options.md 4.5) plus two server
  * settings. Zero in a numeric field means its default. */
 typedef struct sl_partition_config {
@@ -86,6 +108,9 @@ typedef struct sl_partition_config {
     void *release_ctx;
     sl_journal_bound_t *bound; /* shared with the owner's other partitions; NULL: none.
                                 * Create-only; it must outlive the partition */
+    /* Creates first segments off the owner thread; NULL: the partition creates them itself.
+     * Create-only; it must outlive the partition. */
+    const sl_partition_creator_t *creator;
     sl_buf_t *read_buf;        /* scratch for the file reads of polls, shared with the
                                 * owner's other partitions (one poll runs at a time), so
                                 * read memory does not grow with partitions; NULL: the
@@ -239,6 +264,16 @@ SL_WUR int sl_partition_append(sl_partition_t *p, void *owner, uint8_t *record, 
 SL_WUR int sl_partition_append_many(sl_partition_t *p, const sl_partition_batch_t *batches,
                                     size_t n, uint64_t timestamp_us, uint64_t *base_offsets,
                                     size_t *accepted);
+
+/* A creation begun by cfg.creator->begin(.., seq, ..) is done: dir_rc is the result of the
+ * directory's mkdir (0 when none was asked), log_fd and index_fd the opened files or negative
+ * errnos. Installs the files as the active segment and flushes the journal; when a file could
+ * not be created (a missing parent, say) it closes and unlinks what it created and the flush
+ * creates the segment here, as without a creator. A flush error is logged: the batches were
+ * acknowledged and stay journaled for the next flush. Owner thread only. */
+void sl_partition_created(sl_partition_t *p, uint64_t seq, int dir_rc, int log_fd, int index_fd);
+/* True while a creation begun for the partition is in flight. */
+bool sl_partition_creating(const sl_partition_t *p);
 
 /* --- poll (messages.md 4) ------------------------------------------------------------------- */
 

@@ -79,6 +79,12 @@ struct sl_partition {
     /* The partition directory exists: made at open, or, for a partition created new
      * (sl_partition_create), by the first write that needs it (sl_partition_make_dir). */
     bool dir_made;
+    /* cfg.creator is creating the first segment (sl_partition_created ends it): flushes that
+     * may wait leave the journal as it is meanwhile. creating_seq names the creation begun
+     * last, creating_start its segment's start offset. */
+    bool creating;
+    uint64_t creating_seq;
+    uint64_t creating_start;
 };
 
 /* partition.c and append.c, for each other and poll.c. */
@@ -99,6 +105,8 @@ bool sl_partition_segments_reserve(sl_partition_t *p, size_t n);
  * purge whose new segment could not be created), or reopens its files when a failed purge
  * closed them. 0 or an error of sl_segment_create / sl_segment_open_active. */
 SL_WUR int sl_partition_ensure_active(sl_partition_t *p);
+/* Completes the creation in flight (cfg.creator->wait) when there is one. */
+void sl_partition_wait_created(sl_partition_t *p);
 /* Gives an entry's allocation back (cfg.release or free). */
 void sl_partition_release(sl_partition_t *p, journal_entry_t *e);
 /* Frees the read buffer when one large record grew it past what is worth keeping. */

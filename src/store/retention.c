@@ -109,6 +109,9 @@ int sl_partition_retention(sl_partition_t *p, uint64_t now_us, uint32_t *deleted
 
 int sl_partition_purge(sl_partition_t *p)
 {
+    /* A creation in flight completes first (its segment is then purged like any other), so
+     * no segment 0 is created behind the purge. */
+    sl_partition_wait_created(p);
     /* Oldest first, like retention: a failure (or a crash) part way leaves a contiguous newer
      * suffix, and the partition stays usable with it. */
     int rc = 0;

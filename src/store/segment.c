@@ -96,6 +96,14 @@ int sl_segment_create(sl_segment_t *s, const char *dir, uint64_t start, uint64_t
     return 0;
 }
 
+void sl_segment_adopt(sl_segment_t *s, const char *dir, uint64_t start, int log_fd, int index_fd,
+                      uint64_t preallocate)
+{
+    *s = (sl_segment_t){.dir = dir, .start_offset = start, .log_fd = log_fd, .index_fd = index_fd};
+    if (preallocate)
+        preallocate_log(log_fd, preallocate, dir);
+}
+
 int sl_segment_open_active(sl_segment_t *s, const char *dir)
 {
     char log_path[PATH_MAX], index_path[PATH_MAX];

@@ -66,6 +66,10 @@ bool sl_segment_parse_name(const char *name, const char *ext, uint64_t *start);
  * for the .log without changing its size, best effort. 0 or -SL_ERR_CANNOT_CREATE_SEGMENT_*. */
 SL_WUR int sl_segment_create(sl_segment_t *s, const char *dir, uint64_t start,
                              uint64_t preallocate);
+/* A new active segment from its .log and .index opened elsewhere (created empty by a
+ * partition's creator, store/partition.h); preallocate as sl_segment_create. */
+void sl_segment_adopt(sl_segment_t *s, const char *dir, uint64_t start, int log_fd, int index_fd,
+                      uint64_t preallocate);
 /* Opens the files of a recovered segment that becomes active (s->dir must be set). */
 SL_WUR int sl_segment_open_active(sl_segment_t *s, const char *dir);
 /* Closes the fds (the segment is sealed or the partition closes). */

@@ -1006,12 +1006,12 @@ static void test_offer_hashed_on_a_worker(void **state)
     th_cluster_t cluster;
     node_t *nodes = cluster.nodes;
     nodes_start_with(&cluster, true);
-    int leader = wait_leader(&cluster, -1);
+    int leader = th_cluster_agreed_leader(&cluster, -1);
     create_topics(nodes, leader);
     ledger_t ledger, meanwhile;
     ledger_init(&ledger);
     ledger_init(&meanwhile);
-    sl_client_t *c = producer(&nodes[leader]);
+    sl_client_t *c = th_cluster_producer(&nodes[leader]);
     send_batches(c, "plain", 0, "before", 10, 3, &ledger);
     int backup = (leader + 1) % NODES, other = (leader + 2) % NODES;
     check_partition(&nodes[backup], "plain", 0, &ledger, ledger.acked);
@@ -1024,12 +1024,12 @@ static void test_offer_hashed_on_a_worker(void **state)
     for (int n = 0; n < NODES; n++)
         if (n != backup)
             wait_logged_either(&nodes[n], &nodes[n], "the worker pool takes no job");
-    node_restart(&cluster, backup);
+    th_cluster_restart_or_skip(&cluster, backup);
     /* It asks a peer for the partition's checkpoint. */
     wait_logged_either(&nodes[backup], &nodes[backup], "state transfer: asking");
 
     /* The offer's hashing waits on a held worker: the loops serve on. */
-    sl_client_t *o = login(&nodes[other]);
+    sl_client_t *o = th_cluster_client(&nodes[other]);
     unsigned pings = 0, sends = 0, polls = 0;
     for (int i = 0; i < 50; i++) {
         assert_int_equal(sl_client_ping(c), 0);
@@ -1051,7 +1051,7 @@ static void test_offer_hashed_on_a_worker(void **state)
     wait_logged_either(&nodes[leader], &nodes[other], "for the offer of checkpoint");
     assert_logged(&nodes[leader].srv, "hashed on a worker", false);
     assert_logged(&nodes[other].srv, "hashed on a worker", false);
-    sl_client_t *b = login(&nodes[backup]);
+    sl_client_t *b = th_cluster_client(&nodes[backup]);
     sl_polled_messages_t out;
     assert_int_equal(sl_client_poll_messages(b, sl_consumer_single(sl_id_num(1)), sl_id_name("s"),
                                              sl_id_name("plain"), 0, sl_poll_offset(0), 1, false,
@@ -1073,7 +1073,7 @@ static void test_offer_hashed_on_a_worker(void **state)
                 strstr(th_log(&nodes[other].srv), "hashed on a worker"));
     sl_client_close(c);
     assert_all_hold(nodes, "plain", 1, &meanwhile);
-    nodes_stop_keep(&cluster);
+    th_cluster_stop_live(&cluster, SIGTERM);
     assert_logs_equal(nodes, 0);
     th_cluster_stop(&cluster);
     ledger_free(&ledger);

@@ -487,7 +487,7 @@ static uint32_t raw_delete(raw_session_t *r, const char *topic, uint32_t count, 
 /* How many segments partition 0 of topic holds on node n now. */
 static uint32_t segments_on(const node_t *n, const char *topic)
 {
-    sl_client_t *c = login(n);
+    sl_client_t *c = th_cluster_client(n);
     const sl_topic_t *t = NULL;
     assert_int_equal(sl_client_get_topic(c, sl_id_name("s"), sl_id_name(topic), &t), 0);
     assert_non_null(t);
@@ -519,7 +519,7 @@ static void test_delete_segments_replayed(void **state)
     node_t *nodes = cluster.nodes;
     int leader = cluster_up(&cluster);
     create_topic(&cluster, leader, "dup", 0);
-    sl_client_t *l = producer(&nodes[leader]);
+    sl_client_t *l = th_cluster_producer(&nodes[leader]);
     uint64_t next = send_batches(l, "dup", 'a', 70); /* about 4.6 MB: 4 sealed segments + 1 */
     sl_client_close(l);
     assert_int_equal(wait_all_first(&cluster, "dup", next - 1, 0), 0);
@@ -545,7 +545,7 @@ static void test_delete_segments_replayed(void **state)
     assert_int_equal(raw_delete(&r, "dup", 1, 7), SL_ERR_REQUEST_ALREADY_APPLIED);
     /* Every node has applied the replays (an op after them is there) and
      * holds the four segments left. */
-    l = producer(&nodes[leader]);
+    l = th_cluster_producer(&nodes[leader]);
     next = send_batches(l, "dup", 'b', 1);
     sl_client_close(l);
     assert_int_equal(wait_all_first(&cluster, "dup", next - 1, first), first);
@@ -556,7 +556,7 @@ static void test_delete_segments_replayed(void **state)
     /* The primary dies; on the next one the same client replays its last
      * request: every replica remembered it when it applied it. */
     th_cluster_stop_node(&cluster, leader, SIGKILL);
-    int next_leader = wait_leader(&cluster, leader);
+    int next_leader = th_cluster_agreed_leader(&cluster, leader);
     raw_session_on(&r, &nodes[next_leader], &client);
     assert_int_equal(raw_delete(&r, "dup", 0, 8), 0);
     assert_int_equal(raw_delete(&r, "dup", 1, 7), SL_ERR_REQUEST_ALREADY_APPLIED);
@@ -565,7 +565,7 @@ static void test_delete_segments_replayed(void **state)
     assert_int_equal(raw_delete(&r, "dup", 1, 9), 0);
     assert_int_equal(segments_on(&nodes[next_leader], "dup"), 3);
     raw_close(&r);
-    l = producer(&nodes[next_leader]);
+    l = th_cluster_producer(&nodes[next_leader]);
     next = send_batches(l, "dup", 'c', 1);
     sl_client_close(l);
     uint64_t second = first_offset_when(&nodes[next_leader], "dup", next - 1);
