@@ -5,17 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 uint8_t *tu_hex(const char *hex, size_t *len)
 {
     size_t n = strlen(hex);
@@ -24,7 +13,7 @@ uint8_t *tu_hex(const char *hex, size_t *len)
     size_t o = 0;
     int hi = -1;
     for (size_t i = 0; i < n; i++) {
-        int v = hexval((unsigned char)hex[i]);
+        int v = sl_hex_digit((unsigned char)hex[i]);
         if (v < 0)
             continue;
         if (hi < 0) {
@@ -57,7 +46,7 @@ uint8_t *tu_vector(const char *name, size_t *len)
             continue;
         /* The hex column is characters 10..58 of each line. */
         for (size_t i = 10; i < 58 && i + 1 < n; i += 3) {
-            int a = hexval((unsigned char)line[i]), b = hexval((unsigned char)line[i + 1]);
+            int a = sl_hex_digit((unsigned char)line[i]), b = sl_hex_digit((unsigned char)line[i + 1]);
             if (a < 0 || b < 0)
                 break;
             out[o++] = (uint8_t)(a << 4 | b);
