@@ -193,7 +193,10 @@ int sl_encryption_open_blob(sl_aead_t *a, sl_span_t aad, sl_span_t sealed, sl_bu
     size_t plain = sealed.len - SL_AEAD_OVERHEAD;
     if (!sl_buf_reserve(out, plain))
         return -SL_ERR_ERROR;
-    int rc = sl_aead_open_to(a, aad, sealed.ptr, sealed.len, out->data + out->len, NULL);
+    /* An empty plaintext into an empty buffer: out->data may still be NULL. */
+    uint8_t none;
+    uint8_t *to = plain > 0 ? out->data + out->len : &none;
+    int rc = sl_aead_open_to(a, aad, sealed.ptr, sealed.len, to, NULL);
     if (rc == 0)
         out->len += plain;
     return rc;
