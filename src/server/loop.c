@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -120,6 +121,18 @@ static int loop_bufs_init(sl_loop_t *loop)
     }
     io_uring_buf_ring_advance(loop->br, (int)count);
     return 0;
+}
+
+int sl_listen_retry(int (*listen_fn)(void *ctx), void *ctx)
+{
+    int rc = listen_fn(ctx);
+    for (uint32_t i = 0; rc == -EADDRINUSE && i < SL_LISTEN_RETRY_MS / SL_LISTEN_RETRY_STEP_MS;
+         i++) {
+        struct timespec step = {0, (long)SL_LISTEN_RETRY_STEP_MS * 1000000L};
+        nanosleep(&step, NULL);
+        rc = listen_fn(ctx);
+    }
+    return rc;
 }
 
 int sl_loop_listen(const char *host, uint16_t port, int backlog, int *fd_out)

@@ -18,6 +18,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "server/loop.h"
 #include "vsr/handshake.h"
 
 #define LINKS_MAX        (SL_RBUS_REPLICAS_MAX + SL_RBUS_PENDING_MAX)
@@ -145,6 +146,20 @@ static int listen_on(const sl_rbus_addr_t *a, int *fd_out, uint16_t *port_out)
                                         : ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
     *fd_out = fd;
     return 0;
+}
+
+typedef struct bus_listen {
+    const sl_rbus_addr_t *a;
+    int *fd;
+    uint16_t *port;
+} bus_listen_t;
+
+/* listen_on for sl_listen_retry: a restarted node's replica port may still
+ * be held by the killed process's io_uring for a moment (loop.h). */
+static int listen_try(void *ctx)
+{
+    bus_listen_t *l = ctx;
+    return listen_on(l->a, l->fd, l->port);
 }
 
 /* --- links ------------------------------------------------------------------------- */
@@ -778,7 +793,8 @@ int sl_rbus_create(const sl_rbus_config_t *cfg, sl_rbus_t **out)
     uint8_t seed[8];
     if (getrandom(seed, sizeof(seed), 0) == (ssize_t)sizeof(seed))
         memcpy(&bus->jitter_state, seed, sizeof(seed));
-    int rc = listen_on(&cfg->listen, &bus->listen_fd, &bus->port);
+    bus_listen_t l = {&cfg->listen, &bus->listen_fd, &bus->port};
+    int rc = sl_listen_retry(listen_try, &l);
     if (rc) {
         sl_log_error("replica plane: cannot listen on %s port %u: %s", cfg->listen.host,
                      cfg->listen.port, strerror(-rc));

@@ -609,16 +609,22 @@ static int open_metadata(sl_server_t *srv, bool rotated, char *err, size_t err_l
 }
 
 /* A listening socket on a configured address, retried while it is in use:
- * EADDRINUSE may be a predecessor's socket on its way out (server.h). */
+ * EADDRINUSE may be a predecessor's socket on its way out (loop.h). */
+typedef struct listen_try {
+    const sl_config_address_t *a;
+    int *fd;
+} listen_try_t;
+
+static int listen_once(void *ctx)
+{
+    listen_try_t *t = ctx;
+    return sl_loop_listen(t->a->host, t->a->port, SOMAXCONN, t->fd);
+}
+
 static int listen_retry(const sl_config_address_t *a, int *fd)
 {
-    int rc = sl_loop_listen(a->host, a->port, SOMAXCONN, fd);
-    for (uint32_t i = 0; rc == -EADDRINUSE && i < SL_LISTEN_RETRY_MS / SL_LISTEN_RETRY_STEP_MS;
-         i++) {
-        struct timespec step = {0, (long)SL_LISTEN_RETRY_STEP_MS * 1000000L};
-        nanosleep(&step, NULL);
-        rc = sl_loop_listen(a->host, a->port, SOMAXCONN, fd);
-    }
+    listen_try_t t = {a, fd};
+    int rc = sl_listen_retry(listen_once, &t);
     if (rc != 0)
         *fd = -1;
     return rc;

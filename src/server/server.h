@@ -52,16 +52,6 @@
  * quiet server trims rarely and one after a flood at most once a second. */
 #define SL_HEAP_TRIM_STEP (4u * 1024u * 1024u)
 
-/* How long start-up retries a listen address that is in use, and how often.
- * A sluiced killed a moment ago leaves its listening socket open for some
- * milliseconds after its exit (io_uring drops the pending accept's hold on
- * it from a kernel worker), so a supervisor's immediate restart would find
- * the port taken; a port that another server really holds is reported
- * after this long. 10 s: under ASan (CI) the release took more than 2 s
- * after a kill -9 of all three nodes of a cluster test. */
-#define SL_LISTEN_RETRY_MS      10000u
-#define SL_LISTEN_RETRY_STEP_MS 20u
-
 typedef struct sl_server sl_server_t;
 
 /* One connection's session (lifecycle.md). */

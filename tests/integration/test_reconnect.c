@@ -75,7 +75,7 @@ static bool start_again(uint16_t port)
  * and the "server gone" call failed with -8 instead of -9).
  * The port is the one of a sluiced just killed with SIGKILL, whose listening
  * socket outlives it for a moment (io_uring lets go of it from a kernel
- * worker: SL_LISTEN_RETRY_MS in server.h, docs/architecture.md), longer on a
+ * worker: SL_LISTEN_RETRY_MS in loop.h, docs/architecture.md), longer on a
  * loaded machine; bind is refused with EADDRINUSE until then, so it is tried
  * again every 20 ms, up to 1500 times (30 s), as sluiced's own start-up does
  * for up to 2 s. (The test failed here, at bind, in 2 of 5 runs with two

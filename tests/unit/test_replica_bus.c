@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -388,6 +390,39 @@ static sl_rbus_t *lone_bus(received_t *r, bool auth)
     return bus;
 }
 
+/* A replica port still held for a moment when the bus starts (a node
+ * restarted right after a kill -9, its old socket not yet released): the
+ * bus waits for it instead of failing with EADDRINUSE. A child process
+ * holds the listening socket for 200 ms. */
+static void test_listen_waits_for_port(void **state)
+{
+    (void)state;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sa);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, len), 0);
+    assert_int_equal(listen(fd, 1), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        struct timespec hold = {0, 200 * 1000000L};
+        nanosleep(&hold, NULL);
+        _exit(0);
+    }
+    close(fd); /* the child's copy holds the port */
+    received_t r = {0};
+    sl_rbus_config_t c;
+    bus_config(&c, 1, NULL, NULL, &r);
+    c.listen.port = ntohs(sa.sin_port);
+    sl_rbus_t *bus;
+    assert_int_equal(sl_rbus_create(&c, &bus), 0);
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    sl_rbus_destroy(bus);
+}
+
 static void hello(uint8_t out[SL_HEADER_SIZE], const char *cluster, uint8_t from)
 {
     uint8_t nonce[SL_VSR_NONCE_LEN];
@@ -706,6 +741,7 @@ int main(void)
         cmocka_unit_test(test_mutations),         cmocka_unit_test(test_auth_bad_finish),
         cmocka_unit_test(test_queue_bound),       cmocka_unit_test(test_redial),
         cmocka_unit_test(test_frames_by_pointer), cmocka_unit_test(test_room_holds_reading),
+        cmocka_unit_test(test_listen_waits_for_port),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
