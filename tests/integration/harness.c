@@ -565,8 +565,46 @@ struct sl_client *th_client_when_ready(th_server_t *srv, uint16_t port)
     return NULL;
 }
 
+/* Whether port is free on loopback now (bound, then let go). */
+static bool port_free(uint16_t port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+/* A port a server may listen on for the whole test, restarts included: one
+ * below the kernel's ephemeral range (ip_local_port_range), which no
+ * outgoing connection is given as its local port. A port of that range,
+ * free when picked, could be taken by any client's or replica link's
+ * connect while its server was down for a restart (CI: a cluster node
+ * restarted in test_cut_link_reconnects found its port in use). */
 uint16_t th_free_port(void)
 {
+    static uint32_t x;
+    unsigned low = 32768, high = 60999;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (f) {
+        if (fscanf(f, "%u %u", &low, &high) != 2)
+            low = 32768;
+        fclose(f);
+    }
+    const unsigned base = 10000;
+    if (x == 0)
+        x = (uint32_t)getpid() * 2654435761u ^ (uint32_t)time(NULL) ^ 1u;
+    for (int i = 0; low > base + 1000 && i < 1000; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        uint16_t port = (uint16_t)(base + x % (low - base));
+        if (port_free(port))
+            return port;
+    }
+    /* None there (an unusual ip_local_port_range): one the kernel picks. */
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in a = {.sin_family = AF_INET};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);

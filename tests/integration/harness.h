@@ -83,9 +83,11 @@ struct sl_client *th_client(uint16_t port, const char *username, const char *pas
  * or with no primary to forward the login to); NULL on giving up, with srv's
  * log printed. Leader settlement off, as th_client_connect. */
 struct sl_client *th_client_when_ready(th_server_t *srv, uint16_t port);
-/* A loopback port the kernel hands out now: bound to find it, closed for a
- * sluiced to take (another process could take it in between; the window is
- * milliseconds). Aborts the test program when none can be had. */
+/* A loopback port free now, picked at random below the kernel's ephemeral
+ * range so that no outgoing connection is given it while its server is
+ * down for a restart (another test could still pick the same one in the
+ * milliseconds before its sluiced binds). Aborts the test program when none
+ * can be had. */
 uint16_t th_free_port(void);
 /* sl_client_connect to 127.0.0.1:port through the suite's door (not logged
  * in), with leader settlement off: the client stays on the node dialled. */
