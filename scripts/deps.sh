@@ -23,6 +23,11 @@ packages=(
   libcurl4-openssl-dev # HTTP client: the OpenTelemetry exporter (server), the HTTP API tests
   libnghttp2-dev    # HTTP/2 server of the telemetry tests' OTLP/gRPC receiver (tests only)
 )
+# AES-256-GCM for encryption at rest (src/auth/aead.c); Debian builds it for
+# amd64 only, elsewhere the build falls back to OpenSSL's EVP.
+if [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ]; then
+  packages+=(libipsec-mb-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

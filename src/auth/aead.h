@@ -1,5 +1,8 @@
-/* At-rest encryption's cipher: AES-256-GCM through OpenSSL's EVP (AES-NI
- * where the CPU has it). A sealed blob is nonce(12) ‖ ciphertext ‖ tag(16),
+/* At-rest encryption's cipher: AES-256-GCM, through Intel's multi-buffer
+ * crypto library (intel-ipsec-mb: AES-NI, or VAES and VPCLMULQDQ with
+ * AVX-512) where the build has it and the CPU has AES-NI, otherwise through
+ * OpenSSL's EVP; both give the same bytes (a check at create compares them),
+ * so data written by one opens with the other. A sealed blob is nonce(12) ‖ ciphertext ‖ tag(16),
  * so it is exactly SL_AEAD_OVERHEAD bytes longer than the plaintext. Every
  * seal takes a fresh nonce: each context starts from 96 random bits (4
  * fixed bytes and an 8-byte invocation field, OpenSSL's DRBG) and counts
@@ -31,6 +34,13 @@
 
 typedef struct sl_aead sl_aead_t;
 
+/* Which implementation of AES-256-GCM a context uses. */
+typedef enum sl_aead_engine {
+    SL_AEAD_ENGINE_BEST = 0,     /* intel-ipsec-mb where it is usable, else OpenSSL */
+    SL_AEAD_ENGINE_OPENSSL = 1,  /* OpenSSL's EVP */
+    SL_AEAD_ENGINE_IPSEC_MB = 2, /* intel-ipsec-mb's direct GCM API */
+} sl_aead_engine_t;
+
 /* Which key opened a blob. */
 typedef enum sl_aead_key_used {
     SL_AEAD_KEY_CURRENT = 1,
@@ -47,7 +57,21 @@ bool sl_aead_key_decode(const char *text, uint8_t key[SL_AEAD_KEY_SIZE]) SL_WUR;
  * cipher (no AES-256-GCM in this libcrypto), -SL_ERR_ERROR out of memory. */
 int sl_aead_create(const uint8_t key[SL_AEAD_KEY_SIZE], const uint8_t *previous, sl_aead_t **out)
     SL_WUR;
+/* The same with a chosen engine (tests, benchmarks): an engine this build
+ * or CPU cannot run gives -SL_ERR_FEATURE_UNAVAILABLE. */
+int sl_aead_create_engine(const uint8_t key[SL_AEAD_KEY_SIZE], const uint8_t *previous,
+                          sl_aead_engine_t engine, sl_aead_t **out) SL_WUR;
 void sl_aead_destroy(sl_aead_t *a);
+
+/* Whether engine can run here (built in, and for intel-ipsec-mb a CPU with
+ * AES-NI and a check that its bytes are OpenSSL's). */
+bool sl_aead_engine_available(sl_aead_engine_t engine);
+/* Whether this build has engine at all (the CPU aside). */
+bool sl_aead_engine_built(sl_aead_engine_t engine);
+/* The engine a context uses, and a name for the log ("intel-ipsec-mb,
+ * AVX-512", "OpenSSL EVP"). */
+sl_aead_engine_t sl_aead_engine(const sl_aead_t *a);
+const char *sl_aead_engine_name(const sl_aead_t *a);
 
 /* Seals len bytes of in into out (len + SL_AEAD_OVERHEAD bytes), binding
  * aad (authenticated, not stored). in and out must not overlap. 0 or
@@ -69,9 +93,10 @@ int sl_aead_open(sl_aead_t *a, sl_span_t aad, uint8_t *in, size_t len, sl_aead_k
 int sl_aead_open_to(sl_aead_t *a, sl_span_t aad, const uint8_t *in, size_t len, uint8_t *out,
                     sl_aead_key_used_t *used) SL_WUR;
 
-/* Whether opens set the nonce and tag in one OpenSSL parameter call (the
- * self-check at create passed) rather than an init and a ctrl. For tests
- * and the log. */
+/* OpenSSL engine: whether opens set the nonce and tag in one OpenSSL
+ * parameter call (the self-check at create passed) rather than an init and
+ * a ctrl. true for the intel-ipsec-mb engine, which has no such calls. For
+ * tests and the log. */
 bool sl_aead_fast_open(const sl_aead_t *a);
 
 #endif

@@ -371,8 +371,7 @@ int sl_encryption_open_datadir(const sl_config_t *cfg, sl_aead_t **out, bool *ro
                         "until every message written before the rotation has expired",
                         SL_ENCRYPTION_CHECK_FILE);
     }
-    sl_log_info("encryption: on (AES-256-GCM%s)%s",
-                sl_aead_fast_open(a) ? "" : "; opens through EVP_CipherInit_ex",
+    sl_log_info("encryption: on (AES-256-GCM through %s)%s", sl_aead_engine_name(a),
                 cfg->system.encryption.previous_key[0] ? ", previous_key accepted for reads" : "");
     *out = a;
     return 0;
