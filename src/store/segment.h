@@ -135,6 +135,7 @@ typedef struct sl_segment_cursor {
     uint64_t batch_max; /* a larger batch_length is not a record */
     sl_buf_t *buf;      /* holds file bytes [buf_pos, buf_pos + buf->len) */
     uint64_t buf_pos;
+    uint8_t head[SL_BATCH_HEADER_SIZE]; /* a header peeked at outside buf */
 } sl_segment_cursor_t;
 
 /* What sl_segment_next found. */
@@ -153,7 +154,9 @@ void sl_segment_cursor_init(sl_segment_cursor_t *c, int fd, uint64_t pos, uint64
 sl_segment_step_t sl_segment_next(sl_segment_cursor_t *c, sl_span_t *record);
 /* The next record's 256-byte header only (same checks and results as sl_segment_next), without
  * moving: sl_segment_next then returns that record, sl_segment_skip passes over it without
- * reading its frames (a poll skipping the batches before its start). */
+ * reading its frames (a poll skipping the batches before its start). When buf does not hold
+ * the header, only the header is read (into the cursor), not a chunk: a caller that then
+ * reads a large record whole (a poll's direct read) or skips it reads no byte twice. */
 sl_segment_step_t sl_segment_peek(sl_segment_cursor_t *c, sl_span_t *header);
 void sl_segment_skip(sl_segment_cursor_t *c, sl_span_t header);
 

@@ -206,9 +206,10 @@ static void test_read_faults(void **state)
     for (int i = 0; i < 8; i++)
         tu_append(t, 16, 4000);
     assert_int_equal(sl_partition_flush(t->p), 0);
-    /* the first 256 KiB chunk of the .log reads, the next one fails: 4 batches are served */
+    /* the first batch's header and the first 256 KiB chunk of the .log read, the next
+     * header's read fails: 4 batches are served */
     sl_io_fault_t plan = {
-        .calls = SL_IO_BIT(SL_IO_PREAD), .path_contains = ".log", .error = EIO, .after = 1};
+        .calls = SL_IO_BIT(SL_IO_PREAD), .path_contains = ".log", .error = EIO, .after = 2};
     sl_io_fault_arm(&plan);
     sl_buf_t out;
     sl_buf_init(&out, 0);

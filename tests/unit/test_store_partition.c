@@ -444,6 +444,46 @@ static void test_poll_large_records_from_disk(void **state)
     sl_buf_free(&out);
 }
 
+/* The cursor's peek reads only the 256-byte header where its buffer does not hold it, so a
+ * record larger than the chunk (read whole by the poll, or skipped) has no byte read twice:
+ * the buffer stays empty across peeks and skips, and sl_segment_next then reads the record
+ * once, from its first byte. */
+static void test_peek_reads_header_only(void **state)
+{
+    tu_part_t *t = *state;
+    big_partition(t);
+    assert_int_equal(sl_partition_flush(t->p), 0);
+    size_t record = SL_BATCH_HEADER_SIZE + BIG_COUNT * (SL_FRAME_HEADER_SIZE + BIG_PAYLOAD);
+    char path[PATH_MAX];
+    tu_seg_path(t, 0, ".log", path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    sl_buf_t buf;
+    sl_buf_init(&buf, 0);
+    sl_segment_cursor_t c;
+    sl_segment_cursor_init(&c, fd, 0, (uint64_t)BIG_BATCHES * record, 2u * 1024u * 1024u, &buf);
+    sl_span_t header, rec;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(sl_segment_peek(&c, &header), SL_SEGMENT_RECORD);
+        assert_int_equal(sl_load_u64(header.ptr + SL_BATCH_OFF_BASE_OFFSET),
+                         (uint64_t)i * BIG_COUNT);
+        assert_int_equal(buf.len, 0); /* no chunk read for a header */
+        sl_segment_skip(&c, header);
+    }
+    assert_int_equal(sl_segment_next(&c, &rec), SL_SEGMENT_RECORD);
+    assert_int_equal(rec.len, record);
+    assert_int_equal(sl_load_u64(rec.ptr + SL_BATCH_OFF_BASE_OFFSET), 2u * BIG_COUNT);
+    assert_int_equal(buf.len, record); /* the record alone: larger than a chunk */
+    assert_int_equal(sl_batch_validate(rec, BIG_COUNT), 0);
+    /* A header past the end of the file is a torn tail, not a read past it. */
+    sl_segment_cursor_init(&c, fd, (uint64_t)BIG_BATCHES * record - 100,
+                           (uint64_t)BIG_BATCHES * record + 1000, 2u * 1024u * 1024u, &buf);
+    sl_buf_reset(&buf);
+    assert_int_equal(sl_segment_peek(&c, &header), SL_SEGMENT_TORN);
+    close(fd);
+    sl_buf_free(&buf);
+}
+
 /* A large record that fails its checks on disk is taken out of the output again. */
 static void test_poll_large_record_damaged(void **state)
 {
@@ -948,6 +988,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_journal_and_disk_identical, setup, teardown),
         cmocka_unit_test_setup_teardown(test_poll_out_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_poll_skips_frames_before_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_peek_reads_header_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_poll_large_records_from_disk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_poll_large_record_damaged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_poll_large_record_out_limit, setup, teardown),
