@@ -16,6 +16,7 @@
 #include "base/io.h"
 #include "base/log.h"
 #include "base/xxh3.h"
+#include "server/cluster_snapshot.h"
 #include "store/offsets.h"
 #include "store/segment.h"
 
@@ -580,22 +581,30 @@ int sl_ptransfer_stage(sl_ptransfer_t *x, uint64_t op, uint32_t index, const sl_
 }
 
 /* The snapshot part of a CONSUMER_OFFSETS artifact (cluster_transfer.h) and the generation
- * its segments are of; false when it does not decode. */
-static bool offsets_split(sl_span_t bytes, sl_span_t *snapshot, uint64_t *generation)
+ * its segments are of; false when it does not decode (logged). */
+static bool offsets_split(uint64_t group, sl_span_t bytes, sl_span_t *snapshot,
+                          uint64_t *generation)
 {
-    if (bytes.len < 28)
-        return false;
-    uint32_t n = sl_load_u32(bytes.ptr + 8);
-    if ((bytes.len - 28) / 13 < n || bytes.len != 28 + (size_t)n * 13)
-        return false;
-    *snapshot = sl_span(bytes.ptr, bytes.len - 8);
-    *generation = sl_load_u64(bytes.ptr + bytes.len - 8);
-    return true;
+    sl_psnapshot_t s;
+    char err[160];
+    if (bytes.len < 8) {
+        snprintf(err, sizeof(err), "%zu bytes", bytes.len);
+    } else {
+        *snapshot = sl_span(bytes.ptr, bytes.len - 8);
+        *generation = sl_load_u64(bytes.ptr + bytes.len - 8);
+        if (sl_psnapshot_decode(*snapshot, &s, err, sizeof(err)) == 0)
+            return true;
+    }
+    sl_log_error("cluster: partition group %" PRIx64 ": a state transfer's CONSUMER_OFFSETS "
+                 "artifact does not decode: %s",
+                 group, err);
+    return false;
 }
 
 /* The partition's consumer offsets become the snapshot's: the others are deleted. */
 static int offsets_apply(sl_ptransfer_t *x, sl_span_t snapshot)
 {
+    /* Decoded (offsets_split) before: the offsets follow the 12-byte head. */
     uint32_t n = sl_load_u32(snapshot.ptr + 8);
     for (uint32_t i = sl_offsets_count(x->p); i > 0; i--) {
         sl_offsets_kind_t kind;
@@ -628,7 +637,7 @@ int sl_ptransfer_install(sl_ptransfer_t *x, uint64_t op, const sl_vsr_artifact_t
     sl_span_t snap;
     uint64_t generation;
     if (!x->receiving || op != x->stage_op || !x->have_offsets || x->next_index != count ||
-        !offsets_split(sl_buf_span(&x->stage_offsets), &snap, &generation) ||
+        !offsets_split(x->group, sl_buf_span(&x->stage_offsets), &snap, &generation) ||
         !staging_path(x, dir))
         return -SL_ERR_INVALID_FORMAT;
     uint64_t *starts = calloc(count ? count : 1, sizeof(*starts));
@@ -733,8 +742,9 @@ int sl_ptransfer_boot(sl_ptransfer_t *x)
     sl_span_t snap;
     uint64_t generation;
     if (rc == 0 && rolled) {
-        rc = offsets_split(sl_buf_span(&blob), &snap, &generation) ? offsets_apply(x, snap)
-                                                                   : -SL_ERR_STATE_FILE_CORRUPTED;
+        rc = offsets_split(x->group, sl_buf_span(&blob), &snap, &generation)
+                 ? offsets_apply(x, snap)
+                 : -SL_ERR_STATE_FILE_CORRUPTED;
         if (rc == 0)
             rc = sl_partition_install_done(dir);
     }

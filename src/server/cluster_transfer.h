@@ -4,8 +4,8 @@
  * verbatim, frontier = the segment's base offset; then CONSUMER_OFFSETS (kind 3), frontier = the
  * offer's commit_op:
  *
- *   [snapshot: the machine snapshot of the checkpoint, cluster_partition.c's
- *    machine_snapshot: next u64, count u32, count x (kind u8, id u32, offset u64), log_gen u64]
+ *   [snapshot: the machine snapshot of the checkpoint, server/cluster_snapshot.h: next u64,
+ *    count u32, count x (kind u8, id u32, offset u64), log_gen u64, the DeleteSegments record]
  *   [the serving partition's purge generation u64, which its segments are of]
  *
  * Serving: an offer seals every segment at its length on disk at that moment (segments are
