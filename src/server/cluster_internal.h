@@ -3,6 +3,7 @@
 #define SL_SERVER_CLUSTER_INTERNAL_H
 
 #include "server/cluster.h"
+#include "server/cluster_snapshot.h"
 #include "server/replica_plane.h"
 #include "server/server.h"
 #include "server/vsr_storage.h"
@@ -37,10 +38,8 @@
 #define SL_CLUSTER_PARTITION_REPAIR_CHUNK 16u
 #define SL_CLUSTER_SEND_RECORD_MAX        (2u * 1024u * 1024u - 4096u)
 #define SL_CLUSTER_PARTITION_PREPARE_MAX  (SL_HEADER_SIZE + SL_CLUSTER_SEND_RECORD_MAX + 8u)
-/* Clients per partition whose latest DeleteSegments a replica remembers, so a
- * replay of it deletes nothing more (docs/cluster.md, "Segments and
- * retention"): an operator's tool or two at a time, with room to spare. */
-#define SL_CLUSTER_DELETES_SEEN 8u
+/* SL_CLUSTER_DELETES_SEEN, the clients whose DeleteSegments a partition
+ * replica remembers: server/cluster_snapshot.h, whose record holds them. */
 
 typedef struct sl_pgroup sl_pgroup_t;
 

@@ -50,6 +50,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "server/cluster_internal.h"
+#include "server/cluster_snapshot.h"
 #include "server/cluster_transfer.h"
 #include "store/offsets.h"
 #include "store/purge_gen.h"
@@ -63,17 +64,6 @@
 #define PURGE_BODY         16u
 #define DELETE_BODY        24u
 #define STORE_NEVER_BACK   1u
-
-/* A DeleteSegments a client sent, as every replica applied it: a replay of
- * the same request (57/58 replayed, a resend after a lost reply) is
- * submitted with the offset the first one resolved, not a fresh count. */
-typedef struct delete_seen {
-    sl_u128_t client; /* 0: a free entry */
-    sl_u128_t request_checksum;
-    uint64_t request;
-    uint64_t below, generation;
-    uint64_t op; /* where it was applied: the oldest entry is replaced */
-} delete_seen_t;
 
 struct sl_pgroup {
     sl_cluster_t *c;
@@ -99,9 +89,9 @@ struct sl_pgroup {
     uint64_t prepared_gen; /* the highest purge this replica's prepare hook stamped */
     uint64_t purge_tick;   /* ticks at the last purge submitted (0: none) */
     /* The latest DeleteSegments of each of the last few clients, recorded at
-     * apply (so on every replica, a new primary too) and rebuilt by a
-     * replay of the log after a restart. */
-    delete_seen_t deletes[SL_CLUSTER_DELETES_SEEN];
+     * apply (so on every replica, a new primary too), kept in the checkpoint's
+     * snapshot and brought up to date by the replay of the ops after it. */
+    sl_delete_seen_t deletes[SL_CLUSTER_DELETES_SEEN];
 };
 
 /* --- prepare bodies --------------------------------------------------------------------- */
@@ -232,9 +222,9 @@ static void delete_remember(sl_pgroup_t *pg, const sl_vsr_prepare_t *p, uint64_t
 {
     if (sl_u128_is_zero(p->client))
         return; /* the retention's op: nobody replays it */
-    delete_seen_t *slot = &pg->deletes[0];
+    sl_delete_seen_t *slot = &pg->deletes[0];
     for (uint32_t i = 0; i < SL_CLUSTER_DELETES_SEEN; i++) {
-        delete_seen_t *d = &pg->deletes[i];
+        sl_delete_seen_t *d = &pg->deletes[i];
         if (sl_u128_eq(d->client, p->client)) {
             slot = d;
             break;
@@ -242,12 +232,12 @@ static void delete_remember(sl_pgroup_t *pg, const sl_vsr_prepare_t *p, uint64_t
         if (d->op < slot->op)
             slot = d; /* a free entry's op is 0 */
     }
-    *slot = (delete_seen_t){.client = p->client,
-                            .request_checksum = p->request_checksum,
-                            .request = p->request,
-                            .below = below,
-                            .generation = gen,
-                            .op = p->op};
+    *slot = (sl_delete_seen_t){.client = p->client,
+                               .request_checksum = p->request_checksum,
+                               .request = p->request,
+                               .below = below,
+                               .generation = gen,
+                               .op = p->op};
 }
 
 /* The deletion op: every sealed segment below the offset it names goes, on
@@ -304,8 +294,9 @@ static void machine_apply(void *ctx, const sl_vsr_prepare_t *p, sl_span_t body, 
     put_result(reply, SL_ERR_ERROR);
 }
 
-/* The snapshot: [next u64][count u32] then count x [kind u8][id u32][offset u64]. The
- * segments are the rest of the state (a checkpoint syncs them first). */
+/* The snapshot (cluster_snapshot.h): the next offset, the consumer offsets, the purge
+ * generation of the log and the DeleteSegments record. The segments are the rest of the
+ * state (a checkpoint syncs them first). */
 static void machine_snapshot(void *ctx, sl_buf_t *out)
 {
     sl_pgroup_t *pg = ctx;
@@ -322,44 +313,49 @@ static void machine_snapshot(void *ctx, sl_buf_t *out)
         sl_put_u32(out, id);
         sl_put_u64(out, offset);
     }
-    sl_put_u64(out, pg->log_gen); /* absent from snapshots of older versions */
+    sl_put_u64(out, pg->log_gen);
+    sl_psnapshot_put_deletes(out, pg->deletes);
 }
 
 static int machine_restore(void *ctx, sl_span_t snap)
 {
     sl_pgroup_t *pg = ctx;
-    if (snap.len < 12)
+    sl_psnapshot_t s;
+    char err[160];
+    if (sl_psnapshot_decode(snap, &s, err, sizeof(err)) != 0) {
+        /* Checksummed where it is stored and sent: a snapshot that passed those and does not
+         * decode is of a format this server does not read. The core then takes its
+         * checkpoint from a peer. */
+        sl_log_error("cluster: partition group %" PRIx64 " (stream %u, topic %u, partition %u): "
+                     "the checkpoint's snapshot does not decode (%s): not restored",
+                     pg->group, pg->stream_id, pg->topic_id, pg->partition_id, err);
         return -1;
-    uint64_t next = sl_load_u64(snap.ptr);
-    uint32_t n = sl_load_u32(snap.ptr + 8);
-    if ((snap.len - 12) / 13 < n ||
-        (snap.len != 12 + (size_t)n * 13 && snap.len != 20 + (size_t)n * 13))
-        return -1;
+    }
     uint64_t have = sl_partition_next_offset(pg->partition);
-    uint64_t snap_gen = snap.len == 20 + (size_t)n * 13 ? sl_load_u64(snap.ptr + 12 + (size_t)n * 13)
-                                                        : pg->log_gen;
+    uint64_t snap_gen = s.has_log_gen ? s.log_gen : pg->log_gen;
     /* Segments purged after the checkpoint (a state transfer brings them
      * so, with their generation) restart below its offsets: the replay skips
      * up to the purge op, which they already reflect. */
     bool purged_since = sl_partition_purge_generation(pg->partition) > snap_gen;
-    if (have < next && !purged_since) {
+    if (have < s.next && !purged_since) {
         /* The core then asks a peer for its checkpoint: segments and offsets
          * (cluster.md 9, cluster_transfer.c). */
         sl_log_warn("cluster: partition group %" PRIx64 " (stream %u, topic %u, partition %u): "
                     "the checkpoint names offsets up to %" PRIu64
                     " but the segments end at %" PRIu64
                     ": this replica gets its segments by state transfer",
-                    pg->group, pg->stream_id, pg->topic_id, pg->partition_id, next, have);
+                    pg->group, pg->stream_id, pg->topic_id, pg->partition_id, s.next, have);
         return -1;
     }
-    pg->applied_next = next;
-    if (snap.len == 20 + (size_t)n * 13)
-        pg->log_gen = sl_load_u64(snap.ptr + 12 + (size_t)n * 13);
+    pg->applied_next = s.next;
+    pg->log_gen = snap_gen;
+    /* A snapshot of an older version has no record: it is rebuilt from the ops replayed. */
+    memcpy(pg->deletes, s.deletes, sizeof(pg->deletes));
     /* At open the offsets on disk are those of the newest op applied, at or after the
      * checkpoint: they stay (the replay brings the log's ops again, idempotently). From a
      * peer (a state transfer) the snapshot's are the state. */
-    for (uint32_t i = 0; i < n && !pg->booting; i++) {
-        const uint8_t *e = snap.ptr + 12 + (size_t)i * 13;
+    for (uint32_t i = 0; i < s.offsets_count && !pg->booting; i++) {
+        const uint8_t *e = s.offsets + (size_t)i * SL_PSNAPSHOT_OFFSET_SIZE;
         if (sl_offsets_store(pg->partition, (sl_offsets_kind_t)e[0], sl_load_u32(e + 1),
                              sl_load_u64(e + 5), pg->enforce_fsync, false) != 0)
             sl_log_warn("cluster: partition group %" PRIx64 ": an offset did not restore",
@@ -374,6 +370,7 @@ static void machine_reset(void *ctx)
      * are applied again over them, and those they already hold are skipped. */
     sl_pgroup_t *pg = ctx;
     pg->applied_next = 0;
+    memset(pg->deletes, 0, sizeof(pg->deletes));
 }
 
 /* Primary: the body journaled for op p->op (messages.md 3.3). */
@@ -1078,10 +1075,10 @@ static bool leads(const sl_pgroup_t *pg)
 /* What this replica applied of the client's latest DeleteSegments when req is that request
  * again (the same number, and the same stamp where both carry one) or an older one; NULL for a
  * new request. */
-static const delete_seen_t *delete_seen(const sl_pgroup_t *pg, const sl_request_header_t *req)
+static const sl_delete_seen_t *delete_seen(const sl_pgroup_t *pg, const sl_request_header_t *req)
 {
     for (uint32_t i = 0; i < SL_CLUSTER_DELETES_SEEN; i++) {
-        const delete_seen_t *d = &pg->deletes[i];
+        const sl_delete_seen_t *d = &pg->deletes[i];
         if (sl_u128_is_zero(d->client) || !sl_u128_eq(d->client, req->client))
             continue;
         bool stamps_differ = !sl_u128_is_zero(d->request_checksum) &&
@@ -1126,7 +1123,7 @@ void sl_cluster_delete_segments(sl_cluster_t *c, sl_session_t *s, const sl_reque
     if (!pg || pg->topic_created_at != mt->created_at || !leads(pg))
         return delete_answer(s, req, SL_ERR_TRANSIENT_NOT_ACCEPTED);
     uint8_t op[DELETE_BODY];
-    const delete_seen_t *seen = delete_seen(pg, req);
+    const sl_delete_seen_t *seen = delete_seen(pg, req);
     if (seen && seen->request > req->request)
         return delete_answer(s, req, SL_ERR_REQUEST_ALREADY_APPLIED);
     if (seen) {

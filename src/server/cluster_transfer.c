@@ -16,6 +16,7 @@
 #include "base/io.h"
 #include "base/log.h"
 #include "base/xxh3.h"
+#include "server/cluster_snapshot.h"
 #include "store/offsets.h"
 #include "store/segment.h"
 
@@ -58,6 +59,26 @@ typedef struct hash_job {
     hash_item_t items[];
 } hash_job_t;
 
+/* A staged segment complete on disk, verified against its manifest entry. */
+typedef struct verify_item {
+    uint64_t start, len, checksum;
+    bool ok;
+} verify_item_t;
+
+/* The verification of staged segments on the worker pool: the loop stages chunk after chunk,
+ * and each segment whose last chunk is written is re-read and hashed by a worker (what is
+ * verified is what is on disk) while the next ones arrive; install waits for it. The job
+ * carries copies (the staging directory, the items); nothing of the partition. */
+typedef struct verify_job {
+    sl_work_t work;
+    struct sl_ptransfer *owner; /* loop thread only; NULL once the transfer state is freed */
+    uint64_t seq;               /* the staging it verifies (stage_seq) */
+    uint64_t op;
+    char dir[PATH_MAX];
+    uint32_t count;
+    verify_item_t items[];
+} verify_job_t;
+
 typedef struct offer {
     uint64_t op; /* 0: none */
     sl_vsr_artifact_t *list;
@@ -87,6 +108,14 @@ struct sl_ptransfer {
     sl_buf_t stage_offsets;
     bool have_offsets;
     uint32_t next_index;
+    /* Verifying staged segments off the loop (NULL pool: on the loop, at their last chunk). */
+    uint64_t stage_seq;     /* stagings begun: a job of an older one is let go */
+    verify_job_t *verify;   /* on a worker, or NULL */
+    verify_item_t *waiting; /* complete segments not handed to a worker yet */
+    uint32_t waiting_count, waiting_cap;
+    uint32_t verified;  /* segments of this staging that verified */
+    bool verify_failed; /* one did not: the transfer starts over */
+    bool install_waits; /* install answered pending (logged once a staging) */
 };
 
 static bool staging_path(const sl_ptransfer_t *x, char out[PATH_MAX])
@@ -129,6 +158,9 @@ void sl_ptransfer_free(sl_ptransfer_t *x)
         sl_io_close(x->stage_fd);
     if (x->job)
         x->job->owner = NULL; /* the pool hands it back to hash_done, which frees it */
+    if (x->verify)
+        x->verify->owner = NULL; /* likewise, to verify_done */
+    free(x->waiting);
     if (x->ready)
         free(x->ready->tail);
     free(x->ready);
@@ -498,6 +530,12 @@ static int stage_begin(sl_ptransfer_t *x, uint64_t op)
     x->stage_op = op;
     x->have_offsets = false;
     x->next_index = 0;
+    /* A job still verifying the last staging's files is let go when it is done. */
+    x->stage_seq++;
+    x->waiting_count = 0;
+    x->verified = 0;
+    x->verify_failed = false;
+    x->install_waits = false;
     sl_buf_reset(&x->stage_offsets);
     if (!staging_path(x, dir) || sl_store_remove_tree(dir) != 0)
         return -SL_ERR_CANNOT_DELETE_FILE;
@@ -505,7 +543,8 @@ static int stage_begin(sl_ptransfer_t *x, uint64_t op)
     return rc == 0 || rc == -EEXIST ? 0 : -SL_ERR_CANNOT_CREATE_PARTITION_DIRECTORY;
 }
 
-/* The staged segment re-read and hashed: what is verified is what is on disk. */
+/* The staged segment re-read and hashed: what is verified is what is on disk. On the loop,
+ * for a transfer state without a worker pool. */
 static bool staged_ok(sl_ptransfer_t *x, const sl_vsr_artifact_t *a)
 {
     sl_xxh3_state_t st;
@@ -525,12 +564,123 @@ static bool staged_ok(sl_ptransfer_t *x, const sl_vsr_artifact_t *a)
     return ok && sl_xxh3_digest(&st) == a->checksum;
 }
 
+static void verify_run(sl_work_t *w)
+{
+    verify_job_t *job = (verify_job_t *)w;
+    uint8_t *buf = malloc(HASH_CHUNK);
+    for (uint32_t i = 0; i < job->count; i++) {
+        verify_item_t *v = &job->items[i];
+        char path[PATH_MAX];
+        struct stat st;
+        uint64_t sum = 0;
+        /* Exactly the manifest's length, and its hash. */
+        v->ok = buf != NULL && sl_segment_path(path, job->dir, v->start, SL_SEGMENT_LOG_EXT) &&
+                stat(path, &st) == 0 && (uint64_t)st.st_size == v->len &&
+                hash_segment(job->dir, v->start, v->len, buf, NULL, &sum) && sum == v->checksum;
+    }
+    free(buf);
+}
+
+static void verify_pump(sl_ptransfer_t *x);
+
+static void verify_done(sl_work_t *w, bool ran)
+{
+    verify_job_t *job = (verify_job_t *)w;
+    sl_ptransfer_t *x = job->owner;
+    if (!x) {
+        free(job);
+        return;
+    }
+    x->verify = NULL;
+    if (!ran) {
+        /* The pool is going away (shutdown): nothing more is submitted to it. */
+        x->verify_failed = true;
+        free(job);
+        return;
+    }
+    if (job->seq == x->stage_seq) {
+        uint32_t ok = 0;
+        for (uint32_t i = 0; i < job->count; i++) {
+            const verify_item_t *v = &job->items[i];
+            ok += v->ok;
+            if (!v->ok)
+                sl_log_warn("cluster: partition group %" PRIx64 ": staged segment %" PRIu64
+                            " does not verify",
+                            x->group, v->start);
+        }
+        x->verified += ok;
+        x->verify_failed = x->verify_failed || ok != job->count;
+        if (ok == job->count)
+            sl_log_info("cluster: partition group %" PRIx64 ": %u staged segments of checkpoint "
+                        "%" PRIu64 " verified on a worker",
+                        x->group, job->count, job->op);
+    }
+    free(job);
+    verify_pump(x);
+}
+
+/* Hands the complete segments that wait to a worker, when none is busy with this transfer's. */
+static void verify_pump(sl_ptransfer_t *x)
+{
+    if (x->verify || x->waiting_count == 0 || x->verify_failed)
+        return;
+    verify_job_t *job = calloc(1, sizeof(*job) + x->waiting_count * sizeof(verify_item_t));
+    if (!job || !staging_path(x, job->dir)) {
+        free(job);
+        x->verify_failed = true;
+        return;
+    }
+    job->work = (sl_work_t){.run = verify_run, .done = verify_done};
+    job->owner = x;
+    job->seq = x->stage_seq;
+    job->op = x->stage_op;
+    job->count = x->waiting_count;
+    memcpy(job->items, x->waiting, x->waiting_count * sizeof(verify_item_t));
+    x->waiting_count = 0;
+    x->verify = job;
+    sl_log_info("cluster: partition group %" PRIx64 ": verifying %u staged segments of "
+                "checkpoint %" PRIu64 " on a worker",
+                x->group, job->count, job->op);
+    sl_work_pool_submit(x->pool, &job->work);
+}
+
+/* A staged segment complete: verified here without a pool, else queued for a worker. */
+static int staged_complete(sl_ptransfer_t *x, const sl_vsr_artifact_t *a)
+{
+    if (!x->pool) {
+        bool ok = staged_ok(x, a);
+        stage_close(x);
+        if (!ok) {
+            sl_log_warn("cluster: partition group %" PRIx64 ": staged segment %" PRIu64
+                        " does not verify",
+                        x->group, a->frontier);
+            return -SL_ERR_INVALID_FORMAT;
+        }
+        x->verified++;
+        return 0;
+    }
+    stage_close(x);
+    if (x->waiting_count == x->waiting_cap) {
+        uint32_t cap = x->waiting_cap ? 2 * x->waiting_cap : 16;
+        verify_item_t *w = realloc(x->waiting, cap * sizeof(*w));
+        if (!w)
+            return -ENOMEM;
+        x->waiting = w;
+        x->waiting_cap = cap;
+    }
+    x->waiting[x->waiting_count++] =
+        (verify_item_t){.start = a->frontier, .len = a->len, .checksum = a->checksum};
+    verify_pump(x);
+    return 0;
+}
+
 int sl_ptransfer_stage(sl_ptransfer_t *x, uint64_t op, uint32_t index, const sl_vsr_artifact_t *a,
                        uint64_t offset, sl_span_t bytes)
 {
     if (a == NULL)
         return stage_begin(x, op);
-    if (!x->receiving || op != x->stage_op || index < x->next_index || x->have_offsets)
+    if (!x->receiving || op != x->stage_op || index < x->next_index || x->have_offsets ||
+        x->verify_failed)
         return -SL_ERR_INVALID_FORMAT;
     if (a->kind == SL_VSR_ARTIFACT_CONSUMER_OFFSETS) {
         if (a->len > OFFSETS_MAX || a->frontier != op || offset != x->stage_offsets.len)
@@ -566,36 +716,39 @@ int sl_ptransfer_stage(sl_ptransfer_t *x, uint64_t op, uint32_t index, const sl_
     if (sl_io_pwrite(x->stage_fd, bytes.ptr, bytes.len, (off_t)offset) != (ssize_t)bytes.len)
         return -SL_ERR_CANNOT_WRITE_TO_FILE;
     if (offset + bytes.len == a->len) {
-        bool ok = staged_ok(x, a);
-        stage_close(x);
-        if (!ok) {
-            sl_log_warn("cluster: partition group %" PRIx64 ": staged segment %" PRIu64
-                        " does not verify",
-                        x->group, a->frontier);
-            return -SL_ERR_INVALID_FORMAT;
-        }
+        int rc = staged_complete(x, a);
+        if (rc != 0)
+            return rc;
         x->next_index = index + 1;
     }
     return 0;
 }
 
 /* The snapshot part of a CONSUMER_OFFSETS artifact (cluster_transfer.h) and the generation
- * its segments are of; false when it does not decode. */
-static bool offsets_split(sl_span_t bytes, sl_span_t *snapshot, uint64_t *generation)
+ * its segments are of; false when it does not decode (logged). */
+static bool offsets_split(uint64_t group, sl_span_t bytes, sl_span_t *snapshot,
+                          uint64_t *generation)
 {
-    if (bytes.len < 28)
-        return false;
-    uint32_t n = sl_load_u32(bytes.ptr + 8);
-    if ((bytes.len - 28) / 13 < n || bytes.len != 28 + (size_t)n * 13)
-        return false;
-    *snapshot = sl_span(bytes.ptr, bytes.len - 8);
-    *generation = sl_load_u64(bytes.ptr + bytes.len - 8);
-    return true;
+    sl_psnapshot_t s;
+    char err[160];
+    if (bytes.len < 8) {
+        snprintf(err, sizeof(err), "%zu bytes", bytes.len);
+    } else {
+        *snapshot = sl_span(bytes.ptr, bytes.len - 8);
+        *generation = sl_load_u64(bytes.ptr + bytes.len - 8);
+        if (sl_psnapshot_decode(*snapshot, &s, err, sizeof(err)) == 0)
+            return true;
+    }
+    sl_log_error("cluster: partition group %" PRIx64 ": a state transfer's CONSUMER_OFFSETS "
+                 "artifact does not decode: %s",
+                 group, err);
+    return false;
 }
 
 /* The partition's consumer offsets become the snapshot's: the others are deleted. */
 static int offsets_apply(sl_ptransfer_t *x, sl_span_t snapshot)
 {
+    /* Decoded (offsets_split) before: the offsets follow the 12-byte head. */
     uint32_t n = sl_load_u32(snapshot.ptr + 8);
     for (uint32_t i = sl_offsets_count(x->p); i > 0; i--) {
         sl_offsets_kind_t kind;
@@ -628,9 +781,27 @@ int sl_ptransfer_install(sl_ptransfer_t *x, uint64_t op, const sl_vsr_artifact_t
     sl_span_t snap;
     uint64_t generation;
     if (!x->receiving || op != x->stage_op || !x->have_offsets || x->next_index != count ||
-        !offsets_split(sl_buf_span(&x->stage_offsets), &snap, &generation) ||
-        !staging_path(x, dir))
+        !offsets_split(x->group, sl_buf_span(&x->stage_offsets), &snap, &generation) ||
+        !staging_path(x, dir) || x->verify_failed)
         return -SL_ERR_INVALID_FORMAT;
+    /* Every segment staged; the worker has not verified them all yet. */
+    if (x->verify || x->waiting_count > 0) {
+        if (!x->install_waits)
+            sl_log_info("cluster: partition group %" PRIx64 ": checkpoint %" PRIu64
+                        " is staged; its install waits for the worker's verification",
+                        x->group, op);
+        x->install_waits = true;
+        return SL_VSR_INSTALL_PENDING;
+    }
+    uint32_t segments = 0;
+    for (uint32_t i = 0; i < count; i++)
+        segments += list[i].kind == SL_VSR_ARTIFACT_SEGMENT_LOG && list[i].len > 0;
+    if (segments != x->verified) {
+        sl_log_error("cluster: partition group %" PRIx64 ": %u segments verified of the %u the "
+                     "manifest of checkpoint %" PRIu64 " lists: not installed",
+                     x->group, x->verified, segments, op);
+        return -SL_ERR_INVALID_FORMAT;
+    }
     uint64_t *starts = calloc(count ? count : 1, sizeof(*starts));
     if (!starts)
         return -ENOMEM;
@@ -733,8 +904,9 @@ int sl_ptransfer_boot(sl_ptransfer_t *x)
     sl_span_t snap;
     uint64_t generation;
     if (rc == 0 && rolled) {
-        rc = offsets_split(sl_buf_span(&blob), &snap, &generation) ? offsets_apply(x, snap)
-                                                                   : -SL_ERR_STATE_FILE_CORRUPTED;
+        rc = offsets_split(x->group, sl_buf_span(&blob), &snap, &generation)
+                 ? offsets_apply(x, snap)
+                 : -SL_ERR_STATE_FILE_CORRUPTED;
         if (rc == 0)
             rc = sl_partition_install_done(dir);
     }

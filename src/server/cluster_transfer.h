@@ -4,8 +4,8 @@
  * verbatim, frontier = the segment's base offset; then CONSUMER_OFFSETS (kind 3), frontier = the
  * offer's commit_op:
  *
- *   [snapshot: the machine snapshot of the checkpoint, cluster_partition.c's
- *    machine_snapshot: next u64, count u32, count x (kind u8, id u32, offset u64), log_gen u64]
+ *   [snapshot: the machine snapshot of the checkpoint, server/cluster_snapshot.h: next u64,
+ *    count u32, count x (kind u8, id u32, offset u64), log_gen u64, the DeleteSegments record]
  *   [the serving partition's purge generation u64, which its segments are of]
  *
  * Serving: an offer seals every segment at its length on disk at that moment (segments are
@@ -18,12 +18,15 @@
  * refused as transient (the requester asks again, cluster.md 9's unavailable_transient); a
  * request once the worker is done gets the offer, when its segments are all still there
  * and no purge came between; a second requester of the
- * same checkpoint gets the same offer, unchanged, while its segments are all still there. A segment deleted since
- * (retention) cannot be served: the requester starts over.
+ * same checkpoint gets the same offer, unchanged, while its segments are all still there. A segment
+ * deleted since (retention) cannot be served: the requester starts over.
  *
  * Receiving: the artifacts are written to <partition>/replica/transfer/ (SL_PTRANSFER_STAGING),
  * each verified whole against the manifest, then installed through store/install.c's marker
- * (crash-safe: old set or new set, never a mix; see store/partition.h). */
+ * (crash-safe: old set or new set, never a mix; see store/partition.h). A staged segment is
+ * re-read and hashed on the worker pool once its last chunk is written, while the next ones
+ * arrive; install answers SL_VSR_INSTALL_PENDING until the worker has verified them all, and
+ * a refusal (the transfer starts over) when one did not verify. */
 #ifndef SL_SERVER_CLUSTER_TRANSFER_H
 #define SL_SERVER_CLUSTER_TRANSFER_H
 
@@ -37,9 +40,9 @@
 typedef struct sl_ptransfer sl_ptransfer_t;
 
 /* NULL when out of memory. p and the strings must outlive it; so must pool, the worker pool
- * that hashes offered segments (server/work_pool.h; NULL: they are hashed on the calling
- * thread). Freeing it with a hashing job on the pool is allowed: the job is let go when the
- * pool hands it back. */
+ * that hashes offered segments and verifies staged ones (server/work_pool.h; NULL: both are
+ * done on the calling thread, a staged segment when its last chunk is staged). Freeing it
+ * with a job on the pool is allowed: the job is let go when the pool hands it back. */
 sl_ptransfer_t *sl_ptransfer_new(sl_partition_t *p, uint64_t group, uint64_t created_revision,
                                  bool enforce_fsync, sl_work_pool_t *pool);
 void sl_ptransfer_free(sl_ptransfer_t *x);

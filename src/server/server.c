@@ -679,6 +679,10 @@ static int start_loop(sl_server_t *srv, char *err, size_t err_len)
 {
     const sl_config_t *cfg = &srv->cfg;
     bool test_faults = sl_test_faults_init();
+    /* A control file that holds the workers at start holds them before the first tick: a
+     * job submitted at boot (a state transfer's verification) could run before it. */
+    if (test_faults && srv->work_pool)
+        sl_work_pool_hold(srv->work_pool, sl_test_faults_hold_workers());
     sl_loop_config_t lc;
     sl_loop_config_init(&lc);
     lc.listen_fd = srv->listen_fd;

@@ -56,6 +56,9 @@
  * a state record naming the new one has been written. Each returns 0 or a
  * negative error (the replica then stops making progress on that path and
  * retries later). */
+/* install's answer while the host still verifies what was staged. */
+#define SL_VSR_INSTALL_PENDING 1
+
 typedef struct sl_vsr_storage {
     void *ctx;
     void (*write_prepare)(void *ctx, uint32_t slot, const uint8_t *frame, uint32_t size);
@@ -88,13 +91,18 @@ typedef struct sl_vsr_storage {
      * a call with a == NULL (drop whatever an earlier one staged); then the
      * artifacts arrive in manifest order (empty ones skipped), each from
      * offset 0, chunk after chunk. When one is complete (offset + bytes.len == a->len) the
-     * host verifies it whole (its length and XXH3-64, a->checksum). 0, or a
-     * negative error (the transfer starts over, from another peer).
-     * install: every artifact of the manifest is staged and verified; the
-     * host replaces its state with theirs, so that a crash at any point
-     * leaves either the old state or the new one, and appends to snapshot
-     * the machine snapshot of checkpoint op (machine.restore's input). 0 or
-     * a negative error (the old state is kept; the transfer starts over). */
+     * host verifies it whole (its length and XXH3-64, a->checksum), then or
+     * later, off the caller's thread (the host's install waits for it). 0, or
+     * a negative error (the transfer starts over, from another peer).
+     * install: every artifact of the manifest is staged; once the host has
+     * verified them all, it replaces its state with theirs, so that a crash
+     * at any point leaves either the old state or the new one, and appends
+     * to snapshot the machine snapshot of checkpoint op (machine.restore's
+     * input). 0; SL_VSR_INSTALL_PENDING while the host is still verifying
+     * what was staged (nothing changed: the replica calls install again, the
+     * same way, at each tick, and keeps the transfer); or a negative error
+     * (a staged artifact did not verify, or the install failed: the old
+     * state is kept; the transfer starts over). */
     int (*offer)(void *ctx, uint64_t op, const sl_vsr_artifact_t **list, uint32_t *count);
     sl_span_t (*serve)(void *ctx, uint64_t op, uint32_t index, uint64_t offset, uint32_t len);
     int (*stage)(void *ctx, uint64_t op, uint32_t index, const sl_vsr_artifact_t *a,

@@ -75,6 +75,9 @@ typedef struct vsr_sync {
     sl_vsr_artifact_t *list;
     uint32_t list_cap;
     uint64_t staged;
+    /* Every artifact staged; the host's install answered pending: it is
+     * called again at each tick. */
+    bool installing;
     /* Moves on after each attempt that brought nothing; its own counter, so
      * the peers asked do not fall in step with repair's. */
     uint32_t rotation;

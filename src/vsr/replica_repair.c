@@ -358,6 +358,7 @@ static void sync_reset(sl_vsr_replica_t *r)
 {
     r->sync.active = false;
     r->sync.have_target = false;
+    r->sync.installing = false;
     r->sync.staged = 0;
     for (int i = 0; i < 2; i++)
         sl_buf_reset(&r->sync.data[i]);
@@ -402,19 +403,30 @@ static void request_chunk(sl_vsr_replica_t *r)
 
 /* The host installs its artifacts and hands back the machine's snapshot;
  * the checkpoint this replica then records is its own pair (that snapshot
- * and an empty client table), as a checkpoint of its own would be. */
-static bool host_install(sl_vsr_replica_t *r)
+ * and an empty client table), as a checkpoint of its own would be. 0 when
+ * installed; SL_VSR_INSTALL_PENDING while the host verifies (the transfer
+ * kept, vsr_tick_sync asks again); -1 when the transfer starts over. */
+static int host_install(sl_vsr_replica_t *r)
 {
     sl_buf_reset(&r->sync.data[0]);
     sl_buf_reset(&r->sync.data[1]);
-    if (r->storage.install(r->storage.ctx, r->sync.commit_op, r->sync.list, r->sync.count,
-                           &r->sync.data[0]) != 0 ||
-        !sl_buf_ok(&r->sync.data[0])) {
+    int rc = r->storage.install(r->storage.ctx, r->sync.commit_op, r->sync.list, r->sync.count,
+                                &r->sync.data[0]);
+    if (rc == SL_VSR_INSTALL_PENDING) {
+        if (!r->sync.installing)
+            vsr_trace(r, "state transfer: checkpoint %llu staged, the host verifies it",
+                      (unsigned long long)r->sync.commit_op);
+        r->sync.installing = true;
+        r->sync.tick = r->ticks;
+        return SL_VSR_INSTALL_PENDING;
+    }
+    r->sync.installing = false;
+    if (rc != 0 || !sl_buf_ok(&r->sync.data[0])) {
         vsr_trace(r, "state transfer: the host did not install checkpoint %llu",
                   (unsigned long long)r->sync.commit_op);
         sync_reset(r);
         r->sync.rotation++;
-        return false;
+        return -1;
     }
     sl_vsr_clients_reset(&r->clients);
     sl_vsr_clients_encode(&r->clients, &r->sync.data[1]);
@@ -423,13 +435,13 @@ static bool host_install(sl_vsr_replica_t *r)
         r->sync.artifacts[k] = (sl_vsr_artifact_t){(uint8_t)k, r->sync.commit_op, a.len,
                                                    sl_xxh3_64(a.ptr, a.len)};
     }
-    return sl_buf_ok(&r->sync.data[1]);
+    return sl_buf_ok(&r->sync.data[1]) ? 0 : -1;
 }
 
 /* Installs the transferred checkpoint as this replica's own. */
 static void sync_install(sl_vsr_replica_t *r)
 {
-    if (vsr_host_artifacts(r) && !host_install(r))
+    if (vsr_host_artifacts(r) && host_install(r) != 0)
         return;
     sl_span_t snap = sl_buf_span(&r->sync.data[0]);
     sl_span_t table = sl_buf_span(&r->sync.data[1]);
@@ -485,6 +497,11 @@ void vsr_tick_sync(sl_vsr_replica_t *r)
 {
     if (!r->syncing || r->status == SL_VSR_STATUS_RECOVERING || r->cfg.replica_count == 1)
         return;
+    if (r->sync.active && r->sync.installing) {
+        /* Everything is staged: only the host's verification is awaited. */
+        sync_install(r);
+        return;
+    }
     if (r->sync.active && r->ticks - r->sync.tick < 4u * r->cfg.resend_ticks)
         return;
     if (r->sync.active)

@@ -1080,6 +1080,129 @@ static void test_offer_hashed_on_a_worker(void **state)
     ledger_free(&meanwhile);
 }
 
+/* Waits until node n's log holds one of two lines; returns which (0 or 1). */
+static int wait_logged_one_of(node_t *n, const char *first, const char *second)
+{
+    for (int p = 0; p < POLLS_MAX; p++) {
+        const char *log = th_log(&n->srv);
+        if (strstr(log, first))
+            return 0;
+        if (strstr(log, second))
+            return 1;
+        pause_ms(100);
+    }
+    fail_msg("neither \"%s\" nor \"%s\" in the log of the node on port %u", first, second, n->tcp);
+    return -1;
+}
+
+/* Flips one byte in the middle of <node's plain/0>/replica/transfer/<name>. */
+static void corrupt_staged(const node_t *n, const char *name)
+{
+    char path[700];
+    snprintf(path, sizeof(path), "%s/data/streams/0/topics/0/partitions/0/replica/transfer/%s",
+             n->srv.data_dir, name);
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    struct stat st;
+    assert_int_equal(fstat(fileno(f), &st), 0);
+    assert_true(st.st_size > 0);
+    long at = (long)(st.st_size / 2);
+    assert_int_equal(fseek(f, at, SEEK_SET), 0);
+    int byte = fgetc(f);
+    assert_true(byte != EOF);
+    assert_int_equal(fseek(f, at, SEEK_SET), 0);
+    assert_true(fputc(byte ^ 0x5a, f) != EOF);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The receiving side of a state transfer re-reads and hashes every staged
+ * segment (what is verified is what is on disk): on a worker, not on the
+ * loop. With the receiver's workers held (test faults' "hold workers"),
+ * the backup that catches up stages the whole checkpoint and waits to
+ * install; meanwhile its loop answers pings, metadata reads and polls of
+ * another partition, and polls of the one being transferred get 58. A
+ * byte of the staged segment is then flipped on disk and the workers
+ * released: the segment does not verify, the transfer starts over and
+ * installs the right bytes, and only after a worker verified them. Before
+ * (hashing on the loop), the backup installed while its workers were held. */
+static void test_receiver_verifies_on_a_worker(void **state)
+{
+    (void)state;
+    th_cluster_t cluster;
+    node_t *nodes = cluster.nodes;
+    nodes_start_with(&cluster, true);
+    int leader = th_cluster_agreed_leader(&cluster, -1);
+    create_topics(nodes, leader);
+    ledger_t ledger, meanwhile;
+    ledger_init(&ledger);
+    ledger_init(&meanwhile);
+    sl_client_t *c = th_cluster_producer(&nodes[leader]);
+    send_batches(c, "plain", 0, "before", 10, 3, &ledger);
+    int backup = (leader + 1) % NODES;
+    check_partition(&nodes[backup], "plain", 0, &ledger, ledger.acked);
+    th_cluster_stop_node(&cluster, backup, SIGKILL);
+    send_batches(c, "plain", 0, "during", 300, 2, &ledger);
+
+    /* Held from the backup's start: whatever it stages waits for a worker. */
+    th_cluster_fault(&cluster, backup, "hold workers");
+    th_cluster_restart_or_skip(&cluster, backup);
+    assert_int_equal(
+        wait_logged_one_of(&nodes[backup], "install waits for the worker", "installed checkpoint"),
+        0);
+    assert_logged(&nodes[backup].srv, "staged segments of checkpoint", true);
+
+    /* The receiving loop serves on while the hashing waits. */
+    sl_client_t *b = th_cluster_client(&nodes[backup]);
+    unsigned pings = 0, reads = 0, polls = 0;
+    for (int i = 0; i < 50; i++) {
+        assert_int_equal(sl_client_ping(b), 0);
+        pings++;
+        const sl_topic_t *t = NULL;
+        assert_int_equal(sl_client_get_topic(b, sl_id_name("s"), sl_id_name("plain"), &t), 0);
+        assert_non_null(t);
+        reads++;
+        assert_int_equal(send_batch(c, "plain", 1, "meanwhile", i, 2, &meanwhile), 0);
+        sl_polled_messages_t out;
+        assert_int_equal(sl_client_poll_messages(b, sl_consumer_single(sl_id_num(1)),
+                                                 sl_id_name("s"), sl_id_name("plain"), 1,
+                                                 sl_poll_offset(0), 1, false, &out),
+                         0);
+        polls++;
+    }
+    sl_polled_messages_t out;
+    assert_int_equal(sl_client_poll_messages(b, sl_consumer_single(sl_id_num(1)), sl_id_name("s"),
+                                             sl_id_name("plain"), 0, sl_poll_offset(0), 1, false,
+                                             &out),
+                     -SL_ERR_TRANSIENT_NOT_ACCEPTED);
+    sl_client_close(b);
+    assert_logged(&nodes[backup].srv, "installed checkpoint", false);
+    assert_logged(&nodes[backup].srv, "verified on a worker", false);
+    printf("# while the receiver's verification waited on a held worker: %u pings, %u topic "
+           "reads and %u polls answered by the receiving node\n",
+           pings, reads, polls);
+
+    /* A staged segment whose bytes changed on disk is refused when the worker reads it. */
+    corrupt_staged(&nodes[backup], "00000000000000000000.log");
+    th_cluster_fault(&cluster, backup, "");
+    assert_int_equal(check_partition(&nodes[backup], "plain", 0, &ledger, ledger.acked),
+                     ledger.acked);
+    const char *log = th_log(&nodes[backup].srv);
+    const char *refused = strstr(log, "staged segment 0 does not verify");
+    const char *verified = strstr(log, "verified on a worker");
+    const char *installed = strstr(log, "installed checkpoint");
+    assert_non_null(refused);
+    assert_non_null(verified);
+    assert_non_null(installed);
+    assert_true(refused < verified && verified < installed);
+    sl_client_close(c);
+    assert_all_hold(nodes, "plain", 1, &meanwhile);
+    th_cluster_stop_live(&cluster, SIGTERM);
+    assert_logs_equal(nodes, 0);
+    th_cluster_stop(&cluster);
+    ledger_free(&ledger);
+    ledger_free(&meanwhile);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1095,6 +1218,7 @@ int main(void)
         cmocka_unit_test(test_fsync_topic_durable_through_the_ring),
         cmocka_unit_test(test_offsets_replicated),
         cmocka_unit_test(test_offer_hashed_on_a_worker),
+        cmocka_unit_test(test_receiver_verifies_on_a_worker),
     };
     /* TEST_FILTER=<cmocka pattern> runs only the tests it names. */
     if (getenv("TEST_FILTER"))

@@ -17,7 +17,9 @@
  *   - a DeleteSegments sent again with the same client id and request
  *     number (a 57/58 replayed, a resend after a lost reply), on the
  *     primary and, after a failover, on the next one, deletes nothing more
- *     than the first did; a new request number deletes again.
+ *     than the first did; a new request number deletes again;
+ *   - the same after two partition checkpoints and a restart of every node:
+ *     the record comes back with the checkpoint's snapshot.
  *
  * Every wait polls with a deadline of a count of polls (a minute or more on
  * a loaded machine); nothing asserts on how long anything took. */
@@ -577,6 +579,104 @@ static void test_delete_segments_replayed(void **state)
     th_cluster_stop(&cluster);
 }
 
+/* `count` batches of one small message each to partition 0 of topic (a partition op each,
+ * far below a segment); returns the offset after the last. */
+static uint64_t send_small(sl_client_t *c, const char *topic, int count)
+{
+    uint64_t next = 0;
+    for (int b = 0; b < count; b++) {
+        char payload[32];
+        int n = snprintf(payload, sizeof(payload), "small-%d", b);
+        sl_send_message_t m = {.payload = payload, .payload_len = (uint32_t)n};
+        sl_send_result_t r;
+        assert_int_equal(sl_client_send_messages(c, sl_id_name("s"), sl_id_name(topic),
+                                                 sl_partitioning_partition(0), &m, 1, &r),
+                         0);
+        next = r.base_offset + 1;
+    }
+    return next;
+}
+
+/* The newest checkpoint partition 0 of topic has on node n (its replica directory's
+ * snapshot.<op> files), 0 when none. */
+static uint64_t newest_checkpoint(const node_t *n, uint32_t topic)
+{
+    char dir[512];
+    snprintf(dir, sizeof(dir), "%s/data/streams/0/topics/%u/partitions/0/replica", n->srv.data_dir,
+             topic);
+    struct dirent **names = NULL;
+    int k = scandir(dir, &names, NULL, alphasort);
+    assert_true(k > 0);
+    uint64_t newest = 0;
+    for (int i = 0; i < k; i++) {
+        unsigned long long op = 0;
+        char rest[8] = "";
+        if (sscanf(names[i]->d_name, "snapshot.%llu%7s", &op, rest) == 1 && op > newest)
+            newest = op;
+        free(names[i]);
+    }
+    free(names);
+    return newest;
+}
+
+static void test_delete_segments_replayed_after_checkpoint(void **state)
+{
+    (void)state;
+    th_cluster_t cluster;
+    node_t *nodes = cluster.nodes;
+    int leader = cluster_up(&cluster);
+    uint32_t topic = create_topic(&cluster, leader, "ckp", 0);
+    sl_client_t *l = th_cluster_producer(&nodes[leader]);
+    uint64_t next = send_batches(l, "ckp", 'a', 70); /* ops 1..70: 4 sealed segments + 1 */
+    sl_client_close(l);
+    assert_int_equal(wait_all_first(&cluster, "ckp", next - 1, 0), 0);
+    for (int i = 0; i < NODES; i++)
+        wait_segments(&nodes[i], "ckp", 5);
+
+    /* Op 71: the oldest segment goes. */
+    raw_session_t r;
+    raw_session_on(&r, &nodes[leader], NULL);
+    sl_u128_t client = r.client;
+    assert_int_equal(raw_delete(&r, "ckp", 1, 7), 0);
+    raw_close(&r);
+    uint64_t first = first_offset_when(&nodes[leader], "ckp", next - 1);
+    assert_true(first > 0);
+    for (int i = 0; i < NODES; i++)
+        wait_segments(&nodes[i], "ckp", 4);
+
+    /* Past two partition checkpoints (every 128 ops), so the deletion is behind the newest
+     * checkpoint of every node and no restart replays it from the log. */
+    l = th_cluster_producer(&nodes[leader]);
+    next = send_small(l, "ckp", 300);
+    sl_client_close(l);
+    assert_int_equal(wait_all_first(&cluster, "ckp", next - 1, first), first);
+    for (int i = 0; i < NODES; i++) {
+        for (int p = 0; p < POLLS_MAX && newest_checkpoint(&nodes[i], topic) < 256; p++)
+            pause_ms(100);
+        assert_true(newest_checkpoint(&nodes[i], topic) >= 256);
+    }
+
+    /* Every node restarts: none holds the record in memory any more. */
+    th_cluster_stop_live(&cluster, SIGKILL);
+    for (int i = 0; i < NODES; i++)
+        th_cluster_restart_or_skip(&cluster, i);
+    leader = th_cluster_agreed_leader(&cluster, -1);
+    assert_int_equal(wait_all_first(&cluster, "ckp", next - 1, first), first);
+
+    /* The same request again deletes nothing more (the record came back with the
+     * checkpoint); an older number gets 59; a new one deletes again. */
+    raw_session_on(&r, &nodes[leader], &client);
+    assert_int_equal(raw_delete(&r, "ckp", 1, 7), 0);
+    assert_int_equal(segments_on(&nodes[leader], "ckp"), 4);
+    assert_int_equal(raw_delete(&r, "ckp", 1, 6), SL_ERR_REQUEST_ALREADY_APPLIED);
+    assert_int_equal(raw_delete(&r, "ckp", 1, 8), 0);
+    assert_int_equal(segments_on(&nodes[leader], "ckp"), 3);
+    raw_close(&r);
+    for (int i = 0; i < NODES; i++)
+        wait_segments(&nodes[i], "ckp", 3);
+    th_cluster_stop(&cluster);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -585,6 +685,7 @@ int main(void)
         cmocka_unit_test(test_primary_killed_after_delete),
         cmocka_unit_test(test_topic_recreated),
         cmocka_unit_test(test_delete_segments_replayed),
+        cmocka_unit_test(test_delete_segments_replayed_after_checkpoint),
     };
     /* TEST_FILTER=<cmocka pattern> runs only the tests it names. */
     if (getenv("TEST_FILTER"))

@@ -345,6 +345,7 @@ static int pstage(void *ctx, uint64_t op, uint32_t index, const sl_vsr_artifact_
         x->stage_len = 0;
         x->stage_have_offsets = false;
         x->stage_next = 0;
+        x->stage_pending = (uint32_t)(op % 3); /* 0 to 2 ticks of verification */
         return 0;
     }
     if (op != x->stage_op || index < x->stage_next || x->stage_have_offsets)
@@ -391,6 +392,10 @@ static int pinstall(void *ctx, uint64_t op, const sl_vsr_artifact_t *list, uint3
     if (op != x->stage_op || !x->stage_have_offsets || x->stage_next != count ||
         sl_load_u64(x->stage_offsets + 16) != x->stage_len)
         return -1;
+    if (x->stage_pending > 0) {
+        x->stage_pending--;
+        return SL_VSR_INSTALL_PENDING;
+    }
     sl_put_bytes(snapshot, x->stage_offsets, 24);
     sl_put_bytes(snapshot, x->stage, x->stage_len);
     x->stage_op = 0;

@@ -289,6 +289,9 @@ typedef struct pxfer {
     uint8_t stage_offsets[24];
     bool stage_have_offsets;
     uint32_t stage_next; /* the lowest artifact index that may come next */
+    /* Installs answered SL_VSR_INSTALL_PENDING before the staged set installs,
+     * as sluiced's do while a worker verifies the staged segments. */
+    uint32_t stage_pending;
 } pxfer_t;
 
 /* The checker's record of one op of a partition group (the first apply). */
