@@ -99,6 +99,31 @@ static void topics_reset(msgs_side_t *s)
     s->topics_made = true;
 }
 
+#ifdef SL_TRIP_TRACE
+#include <fcntl.h>
+#include <unistd.h>
+/* The client's ends of a trip, in the format of src/server/trip_trace.h
+ * (which the bench may not include): built with -DSL_TRIP_TRACE only. */
+static void trip_trace(const char *point, int topic)
+{
+    static int fd = -2;
+    if (fd == -2) {
+        const char *path = getenv("SL_TRIP_TRACE_FILE");
+        fd = path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
+    }
+    if (fd < 0)
+        return;
+    char line[96];
+    int n = snprintf(line, sizeof(line), "%llu %d %s 0 %d\n",
+                     (unsigned long long)sl_clock_monotonic_ns(), (int)getpid(), point, topic);
+    if (n > 0 && write(fd, line, (size_t)n) < 0)
+        return;
+}
+#define TRIP(point, topic) trip_trace(point, topic)
+#else
+#define TRIP(point, topic) ((void)0)
+#endif
+
 /* Sends the batch for seconds (at most TRIPS_MAX); returns payload bytes. */
 static uint64_t produce(msgs_t *m, msgs_side_t *s, int t, double seconds)
 {
@@ -108,10 +133,12 @@ static uint64_t produce(msgs_t *m, msgs_side_t *s, int t, double seconds)
     for (int trips = 0; trips < TRIPS_MAX && now < deadline; trips++) {
         sl_send_result_t r;
         uint64_t t0 = now;
+        TRIP("client_send", t);
         int rc = sl_client_send_messages(s->lib, sl_id_name(stream_name),
                                          sl_id_name(topic_names[t]), sl_partitioning_partition(0),
                                          m->batch, (uint32_t)o->batch_messages, &r);
         now = sl_clock_monotonic_ns();
+        TRIP("client_done", t);
         if (rc != 0)
             sb_die("SendMessages to %s on %s: %s", topic_names[t], s->side->name, sl_strerror(rc));
         sb_lat_push(&s->fig[t][DIR_PRODUCE].lat, now - t0);

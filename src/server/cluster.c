@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "server/replica_plane.h"
 #include "server/server.h"
+#include "server/trip_trace.h"
 #include "server/vsr_storage.h"
 #include "vsr/handshake.h"
 #include "vsr/replica.h"
@@ -336,7 +337,9 @@ static void on_one_frame(void *ctx, uint8_t peer, const uint8_t *frame, uint32_t
     uint64_t group = at != 0 && len >= SL_HEADER_SIZE ? sl_load_u64(frame + at)
                                                       : SL_VSR_GROUP_METADATA;
     if (!sl_vsr_group_is_metadata(group)) {
+        SL_TRIP_FRAME("loop_in", frame, len);
         sl_cluster_pgroup_frame(c, group, frame, len);
+        SL_TRIP_FRAME("loop_done", frame, len);
         return;
     }
     sl_vsr_replica_on_frame(c->replica, frame, len);

@@ -19,6 +19,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "server/loop.h"
+#include "server/trip_trace.h"
 #include "vsr/handshake.h"
 
 #define LINKS_MAX        (SL_RBUS_REPLICAS_MAX + SL_RBUS_PENDING_MAX)
@@ -273,6 +274,7 @@ static int link_flush(sl_rbus_t *bus, link_t *l)
         l->head_sent += (uint32_t)n;
         if (l->head_sent < f->len)
             return 0;
+        SL_TRIP_FRAME("bus_sent", f->bytes, f->len);
         free(f->bytes);
         f->bytes = NULL;
         l->queue_head = (l->queue_head + 1) % bus->cfg.queue_max;
@@ -483,6 +485,7 @@ static void up_frame(sl_rbus_t *bus, link_t *l, const sl_vsr_frame_t *f, const u
 static void link_frame(sl_rbus_t *bus, link_t *l, const uint8_t *bytes, uint32_t len)
 {
     sl_vsr_frame_t f;
+    SL_TRIP_FRAME("bus_read", bytes, len);
     sl_vsr_verdict_t v = sl_vsr_frame_decode(bytes, len, bus->cfg.frame_max, &f);
     char why[128];
     if (v != SL_VSR_OK) {
@@ -542,6 +545,7 @@ static int head_done(sl_rbus_t *bus, link_t *l)
         return -1;
     }
     l->frame_len = size;
+    SL_TRIP_FRAME("bus_head", l->head, SL_HEADER_SIZE);
     if (size == SL_HEADER_SIZE)
         return 0;
     l->body_frame = malloc(size);

@@ -12,6 +12,7 @@
 
 #include "base/log.h"
 #include "server/replica_bus.h"
+#include "server/trip_trace.h"
 #include "vsr/handshake.h"
 
 /* How long one poll may sleep: the bound on how late a stop is seen. */
@@ -179,6 +180,7 @@ static void on_frame(void *ctx, uint8_t peer, const sl_vsr_frame_t *f, const uin
     /* A frame with a body comes in a buffer of its own, which the queue
      * takes: a megabyte prepare crosses to the loop without a copy. */
     uint8_t *owned = sl_rbus_take_frame(plane->bus);
+    SL_TRIP_FRAME("plane_inbox", bytes, len);
     bool queued = owned ? queue_push_owned(&plane->inbox, peer, owned, len)
                         : queue_push(&plane->inbox, peer, bytes, len);
     if (queued) {
@@ -216,6 +218,7 @@ static void flush_outbox(sl_replica_plane_t *plane)
 {
     plane_frame_t f;
     for (uint32_t i = 0; i < SL_PLANE_OUTBOX_MAX && queue_pop(&plane->outbox, &f); i++) {
+        SL_TRIP_FRAME("plane_pop", f.bytes, f.len);
         /* The bus takes the copy made for the queue (and frees it). */
         int rc = sl_rbus_send_owned(plane->bus, f.peer, f.bytes, f.len);
         (void)rc; /* counted by the bus; consensus resends */
@@ -258,8 +261,10 @@ uint32_t sl_replica_plane_drain(sl_replica_plane_t *plane,
 void sl_replica_plane_send(sl_replica_plane_t *plane, uint8_t peer, const uint8_t *frame,
                            uint32_t len)
 {
+    SL_TRIP_FRAME("loop_send", frame, len);
     if (queue_push(&plane->outbox, peer, frame, len))
         wake(plane->outbox_fd);
+    SL_TRIP_FRAME("loop_sent", frame, len);
 }
 
 bool sl_replica_plane_link_up(const sl_replica_plane_t *plane, uint8_t peer)

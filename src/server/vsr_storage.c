@@ -18,6 +18,7 @@
 #include "base/io.h"
 #include "base/log.h"
 #include "base/xxh3.h"
+#include "server/trip_trace.h"
 
 #define JOURNAL_FILE   "journal.ring"
 #define JOURNAL_MAGIC  "SLVSRJR1"
@@ -269,7 +270,9 @@ static void write_prepare(void *ctx, uint32_t slot, const uint8_t *frame, uint32
     sl_store_u32(head, size);
     sl_store_u32(head + 4, ~size);
     struct iovec iov[2] = {{head, sizeof(head)}, {(void *)frame, size}};
+    SL_TRIP_FRAME("journal_write", frame, size);
     int rc = sl_io_pwritev_all(st->journal_fd, iov, size > 0 ? 2 : 1, slot_offset(st, slot));
+    SL_TRIP_FRAME("journal_written", frame, size);
     if (rc < 0)
         sl_log_error("%s/" JOURNAL_FILE ": cannot write slot %" PRIu32 ": %s", st->dir, slot,
                      strerror(-rc));
@@ -336,6 +339,7 @@ uint32_t sl_vsr_storage_poll(sl_vsr_storage_dir_t *st, void *ctx,
             synced = false;
         }
     }
+    SL_TRIP("journal_synced", 0, n);
     /* Moved aside first: done may submit new writes, which wait for the next poll. */
     memcpy(st->delivering, st->queue, (size_t)n * sizeof(*st->queue));
     st->queued = 0;
