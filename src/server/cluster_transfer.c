@@ -543,25 +543,18 @@ static int stage_begin(sl_ptransfer_t *x, uint64_t op)
     return rc == 0 || rc == -EEXIST ? 0 : -SL_ERR_CANNOT_CREATE_PARTITION_DIRECTORY;
 }
 
-/* The staged segment re-read and hashed: what is verified is what is on disk. On the loop,
- * for a transfer state without a worker pool. */
-static bool staged_ok(sl_ptransfer_t *x, const sl_vsr_artifact_t *a)
+/* Whether the staged segment of dir starting at start is exactly the manifest's len bytes with
+ * its checksum: re-read and hashed, so what is verified is what is on disk. buf holds
+ * HASH_CHUNK bytes (NULL: false). On a worker, or on the loop without a pool. */
+static bool staged_verifies(const char *dir, uint64_t start, uint64_t len, uint64_t checksum,
+                            uint8_t *buf)
 {
-    sl_xxh3_state_t st;
-    sl_xxh3_reset(&st);
-    sl_buf_reset(&x->chunk);
-    uint8_t *buf = sl_buf_extend(&x->chunk, HASH_CHUNK);
-    bool ok = buf != NULL;
-    uint64_t size = 0;
-    ok = ok && sl_io_size(x->stage_fd, &size) == 0 && size == a->len;
-    for (uint64_t at = 0; ok && at < a->len;) {
-        size_t n = a->len - at < HASH_CHUNK ? (size_t)(a->len - at) : HASH_CHUNK;
-        ok = sl_io_pread(x->stage_fd, buf, n, (off_t)at) == (ssize_t)n;
-        if (ok)
-            sl_xxh3_update(&st, buf, n);
-        at += n;
-    }
-    return ok && sl_xxh3_digest(&st) == a->checksum;
+    char path[PATH_MAX];
+    struct stat st;
+    uint64_t sum = 0;
+    return buf != NULL && sl_segment_path(path, dir, start, SL_SEGMENT_LOG_EXT) &&
+           stat(path, &st) == 0 && (uint64_t)st.st_size == len &&
+           hash_segment(dir, start, len, buf, NULL, &sum) && sum == checksum;
 }
 
 static void verify_run(sl_work_t *w)
@@ -570,13 +563,7 @@ static void verify_run(sl_work_t *w)
     uint8_t *buf = malloc(HASH_CHUNK);
     for (uint32_t i = 0; i < job->count; i++) {
         verify_item_t *v = &job->items[i];
-        char path[PATH_MAX];
-        struct stat st;
-        uint64_t sum = 0;
-        /* Exactly the manifest's length, and its hash. */
-        v->ok = buf != NULL && sl_segment_path(path, job->dir, v->start, SL_SEGMENT_LOG_EXT) &&
-                stat(path, &st) == 0 && (uint64_t)st.st_size == v->len &&
-                hash_segment(job->dir, v->start, v->len, buf, NULL, &sum) && sum == v->checksum;
+        v->ok = staged_verifies(job->dir, v->start, v->len, v->checksum, buf);
     }
     free(buf);
 }
@@ -647,10 +634,13 @@ static void verify_pump(sl_ptransfer_t *x)
 /* A staged segment complete: verified here without a pool, else queued for a worker. */
 static int staged_complete(sl_ptransfer_t *x, const sl_vsr_artifact_t *a)
 {
+    stage_close(x);
     if (!x->pool) {
-        bool ok = staged_ok(x, a);
-        stage_close(x);
-        if (!ok) {
+        char dir[PATH_MAX];
+        sl_buf_reset(&x->chunk);
+        uint8_t *buf = sl_buf_extend(&x->chunk, HASH_CHUNK);
+        if (!staging_path(x, dir) ||
+            !staged_verifies(dir, a->frontier, a->len, a->checksum, buf)) {
             sl_log_warn("cluster: partition group %" PRIx64 ": staged segment %" PRIu64
                         " does not verify",
                         x->group, a->frontier);
@@ -659,7 +649,6 @@ static int staged_complete(sl_ptransfer_t *x, const sl_vsr_artifact_t *a)
         x->verified++;
         return 0;
     }
-    stage_close(x);
     if (x->waiting_count == x->waiting_cap) {
         uint32_t cap = x->waiting_cap ? 2 * x->waiting_cap : 16;
         verify_item_t *w = realloc(x->waiting, cap * sizeof(*w));
