@@ -639,8 +639,7 @@ static int staged_complete(sl_ptransfer_t *x, const sl_vsr_artifact_t *a)
         char dir[PATH_MAX];
         sl_buf_reset(&x->chunk);
         uint8_t *buf = sl_buf_extend(&x->chunk, HASH_CHUNK);
-        if (!staging_path(x, dir) ||
-            !staged_verifies(dir, a->frontier, a->len, a->checksum, buf)) {
+        if (!staging_path(x, dir) || !staged_verifies(dir, a->frontier, a->len, a->checksum, buf)) {
             sl_log_warn("cluster: partition group %" PRIx64 ": staged segment %" PRIu64
                         " does not verify",
                         x->group, a->frontier);
@@ -692,8 +691,7 @@ int sl_ptransfer_stage(sl_ptransfer_t *x, uint64_t op, uint32_t index, const sl_
         stage_close(x);
         if (!staging_path(x, dir) || !sl_segment_path(path, dir, a->frontier, SL_SEGMENT_LOG_EXT))
             return -SL_ERR_CANNOT_WRITE_TO_FILE;
-        x->stage_fd =
-            sl_io_open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, sl_io_file_mode());
+        x->stage_fd = sl_io_open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, sl_io_file_mode());
         if (x->stage_fd < 0) {
             x->stage_fd = -1;
             return -SL_ERR_CANNOT_WRITE_TO_FILE;
@@ -801,10 +799,10 @@ int sl_ptransfer_install(sl_ptransfer_t *x, uint64_t op, const sl_vsr_artifact_t
         if (list[i].len == 0) {
             /* Never staged (an empty artifact): an empty file stands for it. */
             char path[PATH_MAX];
-            int fd = sl_segment_path(path, dir, list[i].frontier, SL_SEGMENT_LOG_EXT)
-                         ? sl_io_open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                                      sl_io_file_mode())
-                         : -1;
+            int fd =
+                sl_segment_path(path, dir, list[i].frontier, SL_SEGMENT_LOG_EXT)
+                    ? sl_io_open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, sl_io_file_mode())
+                    : -1;
             if (fd < 0) {
                 free(starts);
                 return -SL_ERR_CANNOT_WRITE_TO_FILE;
@@ -815,7 +813,8 @@ int sl_ptransfer_install(sl_ptransfer_t *x, uint64_t op, const sl_vsr_artifact_t
     }
     /* The commit point: from here a crash rolls forward at the next boot
      * (sl_ptransfer_roll_at_open, then sl_ptransfer_boot). */
-    int rc = sl_partition_install_commit(dir, generation, starts, n, sl_buf_span(&x->stage_offsets));
+    int rc =
+        sl_partition_install_commit(dir, generation, starts, n, sl_buf_span(&x->stage_offsets));
     free(starts);
     if (rc != 0) {
         sl_log_error("cluster: partition group %" PRIx64 ": cannot commit a state transfer: %s",
