@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,50 @@ void sl_rbus_config_init(sl_rbus_config_t *cfg)
     cfg->backoff_min_ms = SL_RBUS_BACKOFF_MIN_MS;
     cfg->backoff_max_ms = SL_RBUS_BACKOFF_MAX_MS;
     cfg->wake_fd = -1;
+}
+
+/* --- frame buffers ----------------------------------------------------------------- */
+
+/* In front of a frame buffer's bytes: its references. 16 bytes keep the
+ * frame as aligned as malloc's own. */
+typedef struct frame_head {
+    atomic_uint refs;
+    uint32_t len;
+    uint64_t pad;
+} frame_head_t;
+_Static_assert(sizeof(frame_head_t) == 16, "a frame's bytes start 16-byte aligned");
+
+static frame_head_t *frame_head(uint8_t *frame)
+{
+    return (frame_head_t *)(void *)(frame - sizeof(frame_head_t));
+}
+
+uint8_t *sl_rbus_frame_alloc(uint32_t len)
+{
+    frame_head_t *h = malloc(sizeof(*h) + len);
+    if (h == NULL)
+        return NULL;
+    atomic_init(&h->refs, 1u);
+    h->len = len;
+    return (uint8_t *)(h + 1);
+}
+
+void sl_rbus_frame_ref(uint8_t *frame)
+{
+    unsigned before = atomic_fetch_add_explicit(&frame_head(frame)->refs, 1u,
+                                                memory_order_relaxed);
+    sl_assert(before >= 1u); /* a reference is taken only from a live one */
+}
+
+void sl_rbus_frame_release(uint8_t *frame)
+{
+    if (frame == NULL)
+        return;
+    frame_head_t *h = frame_head(frame);
+    unsigned before = atomic_fetch_sub_explicit(&h->refs, 1u, memory_order_acq_rel);
+    sl_assert(before >= 1u);
+    if (before == 1u)
+        free(h);
 }
 
 /* --- sockets ----------------------------------------------------------------------- */
@@ -184,7 +229,7 @@ static link_t *link_alloc(sl_rbus_t *bus, int fd, bool dialer)
 static void queue_clear(link_t *l, uint32_t queue_max)
 {
     for (uint32_t i = 0; i < l->queue_count; i++)
-        free(l->queue[(l->queue_head + i) % queue_max].bytes);
+        sl_rbus_frame_release(l->queue[(l->queue_head + i) % queue_max].bytes);
     l->queue_head = l->queue_count = l->head_sent = 0;
 }
 
@@ -215,7 +260,7 @@ static void link_close(sl_rbus_t *bus, link_t *l, const char *reason)
     else if (reason)
         sl_log_warn("replica plane: incoming connection closed: %s", reason);
     close(l->fd);
-    free(l->body_frame);
+    sl_rbus_frame_release(l->body_frame);
     l->body_frame = NULL;
     queue_clear(l, bus->cfg.queue_max);
     l->state = LINK_FREE;
@@ -233,8 +278,8 @@ static void link_close(sl_rbus_t *bus, link_t *l, const char *reason)
     }
 }
 
-/* Appends bytes (malloc'd, now the queue's) to the link's queue; false
- * when it is full, and the caller still owns them. */
+/* Appends bytes (a frame buffer whose reference is now the queue's) to the
+ * link's queue; false when it is full, and the caller still holds it. */
 static bool queue_push_owned(sl_rbus_t *bus, link_t *l, uint8_t *bytes, uint32_t len)
 {
     if (l->queue_count == bus->cfg.queue_max)
@@ -248,13 +293,13 @@ static bool queue_push_owned(sl_rbus_t *bus, link_t *l, uint8_t *bytes, uint32_t
 /* Appends a copy of bytes to the link's queue; false when it is full. */
 static bool queue_push(sl_rbus_t *bus, link_t *l, const uint8_t *bytes, uint32_t len)
 {
-    uint8_t *copy = malloc(len);
+    uint8_t *copy = sl_rbus_frame_alloc(len);
     if (!copy)
         return false;
     memcpy(copy, bytes, len);
     if (queue_push_owned(bus, l, copy, len))
         return true;
-    free(copy);
+    sl_rbus_frame_release(copy);
     return false;
 }
 
@@ -275,7 +320,7 @@ static int link_flush(sl_rbus_t *bus, link_t *l)
         if (l->head_sent < f->len)
             return 0;
         SL_TRIP_FRAME("bus_sent", f->bytes, f->len);
-        free(f->bytes);
+        sl_rbus_frame_release(f->bytes);
         f->bytes = NULL;
         l->queue_head = (l->queue_head + 1) % bus->cfg.queue_max;
         l->queue_count--;
@@ -548,7 +593,7 @@ static int head_done(sl_rbus_t *bus, link_t *l)
     SL_TRIP_FRAME("bus_head", l->head, SL_HEADER_SIZE);
     if (size == SL_HEADER_SIZE)
         return 0;
-    l->body_frame = malloc(size);
+    l->body_frame = sl_rbus_frame_alloc(size);
     if (!l->body_frame) {
         link_close(bus, l, "out of memory for a frame");
         return -1;
@@ -598,7 +643,7 @@ static int link_read(sl_rbus_t *bus, link_t *l)
         link_frame(bus, l, frame, l->frame_len);
         if (l->state == LINK_FREE)
             return -1;
-        free(l->body_frame);
+        sl_rbus_frame_release(l->body_frame);
         l->body_frame = NULL;
         l->head_got = l->frame_got = l->frame_len = 0;
         frames++;
@@ -829,17 +874,17 @@ int sl_rbus_send_owned(sl_rbus_t *bus, uint8_t peer, uint8_t *frame, uint32_t le
 {
     if (peer >= bus->cfg.replica_count || peer == bus->cfg.self || len < SL_HEADER_SIZE ||
         len > bus->cfg.frame_max) {
-        free(frame);
+        sl_rbus_frame_release(frame);
         return -EINVAL;
     }
     link_t *l = bus->peers[peer].up;
     if (!l) {
-        free(frame);
+        sl_rbus_frame_release(frame);
         bus->stats.dropped++;
         return -ENOTCONN;
     }
     if (!queue_push_owned(bus, l, frame, len)) {
-        free(frame);
+        sl_rbus_frame_release(frame);
         bus->stats.dropped++;
         bus->stats.dropped_full++;
         return -ENOBUFS;
@@ -852,7 +897,7 @@ int sl_rbus_send(sl_rbus_t *bus, uint8_t peer, const uint8_t *frame, uint32_t le
 {
     if (len < SL_HEADER_SIZE || len > bus->cfg.frame_max)
         return -EINVAL;
-    uint8_t *copy = malloc(len);
+    uint8_t *copy = sl_rbus_frame_alloc(len);
     if (!copy) {
         bus->stats.dropped++;
         bus->stats.dropped_full++;

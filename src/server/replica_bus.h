@@ -114,15 +114,29 @@ void sl_rbus_destroy(sl_rbus_t *bus);
  * writes, runs the handshakes and timers, calls the callbacks. */
 void sl_rbus_poll(sl_rbus_t *bus, int timeout_ms);
 
+/* The bus's frame buffers: every frame it queues or reads lives in one, with
+ * a reference count kept in front of the bytes. A prepare a backup received
+ * can so be relayed down the chain by the loop (the plane's sender holds a
+ * reference) while the loop still reads it (it holds another): no copy of a
+ * megabyte on the backup's way to its journal write. The count is atomic:
+ * the loop thread and the plane's thread drop their references apart.
+ * sl_rbus_frame_alloc returns a buffer with one reference (NULL when out of
+ * memory); the last release frees it; NULL is released as nothing. */
+uint8_t *sl_rbus_frame_alloc(uint32_t len);
+void sl_rbus_frame_ref(uint8_t *frame);
+void sl_rbus_frame_release(uint8_t *frame);
+
 /* Queues a copy of one whole frame for replica `peer`. 0; -ENOTCONN when no
  * link to it is up, -ENOBUFS when its queue is full (the frame is dropped:
  * consensus retransmits, cluster.md 8), -EINVAL for a bad peer or length. */
 SL_WUR int sl_rbus_send(sl_rbus_t *bus, uint8_t peer, const uint8_t *frame, uint32_t len);
-/* sl_rbus_send of a malloc'd frame the bus takes (and frees, also on an
- * error): a megabyte prepare is queued without a copy. */
+/* sl_rbus_send of a frame buffer (sl_rbus_frame_alloc) whose reference the
+ * bus takes (and releases, also on an error): a megabyte prepare is queued
+ * without a copy. */
 SL_WUR int sl_rbus_send_owned(sl_rbus_t *bus, uint8_t peer, uint8_t *frame, uint32_t len);
-/* Inside on_frame only: the frame being handed (bytes), a malloc'd buffer
- * the caller now owns and frees, so it can keep it without a copy. NULL
+/* Inside on_frame only: the frame being handed (bytes), a frame buffer
+ * whose reference the caller now holds and releases
+ * (sl_rbus_frame_release), so it can keep it without a copy. NULL
  * for a header-only frame (its bytes stay the bus's) or outside on_frame. */
 uint8_t *sl_rbus_take_frame(sl_rbus_t *bus);
 

@@ -31,7 +31,8 @@
 #define AT_COMMIT_CHECKSUM 128u
 #define AT_COMMIT          152u
 
-/* One frame between the threads: a malloc'd copy. */
+/* One frame between the threads: a frame buffer of the bus's
+ * (sl_rbus_frame_alloc), whose reference the queue holds. */
 typedef struct plane_frame {
     uint8_t peer;
     uint32_t len;
@@ -58,6 +59,11 @@ struct sl_replica_plane {
     /* Set by the plane when the inbox had no room (its links left unread),
      * cleared by the loop's drain, which then wakes the plane to read on. */
     atomic_bool paused;
+    /* The loop thread's own: the frame its drain is handing out, which a
+     * send of those very bytes (a backup relaying a prepare down the chain)
+     * queues by reference instead of copying. */
+    uint8_t *draining;
+    uint32_t draining_len;
 };
 
 static int queue_init(plane_queue_t *q, uint32_t cap)
@@ -76,14 +82,15 @@ static void queue_free(plane_queue_t *q)
     if (!q->ring)
         return;
     for (uint32_t i = 0; i < q->count; i++)
-        free(q->ring[(q->head + i) % q->cap].bytes);
+        sl_rbus_frame_release(q->ring[(q->head + i) % q->cap].bytes);
     free(q->ring);
     pthread_mutex_destroy(&q->lock);
     q->ring = NULL;
 }
 
-/* Queues owned (malloc'd, or NULL when it could not be: counted as a
- * drop); false (dropped, counted, freed) when full. */
+/* Queues owned (a frame buffer whose reference the queue takes, or NULL
+ * when it could not be had: counted as a drop); false (dropped, counted,
+ * released) when full. */
 static bool queue_push_owned(plane_queue_t *q, uint8_t peer, uint8_t *owned, uint32_t len)
 {
     pthread_mutex_lock(&q->lock);
@@ -94,14 +101,14 @@ static bool queue_push_owned(plane_queue_t *q, uint8_t peer, uint8_t *owned, uin
         q->dropped++;
     pthread_mutex_unlock(&q->lock);
     if (!ok)
-        free(owned);
+        sl_rbus_frame_release(owned);
     return ok;
 }
 
 /* Copies the frame in; false (dropped, counted) when full or out of memory. */
 static bool queue_push(plane_queue_t *q, uint8_t peer, const uint8_t *bytes, uint32_t len)
 {
-    uint8_t *copy = malloc(len);
+    uint8_t *copy = sl_rbus_frame_alloc(len);
     if (copy)
         memcpy(copy, bytes, len);
     return queue_push_owned(q, peer, copy, len);
@@ -219,7 +226,7 @@ static void flush_outbox(sl_replica_plane_t *plane)
     plane_frame_t f;
     for (uint32_t i = 0; i < SL_PLANE_OUTBOX_MAX && queue_pop(&plane->outbox, &f); i++) {
         SL_TRIP_FRAME("plane_pop", f.bytes, f.len);
-        /* The bus takes the copy made for the queue (and frees it). */
+        /* The bus takes the queue's reference (and releases it). */
         int rc = sl_rbus_send_owned(plane->bus, f.peer, f.bytes, f.len);
         (void)rc; /* counted by the bus; consensus resends */
     }
@@ -248,8 +255,11 @@ uint32_t sl_replica_plane_drain(sl_replica_plane_t *plane,
     plane_frame_t f;
     uint32_t n = 0;
     while (n < SL_PLANE_INBOX_MAX && queue_pop(&plane->inbox, &f)) {
+        plane->draining = f.bytes;
+        plane->draining_len = f.len;
         fn(ctx, f.peer, f.bytes, f.len);
-        free(f.bytes);
+        plane->draining = NULL;
+        sl_rbus_frame_release(f.bytes);
         n++;
     }
     /* The plane stopped reading for want of room: there is some now. */
@@ -262,7 +272,16 @@ void sl_replica_plane_send(sl_replica_plane_t *plane, uint8_t peer, const uint8_
                            uint32_t len)
 {
     SL_TRIP_FRAME("loop_send", frame, len);
-    if (queue_push(&plane->outbox, peer, frame, len))
+    bool queued;
+    if (frame == plane->draining && len == plane->draining_len) {
+        /* The frame being drained, sent on as it is: it stays unchanged
+         * until both the drain and the sender have released it. */
+        sl_rbus_frame_ref(plane->draining);
+        queued = queue_push_owned(&plane->outbox, peer, plane->draining, len);
+    } else {
+        queued = queue_push(&plane->outbox, peer, frame, len);
+    }
+    if (queued)
         wake(plane->outbox_fd);
     SL_TRIP_FRAME("loop_sent", frame, len);
 }
