@@ -268,12 +268,29 @@ uint32_t sl_replica_plane_drain(sl_replica_plane_t *plane,
     return n;
 }
 
+/* Whether frame is the prepare the drain is handing out: those very bytes
+ * (a backup relaying it from the frame it was given), or a copy of them (one
+ * relaying it once its own journal write is done, from the journal image it
+ * made of that frame: vsr/replica.c, vsr_relay_kept). A prepare's header
+ * names its bytes (its identity covers the header, whose fields pin the
+ * body: one prepare per op and view), and the drained frame is the one the
+ * primary sent, so the same header and length are the same prepare. */
+static bool draining_bytes(const sl_replica_plane_t *plane, const uint8_t *frame, uint32_t len)
+{
+    if (plane->draining == NULL || len != plane->draining_len)
+        return false;
+    if (frame == plane->draining)
+        return true;
+    return len > SL_HEADER_SIZE && frame[AT_COMMAND] == SL_VSR_PREPARE &&
+           memcmp(frame, plane->draining, SL_HEADER_SIZE) == 0;
+}
+
 void sl_replica_plane_send(sl_replica_plane_t *plane, uint8_t peer, const uint8_t *frame,
                            uint32_t len)
 {
     SL_TRIP_FRAME("loop_send", frame, len);
     bool queued;
-    if (frame == plane->draining && len == plane->draining_len) {
+    if (draining_bytes(plane, frame, len)) {
         /* The frame being drained, sent on as it is: it stays unchanged
          * until both the drain and the sender have released it. */
         sl_rbus_frame_ref(plane->draining);

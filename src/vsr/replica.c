@@ -361,6 +361,26 @@ static sl_span_t journal_kept(sl_vsr_replica_t *r, uint64_t op, sl_u128_t identi
     return sl_span(NULL, 0);
 }
 
+void vsr_relay_kept(sl_vsr_replica_t *r, uint64_t op, sl_u128_t identity)
+{
+    if (r->status != SL_VSR_STATUS_NORMAL || vsr_is_primary(r))
+        return;
+    uint8_t next = (uint8_t)((r->cfg.replica + 1) % r->cfg.replica_count);
+    if (next == vsr_primary_of(r, r->view))
+        return;
+    for (uint32_t k = 0; k < 2; k++) {
+        const sl_buf_t *b = &r->kept[k];
+        if (r->kept_op[k] != op || !sl_u128_eq(r->kept_identity[k], identity) ||
+            b->len < SL_HEADER_SIZE + VSR_JOURNAL_SEAL)
+            continue;
+        /* The journal image is the prepare's frame (its view stamped with
+         * the one it was journaled in, which the seals leave out), then the
+         * journal seal, which is not sent. */
+        vsr_send_bytes(r, next, b->data, b->len - VSR_JOURNAL_SEAL);
+        return;
+    }
+}
+
 /* A journal slot's bytes: a prepare frame, then the XXH3-64 of it (the
  * journal seal). Whether they verify and decode as a prepare of this group.
  * Bytes this replica sealed and kept in memory skip the seal: it guards the
@@ -694,8 +714,13 @@ void sl_vsr_replica_write_done(sl_vsr_replica_t *r, uint32_t slot, bool ok)
     if (!s->writing)
         return;
     s->writing = false;
+    bool relay = s->relay_after_write;
+    s->relay_after_write = false;
     if (!ok) {
         s->state = SLOT_FAULTY;
+        /* Relaying is not acknowledging: the next replica gets it anyway. */
+        if (relay)
+            vsr_relay_kept(r, s->writing_op, s->writing_identity);
         vsr_apply_committed(r);
         return;
     }
@@ -704,6 +729,8 @@ void sl_vsr_replica_write_done(sl_vsr_replica_t *r, uint32_t slot, bool ok)
     s->identity = s->writing_identity;
     s->view = s->writing_view;
     vsr_on_written(r, s->op);
+    if (relay)
+        vsr_relay_kept(r, s->op, s->identity);
     /* What a prepare's frame taught a backup committed is applied here,
      * after its PrepareOk went out (sl_vsr_replica_on_frame). */
     vsr_apply_committed(r);

@@ -28,6 +28,9 @@ typedef struct vsr_slot {
     uint64_t writing_op;
     sl_u128_t writing_identity;
     uint32_t writing_view;
+    /* The prepare being written goes on down the chain once the write is
+     * done (vsr_relay_first said it may wait). */
+    bool relay_after_write;
 } vsr_slot_t;
 
 /* One position of the log (op % journal_slots): the header this replica
@@ -278,6 +281,13 @@ void vsr_on_prepare(sl_vsr_replica_t *r, const sl_vsr_frame_t *f, const uint8_t 
 void vsr_on_prepare_ok(sl_vsr_replica_t *r, const sl_vsr_frame_t *f);
 void vsr_on_commit(sl_vsr_replica_t *r, const sl_vsr_frame_t *f);
 void vsr_on_written(sl_vsr_replica_t *r, uint64_t op);
+/* Whether a backup relays a prepare down the chain before its own journal
+ * write (the next replica's PrepareOk is one a commit may wait for) or after
+ * it (replica_normal.c says why). */
+bool vsr_relay_first(const sl_vsr_replica_t *r);
+/* The relay after the write: the kept bytes of op's prepare to the next
+ * replica of the chain, when there is one and they are still kept. */
+void vsr_relay_kept(sl_vsr_replica_t *r, uint64_t op, sl_u128_t identity);
 void vsr_send_prepare_ok(sl_vsr_replica_t *r, uint64_t op);
 void vsr_commit_advance(sl_vsr_replica_t *r);
 void vsr_apply_committed(sl_vsr_replica_t *r);

@@ -322,10 +322,31 @@ void vsr_on_prepare(sl_vsr_replica_t *r, const sl_vsr_frame_t *f, const uint8_t 
     if (vsr_known(r, op - 1) && !vsr_entry(r, op - 1)->canonical &&
         sl_u128_eq(vsr_entry(r, op - 1)->identity, p->parent))
         vsr_chain_down(r, op, false);
-    /* Down the chain first: the next replica's write overlaps this one's. */
-    if (next != primary)
+    /* Down the chain first when the next replica's acknowledgement counts
+     * towards the commit: its write overlaps this one's. Otherwise after
+     * this replica's own write, so that the copy to a replica the commit
+     * does not wait for is not made in front of this one's PrepareOk (on a
+     * machine whose cores the replicas share, it took the core the ack
+     * needed: docs/benchmarks.md, "one trip, step by step"). */
+    bool first = vsr_relay_first(r);
+    if (next != primary && first)
         vsr_send_bytes(r, next, raw, f->h.size);
+    uint64_t writes = r->journal_writes;
     vsr_journal_write(r, raw, f->body);
+    if (next == primary || first)
+        return;
+    if (r->journal_writes != writes)
+        vsr_slot(r, op)->relay_after_write = true;
+    else
+        vsr_send_bytes(r, next, raw, f->h.size); /* no write of its own: now */
+}
+
+bool vsr_relay_first(const sl_vsr_replica_t *r)
+{
+    uint8_t primary = vsr_primary_of(r, r->view);
+    uint32_t n = r->cfg.replica_count;
+    uint32_t distance = (r->cfg.replica + n - primary) % n; /* 1: the primary's next */
+    return distance + 1u < r->quorum;
 }
 
 void vsr_on_written(sl_vsr_replica_t *r, uint64_t op)
