@@ -661,6 +661,9 @@ static void pgroup_config(const sl_cluster_t *c, sl_pgroup_t *pg)
     pg->vcfg.repair_chunk_max = SL_CLUSTER_PARTITION_REPAIR_CHUNK;
     pg->vcfg.state_max = 1u << 20;
     pg->vcfg.nonce_seed = c->vcfg.nonce_seed ^ pg->group;
+    /* Journal writes flush only on an enforce_fsync topic (pgroup_storage):
+     * without, the last backup's copy goes after its own write. */
+    pg->vcfg.late_relay = !pg->enforce_fsync;
 }
 
 static int pgroup_storage(sl_pgroup_t *pg, char *dir, size_t dir_len)
@@ -815,6 +818,8 @@ static void sync_one(sl_cluster_t *c, const sl_topic_rt_t *rt, uint32_t i, bool 
         if ((*slot)->enforce_fsync != rt->enforce_fsync) {
             (*slot)->enforce_fsync = rt->enforce_fsync;
             sl_vsr_storage_set_nosync((*slot)->store, !rt->enforce_fsync);
+            if ((*slot)->replica)
+                sl_vsr_replica_set_late_relay((*slot)->replica, !rt->enforce_fsync);
         }
         return;
     }

@@ -414,6 +414,21 @@ bool vsr_journal_read(sl_vsr_replica_t *r, uint64_t op, sl_vsr_frame_t *f)
     return ok;
 }
 
+bool vsr_journal_read_slot(sl_vsr_replica_t *r, uint64_t op, sl_vsr_frame_t *f,
+                           const uint8_t **header)
+{
+    const vsr_slot_t *s = vsr_slot(r, op);
+    if (op == 0 || s->writing || s->state != SLOT_VALID || s->op != op)
+        return false;
+    sl_span_t bytes =
+        r->storage.read_prepare(r->storage.ctx, (uint32_t)(op % r->cfg.journal_slots));
+    if (!journal_decode(r, bytes, false, f) || f->u.prepare.op != op ||
+        !sl_u128_eq(f->h.checksum, s->identity))
+        return false;
+    *header = bytes.ptr;
+    return true;
+}
+
 bool vsr_head(sl_vsr_replica_t *r, uint64_t op, sl_u128_t parent, sl_vsr_frame_t *f,
               sl_span_t *head)
 {
@@ -706,6 +721,12 @@ int sl_vsr_replica_open(const sl_vsr_config_t *cfg, const sl_vsr_storage_t *stor
 
 /* --- inputs
  * ------------------------------------------------------------------------------------------- */
+
+void sl_vsr_replica_set_late_relay(sl_vsr_replica_t *r, bool late)
+{
+    /* A write already marked relays when it is done, whatever is set now. */
+    r->cfg.late_relay = late;
+}
 
 void sl_vsr_replica_write_done(sl_vsr_replica_t *r, uint32_t slot, bool ok)
 {

@@ -206,6 +206,13 @@ typedef struct sl_vsr_config {
      * client (57), 58 on a non-primary, the pipeline bound. The client table
      * stays empty; checkpoints carry it empty. */
     bool sessionless;
+    /* The journal's writes do not flush (a partition group of a topic
+     * without enforce_fsync). A backup whose next replica's PrepareOk no
+     * commit waits for (the last of three) then relays a prepare down the
+     * chain after its own journal write, not in front of its PrepareOk. A
+     * write that flushes would hold that relay for a disk's fsync, so with
+     * flushed writes every backup relays first. */
+    bool late_relay;
 } sl_vsr_config_t;
 
 /* Defaults for a group of replica_count replicas (the metadata group's
@@ -246,6 +253,9 @@ void sl_vsr_replica_on_frame(sl_vsr_replica_t *r, const uint8_t *frame, size_t l
 /* The journal write to slot is durable (ok), or failed (the slot is then
  * treated as faulty and repaired). */
 void sl_vsr_replica_write_done(sl_vsr_replica_t *r, uint32_t slot, bool ok);
+/* The journal's writes start or stop flushing (a topic's enforce_fsync
+ * changed): sl_vsr_config_t.late_relay from the next prepare on. */
+void sl_vsr_replica_set_late_relay(sl_vsr_replica_t *r, bool late);
 
 /* A client request the host has admitted (framing.md 3; body validated,
  * user_id stamped). The replica answers through bus->reply: a committed

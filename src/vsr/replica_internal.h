@@ -257,6 +257,12 @@ void vsr_journal_write_frame(sl_vsr_replica_t *r, sl_buf_t *frame);
 /* Reads op's prepare and checks it is the one the log names; a slot that
  * fails turns faulty. */
 bool vsr_journal_read(sl_vsr_replica_t *r, uint64_t op, sl_vsr_frame_t *f);
+/* The prepare this replica's journal slot for op holds, read back and
+ * verified against the slot's record, whether or not its log has a header
+ * for op (a state transfer forgets the log above the checkpoint it
+ * installs, not the journal); *header is its journaled header. */
+bool vsr_journal_read_slot(sl_vsr_replica_t *r, uint64_t op, sl_vsr_frame_t *f,
+                           const uint8_t **header);
 /* Marks the entries below `from` canonical while they chain from it, down
  * to commit_min + 1. strict: entries below a break lose the mark (after a
  * new log was installed above them); otherwise the walk stops at the first

@@ -343,6 +343,8 @@ void vsr_on_prepare(sl_vsr_replica_t *r, const sl_vsr_frame_t *f, const uint8_t 
 
 bool vsr_relay_first(const sl_vsr_replica_t *r)
 {
+    if (!r->cfg.late_relay)
+        return true;
     uint8_t primary = vsr_primary_of(r, r->view);
     uint32_t n = r->cfg.replica_count;
     uint32_t distance = (r->cfg.replica + n - primary) % n; /* 1: the primary's next */

@@ -231,12 +231,23 @@ void vsr_on_request_prepares(sl_vsr_replica_t *r, const sl_vsr_frame_t *f)
         bool vouched = servable(r, op, f->h.view);
         bool held = vsr_present(r, op) && f->h.view > 0;
         sl_vsr_frame_t p;
-        if ((!vouched && !held) || !vsr_journal_read(r, op, &p))
+        const uint8_t *header;
+        if (vouched || held) {
+            if (!vsr_journal_read(r, op, &p))
+                continue;
+            header = vsr_entry(r, op)->header;
+        } else if (f->h.view == 0 || vsr_known(r, op) ||
+                   !vsr_journal_read_slot(r, op, &p, &header)) {
+            /* A slot whose op the log knows is served as the log says, or
+             * not at all; one it does not know (the log was reset above a
+             * checkpoint installed by state transfer) may hold the only
+             * copy left of a committed op: it goes out unvouched. */
             continue;
+        }
         /* The journaled prepare with only the command byte changed (and the
          * view, which its identity does not cover). */
         sl_buf_reset(&r->out);
-        sl_put_bytes(&r->out, vsr_entry(r, op)->header, SL_HEADER_SIZE);
+        sl_put_bytes(&r->out, header, SL_HEADER_SIZE);
         sl_put_span(&r->out, p.body);
         if (!sl_buf_ok(&r->out))
             break;

@@ -455,6 +455,9 @@ void pgroups_init(sim_t *s, const bool *fault_prone)
         g->cfg.group = sl_vsr_group_partition(1, 1, k + 1u);
         g->cfg.sessionless = true;
         g->cfg.clients_max = 1;
+        /* Both relay orders of a backup (replica.h, late_relay): the server
+         * relays late on topics without enforce_fsync only. */
+        g->cfg.late_relay = k % 2 == 0;
         /* A partition's snapshot is its whole byte log (up to tens of KiB
          * here, not the first group's 144 bytes): with the first group's
          * 16-byte chunks one state transfer took over 1000 ticks, and a

@@ -81,9 +81,20 @@ static uint32_t commit_residues; /* bit t: a Commit was sent on a tick = t (mod 
  * machine had applied when it sent it, plus one (0: none sent). */
 static uint64_t ok_applied[3][256];
 
+/* Set while step() hands completed journal writes to a replica; prepares a
+ * backup relayed then, and at other times (test_relay_order). */
+static bool in_write_done;
+static int relayed_after_write, relayed_before_write;
+
 static void bus_send(void *ctx, uint8_t replica, const uint8_t *frame, uint32_t size)
 {
     const node_t *n = ctx;
+    if (frame[60] == SL_VSR_PREPARE && n->r != NULL) {
+        sl_vsr_info_t info;
+        sl_vsr_replica_info(n->r, &info);
+        if (!info.primary)
+            *(in_write_done ? &relayed_after_write : &relayed_before_write) += 1;
+    }
     if (frame[60] == SL_VSR_COMMIT)
         commit_residues |= 1u << (now % 2);
     sl_vsr_frame_t f;
@@ -158,7 +169,7 @@ static sl_span_t read_artifact(void *ctx, uint64_t op, uint8_t kind)
 
 /* The plane tests' switches: a sessionless group, and the machine's
  * prepare / accept hooks (the counting machine below). */
-static bool plane_sessionless, plane_hooks;
+static bool plane_sessionless, plane_hooks, plane_late_relay;
 static uint64_t plane_group;   /* 0: the metadata group */
 static uint32_t prepare_code;  /* what the prepare hook answers (0: builds) */
 static int prepare_calls;      /* prepare hook calls */
@@ -266,6 +277,7 @@ static sl_vsr_config_t config(int id)
     c.resend_ticks = resend_ticks;
     c.nonce_seed = 1000 + (uint64_t)id;
     c.sessionless = plane_sessionless;
+    c.late_relay = plane_late_relay;
     c.group = plane_group;
     return c;
 }
@@ -330,7 +342,9 @@ static void step(void)
         for (uint32_t s = 0; up[i] && s < SLOTS; s++) {
             if (nodes[i].disk.pending[s]) {
                 nodes[i].disk.pending[s] = false;
+                in_write_done = true;
                 sl_vsr_replica_write_done(nodes[i].r, s, true);
+                in_write_done = false;
             }
         }
     }
@@ -852,6 +866,44 @@ static void test_backup_acks_before_apply(void **state)
     commit_ticks = 2;
 }
 
+/* late_relay (journal writes that do not flush): of three, the first
+ * backup's successor is the last replica, whose PrepareOk no commit waits
+ * for, so the backup relays each prepare once its own journal write is
+ * done; without late_relay (writes that flush) before it. Either way the
+ * last replica gets every prepare and applies all. */
+static void test_relay_order(void **state)
+{
+    (void)state;
+    for (int late = 0; late < 2; late++) {
+        plane_late_relay = late == 1;
+        plane_up(true, true);
+        int p = primary();
+        assert_true(p >= 0);
+        relayed_after_write = relayed_before_write = 0;
+        for (uint8_t k = 1; k <= 8; k++)
+            request(p, SL_OP_SEND_MESSAGES, k, k);
+        steps(20);
+        print_message("late_relay %d: %d relayed before the write, %d after\n", late,
+                      relayed_before_write, relayed_after_write);
+        assert_int_equal(late ? relayed_before_write : relayed_after_write, 0);
+        assert_true((late ? relayed_after_write : relayed_before_write) >= 8);
+        for (int i = 0; i < N; i++)
+            assert_int_equal(nodes[i].end, 8);
+        /* Switched off at run time (a topic's enforce_fsync turned on). */
+        if (late) {
+            for (int i = 0; i < N; i++)
+                sl_vsr_replica_set_late_relay(nodes[i].r, false);
+            relayed_after_write = relayed_before_write = 0;
+            request(p, SL_OP_SEND_MESSAGES, 9, 1);
+            steps(20);
+            assert_int_equal(relayed_after_write, 0);
+            assert_true(relayed_before_write >= 1);
+        }
+        plane_down();
+    }
+    plane_late_relay = false;
+}
+
 /* Idle partition groups formatted together beat on ticks of their own
  * phase (from the group id), not all in the same tick: over a few groups
  * (the test's interval is 2 ticks) the Commits of one group all go on one
@@ -1016,6 +1068,7 @@ int main(void)
         cmocka_unit_test(test_prepare_hooks_offsets),
         cmocka_unit_test(test_last_prepare_not_read_back),
         cmocka_unit_test(test_backup_acks_before_apply),
+        cmocka_unit_test(test_relay_order),
         cmocka_unit_test(test_heartbeat_phase),
         cmocka_unit_test(test_accept_refused),
         cmocka_unit_test(test_prepare_refused),
