@@ -645,10 +645,15 @@ static void test_metadata_entries(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_known_answer),     cmocka_unit_test(test_seal_open_tamper),
-        cmocka_unit_test(test_wrong_and_previous_key), cmocka_unit_test(test_open_to), cmocka_unit_test(test_key_decode),
-        cmocka_unit_test(test_record_round_trip), cmocka_unit_test(test_record_hostile),
-        cmocka_unit_test(test_metadata_entries), cmocka_unit_test(test_nonces_never_repeat),
+        cmocka_unit_test(test_known_answer),
+        cmocka_unit_test(test_seal_open_tamper),
+        cmocka_unit_test(test_wrong_and_previous_key),
+        cmocka_unit_test(test_open_to),
+        cmocka_unit_test(test_key_decode),
+        cmocka_unit_test(test_record_round_trip),
+        cmocka_unit_test(test_record_hostile),
+        cmocka_unit_test(test_metadata_entries),
+        cmocka_unit_test(test_nonces_never_repeat),
         cmocka_unit_test(test_tail_cache),
         cmocka_unit_test(test_open_in_place_mixed),
     };
