@@ -77,60 +77,68 @@ int sl_encryption_seal_record_noted(sl_aead_t *a, sl_span_t record, uint8_t *out
     return 0;
 }
 
-/* Opens the frames of the sealed record at in (len bytes, layout not
- * trusted) into out, which has room for len bytes and does not overlap in:
- * each blob is decrypted straight into its place in out (or, when the tail
- * holds the frame unchanged, the producer's frame is copied there), and its
- * frame checksum is taken while the frame is still in the cache. */
-static int open_record(sl_aead_t *a, sl_tail_cache_t *tail, const uint8_t *in, size_t len,
-                       uint8_t *out, size_t *opened_len, uint64_t *bad_offset)
+/* Opens, in place, the frames of the sealed record at run + r (len bytes,
+ * layout not trusted) to run + w (w <= r): each blob is verified and
+ * decrypted where it lies, then its frame (header, then plaintext) is moved
+ * down to the write position while it is still in the cache, and its frame
+ * checksum taken there (or, when the tail holds the frame unchanged, the
+ * producer's frame is copied there). Frames only shrink (28 bytes each), so
+ * the write position never passes the bytes still to be read. */
+static int open_record(sl_aead_t *a, sl_tail_cache_t *tail, uint8_t *run, size_t r, size_t len,
+                       size_t w, size_t *opened_len, uint64_t *bad_offset)
 {
-    uint64_t base_offset = sl_load_u64(in + SL_BATCH_OFF_BASE_OFFSET);
-    uint32_t count = sl_load_u32(in + SL_BATCH_OFF_COUNT);
-    memcpy(out, in, SL_BATCH_HEADER_SIZE);
-    size_t r = SL_BATCH_HEADER_SIZE, at = SL_BATCH_HEADER_SIZE;
+    uint8_t record[SL_BATCH_HEADER_SIZE];
+    memcpy(record, run + r, SL_BATCH_HEADER_SIZE);
+    uint64_t base_offset = sl_load_u64(record + SL_BATCH_OFF_BASE_OFFSET);
+    uint32_t count = sl_load_u32(record + SL_BATCH_OFF_COUNT);
+    const size_t end = r + len;
+    size_t in = r + SL_BATCH_HEADER_SIZE, at = w + SL_BATCH_HEADER_SIZE;
     for (uint32_t i = 0; i < count; i++) {
-        uint8_t aad[20];
-        const uint8_t *fh = in + r;
+        uint8_t aad[20], fh[SL_FRAME_HEADER_SIZE];
         *bad_offset = base_offset + i;
-        if (len - r < SL_FRAME_HEADER_SIZE)
+        if (end - in < SL_FRAME_HEADER_SIZE)
             return -SL_ERR_CANNOT_DECRYPT_DATA;
+        memcpy(fh, run + in, SL_FRAME_HEADER_SIZE); /* the move below may overwrite it */
         *bad_offset = base_offset + sl_load_u32(fh + SL_FRAME_OFF_OFFSET_DELTA);
         uint32_t sealed = sl_load_u32(fh + SL_FRAME_OFF_PAYLOAD_LENGTH);
         uint32_t headers = sl_load_u32(fh + SL_FRAME_OFF_HEADERS_LENGTH);
         size_t blob = (size_t)sealed + headers;
-        if (sealed < SL_AEAD_OVERHEAD || blob > len - r - SL_FRAME_HEADER_SIZE ||
+        if (sealed < SL_AEAD_OVERHEAD || blob > end - in - SL_FRAME_HEADER_SIZE ||
             sl_load_u64(fh + SL_FRAME_OFF_RESERVED) != 0)
             return -SL_ERR_CANNOT_DECRYPT_DATA;
-        uint8_t *o = out + at;
-        sl_span_t cached = sl_tail_cache_find(tail, fh, SL_FRAME_HEADER_SIZE + blob);
-        if (cached.len > 0) {
-            /* The producer's frame, checksum and all: what the open gives. */
+        size_t plain = blob - SL_AEAD_OVERHEAD, frame = SL_FRAME_HEADER_SIZE + plain;
+        uint8_t *o = run + at;
+        sl_span_t cached = sl_tail_cache_find(tail, run + in, SL_FRAME_HEADER_SIZE + blob);
+        if (cached.len > 0 && cached.len <= SL_FRAME_HEADER_SIZE + blob) {
+            /* The producer's frame, checksum and all: what the open gives.
+             * It lies in the cache, apart from the run. */
             memcpy(o, cached.ptr, cached.len);
-            r += SL_FRAME_HEADER_SIZE + blob;
+            in += SL_FRAME_HEADER_SIZE + blob;
             at += cached.len;
             continue;
         }
-        size_t plain = blob - SL_AEAD_OVERHEAD;
-        memcpy(o, fh, SL_FRAME_HEADER_SIZE);
-        sl_store_u32(o + SL_FRAME_OFF_PAYLOAD_LENGTH, sealed - SL_AEAD_OVERHEAD);
-        int rc = sl_aead_open_to(a, frame_aad(aad, fh), fh + SL_FRAME_HEADER_SIZE, blob,
-                                 o + SL_FRAME_HEADER_SIZE, NULL);
+        uint8_t *body = run + in + SL_FRAME_HEADER_SIZE;
+        int rc = sl_aead_open(a, frame_aad(aad, fh), body, blob, NULL);
         if (rc != 0)
             return rc;
-        finish_frame(o, SL_FRAME_HEADER_SIZE + plain);
-        r += SL_FRAME_HEADER_SIZE + blob;
-        at += SL_FRAME_HEADER_SIZE + plain;
+        /* The plaintext sits after the blob's nonce; the frame goes to o. */
+        memmove(o + SL_FRAME_HEADER_SIZE, body + SL_AEAD_NONCE_SIZE, plain);
+        memcpy(o, fh, SL_FRAME_HEADER_SIZE);
+        sl_store_u32(o + SL_FRAME_OFF_PAYLOAD_LENGTH, sealed - SL_AEAD_OVERHEAD);
+        finish_frame(o, frame);
+        in += SL_FRAME_HEADER_SIZE + blob;
+        at += frame;
     }
-    if (r != len)
+    if (in != end)
         return -SL_ERR_CANNOT_DECRYPT_DATA;
-    finish_record(out, at);
-    *opened_len = at;
+    memcpy(run + w, record, SL_BATCH_HEADER_SIZE);
+    finish_record(run + w, at - w);
+    *opened_len = at - w;
     return 0;
 }
 
-int sl_encryption_open_run_into(sl_aead_t *a, sl_tail_cache_t *tail, const uint8_t *run, size_t len,
-                                uint8_t *out, size_t *len_out, uint64_t *bad_offset)
+int sl_encryption_open_run_cached(sl_aead_t *a, sl_tail_cache_t *tail, uint8_t *run, size_t len,
+                                  size_t *len_out, uint64_t *bad_offset)
 {
     size_t r = 0, w = 0;
     *bad_offset = 0;
@@ -142,8 +150,7 @@ int sl_encryption_open_run_into(sl_aead_t *a, sl_tail_cache_t *tail, const uint8
         if (record_len < SL_BATCH_HEADER_SIZE || record_len > len - r)
             return -SL_ERR_CANNOT_DECRYPT_DATA;
         size_t opened;
-        /* Opened records never grow, so out + w has room for the rest of the run. */
-        int rc = open_record(a, tail, run + r, (size_t)record_len, out + w, &opened, bad_offset);
+        int rc = open_record(a, tail, run, r, (size_t)record_len, w, &opened, bad_offset);
         if (rc != 0)
             return rc;
         r += (size_t)record_len;
@@ -157,20 +164,6 @@ int sl_encryption_open_run(sl_aead_t *a, uint8_t *run, size_t len, size_t *len_o
                            uint64_t *bad_offset)
 {
     return sl_encryption_open_run_cached(a, NULL, run, len, len_out, bad_offset);
-}
-
-int sl_encryption_open_run_cached(sl_aead_t *a, sl_tail_cache_t *tail, uint8_t *run, size_t len,
-                                  size_t *len_out, uint64_t *bad_offset)
-{
-    *bad_offset = 0;
-    uint8_t *copy = len ? malloc(len) : NULL;
-    if (len && !copy)
-        return -SL_ERR_ERROR;
-    if (len)
-        memcpy(copy, run, len);
-    int rc = sl_encryption_open_run_into(a, tail, copy, len, run, len_out, bad_offset);
-    free(copy);
-    return rc;
 }
 
 /* --- blobs and metadata ------------------------------------------------------------------ */

@@ -44,27 +44,23 @@ int sl_encryption_seal_record(sl_aead_t *a, sl_span_t record, uint8_t *out) SL_W
 int sl_encryption_seal_record_noted(sl_aead_t *a, sl_span_t record, uint8_t *out,
                                     sl_sealed_note_t *notes) SL_WUR;
 
-/* Opens a run of sealed records laid back to back (the records a poll read)
- * into out, which has room for len bytes and does not overlap run: each
- * frame's blob is verified and decrypted straight into its place in out,
- * lengths and frame checksums rebuilt, then batch_length and
- * batch_checksum; the opened run is shorter (28 bytes a message) and
- * *len_out gets its length. Frames tail (may be NULL) holds unchanged are
- * copied from it instead of opened (server/tail_cache.h). Every length is
- * checked against the run. 0, or -SL_ERR_CANNOT_DECRYPT_DATA (a blob that
- * does not verify: wrong key or tampered bytes; a frame too short to be
- * sealed; a broken layout) with *bad_offset the offset of the message that
- * failed. On failure out is garbage and must not be sent (the failed
- * message's bytes in it are zeroed). */
-int sl_encryption_open_run_into(sl_aead_t *a, sl_tail_cache_t *tail, const uint8_t *run, size_t len,
-                                uint8_t *out, size_t *len_out, uint64_t *bad_offset) SL_WUR;
-/* The same in place (run is also out; the opened run is at its start):
- * through a copy of the run, for tests and the fuzzer. -SL_ERR_ERROR when
- * the copy cannot be allocated. */
-int sl_encryption_open_run(sl_aead_t *a, uint8_t *run, size_t len, size_t *len_out,
-                           uint64_t *bad_offset) SL_WUR;
+/* Opens, in place, a run of sealed records laid back to back (the records a
+ * poll read into its reply): each frame's blob is verified and decrypted
+ * where it lies, its frame moved down to close the gap the nonce and tag
+ * leave, lengths and frame checksums rebuilt, then batch_length and
+ * batch_checksum; the opened run is shorter (28 bytes a message), starts
+ * at run, and *len_out gets its length. Frames tail (may be NULL) holds
+ * unchanged are copied from it instead of opened (server/tail_cache.h).
+ * Every length is checked against the run. 0, or
+ * -SL_ERR_CANNOT_DECRYPT_DATA (a blob that does not verify: wrong key or
+ * tampered bytes; a frame too short to be sealed; a broken layout) with
+ * *bad_offset the offset of the message that failed. On failure run is
+ * garbage and must not be sent (the failed message's plaintext is zeroed). */
 int sl_encryption_open_run_cached(sl_aead_t *a, sl_tail_cache_t *tail, uint8_t *run, size_t len,
                                   size_t *len_out, uint64_t *bad_offset) SL_WUR;
+/* The same without a tail. */
+int sl_encryption_open_run(sl_aead_t *a, uint8_t *run, size_t len, size_t *len_out,
+                           uint64_t *bad_offset) SL_WUR;
 
 /* Appends the sealed form of plain (plain.len + SL_AEAD_OVERHEAD bytes) to
  * out. 0, -SL_ERR_CANNOT_ENCRYPT_DATA, or -SL_ERR_ERROR when out cannot grow. */

@@ -329,26 +329,19 @@ static bool poll_start(sl_partition_t *p, const sl_poll_messages_request_t *q,
 
 /* Fills the reply with at most SL_POLL_REPLY_SLICE bytes of records, or, when not one record
  * fits in that, with up to grant bytes (one large record is served whole). Under encryption
- * the records go to the server's poll_sealed instead, within the same bound as the reply's
- * records (opening only shrinks them), and open_polled takes them from there. */
+ * these are the sealed records, which open_polled opens where they lie (opening only shrinks
+ * them). */
 static int poll_into(sl_session_t *s, sl_partition_t *p, const sl_partition_poll_t *pq,
                      size_t grant, uint32_t partition_id, uint64_t current, size_t *count_at,
                      sl_partition_poll_result_t *res)
 {
-    sl_buf_t *sealed = s->server->aead ? &s->server->poll_sealed : NULL;
     size_t slice = SL_POLL_REPLY_PREFIX_SIZE + SL_POLL_REPLY_SLICE;
     size_t max = grant < slice ? grant : slice;
     for (int pass = 0; pass < 2; pass++) {
         sl_buf_reset(&s->reply_body);
         s->reply_body.max = max;
         *count_at = sl_poll_messages_reply_begin(&s->reply_body, partition_id, current);
-        sl_buf_t *records = &s->reply_body;
-        if (sealed) {
-            sl_buf_reset(sealed);
-            sealed->max = max - (s->reply_body.len < max ? s->reply_body.len : max);
-            records = sealed;
-        }
-        int rc = sl_partition_poll(p, pq, records, res);
+        int rc = sl_partition_poll(p, pq, &s->reply_body, res);
         if (rc != 0 || res->messages > 0 || !res->out_full || max == grant)
             return rc;
         max = grant;
@@ -356,24 +349,22 @@ static int poll_into(sl_session_t *s, sl_partition_t *p, const sl_partition_poll
     return 0;
 }
 
-/* Under at-rest encryption, opens the sealed records a poll read into
- * poll_sealed straight into the reply after its prefix (one pass: each
- * blob is decrypted into its place in the reply). false, with the failure
- * logged, when one does not verify: the poll then fails closed rather than
- * serve wrong bytes. */
+/* Under at-rest encryption, opens the sealed records a poll read into the
+ * reply after its prefix, in place (one pass: each blob is decrypted where
+ * it lies and its frame moved down over the gap the nonce and tag leave).
+ * false, with the failure logged, when one does not verify: the poll then
+ * fails closed rather than serve wrong bytes. */
 static bool open_polled(sl_session_t *s, size_t count_at, uint32_t stream_id, uint32_t topic_id,
                         uint32_t partition_id)
 {
     sl_server_t *srv = s->server;
-    sl_buf_t *b = &s->reply_body, *sealed = &srv->poll_sealed;
+    sl_buf_t *b = &s->reply_body;
     size_t at = count_at + 4, opened = 0;
     uint64_t bad_offset = 0;
-    /* The reply holds its prefix only; opened records never grow, so what
-     * fit poll_sealed fits the reply. */
-    bool room = sl_buf_ok(b) && b->len == at && sl_buf_reserve(b, sealed->len);
-    int rc = room ? sl_encryption_open_run_into(srv->aead, srv->tail_cache, sealed->data,
-                                                sealed->len, b->data + at, &opened, &bad_offset)
-                  : -SL_ERR_ERROR;
+    int rc = sl_buf_ok(b) && b->len >= at
+                 ? sl_encryption_open_run_cached(srv->aead, srv->tail_cache, b->data + at,
+                                                 b->len - at, &opened, &bad_offset)
+                 : -SL_ERR_ERROR;
     if (rc == 0) {
         b->len = at + opened;
         return true;
@@ -385,8 +376,8 @@ static bool open_polled(sl_session_t *s, size_t count_at, uint32_t stream_id, ui
                      stream_id, topic_id, partition_id, (unsigned long long)bad_offset,
                      SL_ERR_CANNOT_DECRYPT_DATA);
     else
-        sl_log_error("poll of stream %u, topic %u, partition %u: no memory for the opened "
-                     "messages; answered %u CannotDecryptData",
+        sl_log_error("poll of stream %u, topic %u, partition %u: the reply holds no records to "
+                     "open; answered %u CannotDecryptData",
                      stream_id, topic_id, partition_id, SL_ERR_CANNOT_DECRYPT_DATA);
     return false;
 }
@@ -456,11 +447,6 @@ static void poll_messages(sl_read_t *c)
         !open_polled(s, count_at, st->id, t->id, partition_id)) {
         sl_buf_reset(&s->reply_body);
         rc = -SL_ERR_CANNOT_DECRYPT_DATA;
-    }
-    if (srv->aead) { /* the sealed bytes were read for this poll only */
-        sl_buf_reset(&srv->poll_sealed);
-        if (srv->poll_sealed.cap > SL_POLL_SEALED_KEEP)
-            sl_buf_free(&srv->poll_sealed);
     }
     s->reply_body.max = want;
     sl_reply_budget_account(s);

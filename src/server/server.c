@@ -785,7 +785,6 @@ int sl_server_open(sl_server_t *srv, const sl_config_t *cfg, char *err, size_t e
     srv->start_us = sl_clock_realtime_us();
     srv->frame_max = (uint32_t)cfg->message_bus.max_message_size;
     sl_buf_init(&srv->admitted, srv->frame_max);
-    sl_buf_init(&srv->poll_sealed, 0);
     sl_buf_init(&srv->batch_sums, 0);
     rc = sl_frame_pool_create(SL_LOOP_BUF_SIZE_DEFAULT, srv->frame_max,
                               cfg->message_bus.frame_pool_idle_max, &srv->frame_pool);
@@ -942,7 +941,6 @@ void sl_server_close(sl_server_t *srv)
     free(srv->staged_bases);
     free(srv->staged_picks);
     sl_buf_free(&srv->admitted);
-    sl_buf_free(&srv->poll_sealed);
     sl_aead_destroy(srv->aead);
     sl_aead_destroy(srv->meta_aead);
     sl_metrics_close(&srv->metrics);

@@ -178,10 +178,6 @@ struct sl_server {
     struct sl_tail_cache *tail_cache;
     struct sl_sealed_note *tail_notes;
     uint32_t tail_notes_cap;
-    /* Under encryption a poll reads the sealed records here and opens them
-     * straight into the reply (messages.c); ciphertext only, kept between
-     * polls up to SL_POLL_SEALED_KEEP bytes. */
-    sl_buf_t poll_sealed;
     sl_meta_t *meta;
     sl_meta_store_t *store;
     sl_sysinfo_t sysinfo;
@@ -396,8 +392,6 @@ bool sl_session_overdue(uint64_t since_us, uint64_t now_us, uint64_t limit_us);
  * the 20-60 ms of a 61 MB reply (issue 10). A consumer polling more gets fewer messages, as
  * the protocol allows, and polls again. */
 #define SL_POLL_REPLY_SLICE (2u * 1024u * 1024u)
-/* The sealed-read buffer above this capacity is freed after the poll. */
-#define SL_POLL_SEALED_KEEP (4u * 1024u * 1024u)
 /* The most body bytes s may put in its reply buffer now (at most want, at
  * least SL_REPLY_UNCOUNTED and what s already holds): what the budget has
  * left, after freeing buffers other sessions keep idle; only what s holds

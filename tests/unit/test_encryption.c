@@ -492,6 +492,50 @@ static void test_tail_cache(void **state)
     sl_aead_destroy(a);
 }
 
+/* A run opened in place whose frames come from the tail and from the
+ * cipher in turn: a cached record between two opened ones, each record
+ * moved down over the gaps the records before it left (28 bytes a
+ * message), gives exactly the three plaintext records. */
+static void test_open_in_place_mixed(void **state)
+{
+    (void)state;
+    sl_aead_t *a = aead(key_a, NULL);
+    sl_frame_pool_t *pool;
+    sl_tail_cache_t *tail;
+    assert_int_equal(sl_frame_pool_create(16384, 1 << 20, 0, &pool), 0);
+    assert_int_equal(sl_tail_cache_create(64 * 1024, pool, &tail), 0);
+    sl_buf_t b1, b2;
+    sl_span_t r1 = make_record(&b1, 10), r2 = make_record(&b2, 7);
+    size_t l1, l2;
+    uint8_t *s1 = seal_into_tail(a, tail, pool, r1, &l1), *s2 = seal(a, r2, &l2);
+    size_t len = l2 + l1 + l2;
+    uint8_t *run = malloc(len), *want = malloc(r2.len + r1.len + r2.len);
+    memcpy(run, s2, l2);
+    memcpy(run + l2, s1, l1);
+    memcpy(run + l2 + l1, s2, l2);
+    memcpy(want, r2.ptr, r2.len);
+    memcpy(want + r2.len, r1.ptr, r1.len);
+    memcpy(want + r2.len + r1.len, r2.ptr, r2.len);
+    size_t opened;
+    uint64_t bad;
+    assert_int_equal(sl_encryption_open_run_cached(a, tail, run, len, &opened, &bad), 0);
+    assert_int_equal(opened, r2.len + r1.len + r2.len);
+    assert_memory_equal(run, want, opened);
+    sl_tail_cache_stats_t st;
+    sl_tail_cache_stats(tail, &st);
+    assert_int_equal(st.hits, 10);
+    assert_int_equal(st.misses, 14);
+    sl_tail_cache_destroy(tail);
+    sl_frame_pool_destroy(pool);
+    free(run);
+    free(want);
+    free(s1);
+    free(s2);
+    sl_buf_free(&b1);
+    sl_buf_free(&b2);
+    sl_aead_destroy(a);
+}
+
 /* Opens a copy of sealed; returns the result and the failing offset. */
 static int open_copy(sl_aead_t *a, const uint8_t *sealed, size_t len, uint64_t *bad)
 {
@@ -601,11 +645,17 @@ static void test_metadata_entries(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_known_answer),     cmocka_unit_test(test_seal_open_tamper),
-        cmocka_unit_test(test_wrong_and_previous_key), cmocka_unit_test(test_open_to), cmocka_unit_test(test_key_decode),
-        cmocka_unit_test(test_record_round_trip), cmocka_unit_test(test_record_hostile),
-        cmocka_unit_test(test_metadata_entries), cmocka_unit_test(test_nonces_never_repeat),
+        cmocka_unit_test(test_known_answer),
+        cmocka_unit_test(test_seal_open_tamper),
+        cmocka_unit_test(test_wrong_and_previous_key),
+        cmocka_unit_test(test_open_to),
+        cmocka_unit_test(test_key_decode),
+        cmocka_unit_test(test_record_round_trip),
+        cmocka_unit_test(test_record_hostile),
+        cmocka_unit_test(test_metadata_entries),
+        cmocka_unit_test(test_nonces_never_repeat),
         cmocka_unit_test(test_tail_cache),
+        cmocka_unit_test(test_open_in_place_mixed),
     };
     const struct CMUnitTest engines[] = {
         cmocka_unit_test(test_engine_choice),
