@@ -545,8 +545,16 @@ static void bus_send(void *ctx, uint8_t replica, const uint8_t *frame, uint32_t 
 static void bus_trace(void *ctx, const char *line)
 {
     sl_pgroup_t *pg = ctx;
-    sl_log_info("cluster: partition %u/%u/%u: %s", pg->stream_id, pg->topic_id, pg->partition_id,
-                line);
+    /* Each log call site has its own rate limit (base/log.h): a state
+     * transfer's steps (asking, offers, installed) have one apart from the
+     * repair lines, which a replica catching up writes by the dozen and
+     * which would otherwise hide them. */
+    if (strncmp(line, "state transfer", 14) == 0)
+        sl_log_info("cluster: partition %u/%u/%u: %s", pg->stream_id, pg->topic_id,
+                    pg->partition_id, line);
+    else
+        sl_log_info("cluster: partition %u/%u/%u: %s", pg->stream_id, pg->topic_id,
+                    pg->partition_id, line);
 }
 
 /* The core's answer to a session's partition request: a result-framed
