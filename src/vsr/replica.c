@@ -379,6 +379,14 @@ void vsr_relay_kept(sl_vsr_replica_t *r, uint64_t op, sl_u128_t identity)
         vsr_send_bytes(r, next, b->data, b->len - VSR_JOURNAL_SEAL);
         return;
     }
+    /* Newer prepares came in while this one was written (several in
+     * flight): its image is no longer kept, so the journal gives it back
+     * (written and valid: a failed write has nothing to give, and the next
+     * replica repairs it). */
+    sl_vsr_frame_t f;
+    const uint8_t *frame;
+    if (vsr_journal_read_slot(r, op, &f, &frame) && sl_u128_eq(f.h.checksum, identity))
+        vsr_send_bytes(r, next, frame, f.h.size);
 }
 
 /* A journal slot's bytes: a prepare frame, then the XXH3-64 of it (the

@@ -84,7 +84,7 @@ static uint64_t ok_applied[3][256];
 /* Set while step() hands completed journal writes to a replica; prepares a
  * backup relayed then, and at other times (test_relay_order). */
 static bool in_write_done;
-static int relayed_after_write, relayed_before_write;
+static int relayed_after_write, relayed_before_write, repair_requests;
 
 static void bus_send(void *ctx, uint8_t replica, const uint8_t *frame, uint32_t size)
 {
@@ -95,6 +95,8 @@ static void bus_send(void *ctx, uint8_t replica, const uint8_t *frame, uint32_t 
         if (!info.primary)
             *(in_write_done ? &relayed_after_write : &relayed_before_write) += 1;
     }
+    if (frame[60] == SL_VSR_REQUEST_PREPARES)
+        repair_requests++;
     if (frame[60] == SL_VSR_COMMIT)
         commit_residues |= 1u << (now % 2);
     sl_vsr_frame_t f;
@@ -889,6 +891,22 @@ static void test_relay_order(void **state)
         assert_true((late ? relayed_after_write : relayed_before_write) >= 8);
         for (int i = 0; i < N; i++)
             assert_int_equal(nodes[i].end, 8);
+        /* Several prepares in flight at once (one request each of four
+         * clients): the first backup takes them all in before any of its
+         * writes completes, so the ones it relays once written are no
+         * longer among the last two it keeps in memory; it reads them back
+         * from its journal, and the last replica needs no repair. */
+        if (late) {
+            relayed_after_write = 0;
+            repair_requests = 0;
+            for (uint8_t k = 0; k < 4; k++)
+                submit((sl_u128_t){200 + k, 1}, p, SL_OP_SEND_MESSAGES, 1, 1);
+            steps(30);
+            assert_int_equal(relayed_after_write, 4);
+            assert_int_equal(repair_requests, 0);
+            for (int i = 0; i < N; i++)
+                assert_int_equal(nodes[i].end, 12);
+        }
         /* Switched off at run time (a topic's enforce_fsync turned on). */
         if (late) {
             for (int i = 0; i < N; i++)
