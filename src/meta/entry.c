@@ -73,7 +73,7 @@ int sl_meta_header_decode(const uint8_t in[SL_META_HEADER_SIZE], sl_meta_header_
                      sl_load_u32(in + SL_META_AT_RELEASE) == 0 &&
                      out->size >= SL_META_HEADER_SIZE && out->size <= SL_META_ENTRY_SIZE_MAX &&
                      sl_load_u64(in + SL_META_AT_GROUP) == SL_META_GROUP && e->op >= 1 &&
-                     out->commit < e->op && reserved_zero(in);
+                     e->op < UINT64_MAX && out->commit < e->op && reserved_zero(in);
     if (!fields_ok)
         return -SL_ERR_STATE_FILE_CORRUPTED;
     e->body = sl_span(NULL, out->size - SL_META_HEADER_SIZE);

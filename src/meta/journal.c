@@ -374,6 +374,13 @@ int sl_meta_journal_append(sl_meta_journal_t *j, const sl_meta_entry_t *e,
                            sl_meta_reserve_t reserve)
 {
     sl_assert(j->count == 0 || e->op == j->slots[j->count - 1].op + 1);
+    if (e->op == UINT64_MAX) {
+        /* No entry could follow it, and decoding refuses it (meta/entry.c): a journal
+         * recovered at op 2^64 - 2 (only a crafted file gets there) takes no more. */
+        sl_log_error("metadata journal %s: op %" PRIu64 " is past the last op a journal holds",
+                     j->path, e->op);
+        return -SL_ERR_CANNOT_WRITE_TO_FILE;
+    }
     int rc = append_prepare(j);
     if (rc == 0)
         rc = reserve_room(j, e, SL_META_HEADER_SIZE + e->body.len, reserve);

@@ -11,6 +11,7 @@
  * finds the same entries and nothing to cut; and an entry appended after the recovery is
  * there at the next open. The file lives in a temporary directory of this process, on /dev/shm
  * where there is one (SLUICE_FUZZ_TMPDIR chooses another). */
+#include <sluice/error.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -160,7 +161,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sl_assert(again.torn_bytes == 0 && again.entries == info.entries && again.size == info.size &&
               again.last_op == info.last_op);
 
-    /* The recovered journal takes the next entry. */
+    /* The recovered journal takes the next entry, unless it ends at the last op a journal
+     * holds (2^64 - 2): then the append is refused and the journal stays as it was. */
     uint8_t body[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     sl_meta_entry_t e = {
         .op = info.entries ? info.last_op + 1 : 1,
@@ -169,6 +171,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .operation = 128,
         .body = sl_span(body, sizeof(body)),
     };
+    if (e.op == UINT64_MAX) {
+        sl_assert(sl_meta_journal_append(j, &e, SL_META_RESERVE_KEEP) ==
+                  -SL_ERR_CANNOT_WRITE_TO_FILE);
+        sl_meta_journal_close(j);
+        j = open_checked(&again);
+        sl_assert(again.torn_bytes == 0 && again.entries == info.entries &&
+                  again.last_op == info.last_op);
+        sl_meta_journal_close(j);
+        free(file);
+        return 0;
+    }
     sl_assert(sl_meta_journal_append(j, &e, SL_META_RESERVE_KEEP) == 0);
     sl_meta_journal_close(j);
     j = open_checked(&again);

@@ -237,7 +237,9 @@ static void test_entry_field_rules_behind_a_valid_seal(void **state)
         reseal(h);
         assert_int_equal(sl_meta_header_decode(h, &d), -SL_ERR_STATE_FILE_CORRUPTED);
     }
-    /* size below a header, op 0, commit not below op */
+    /* size below a header, op 0, op 2^64 - 1 (no entry could follow it: the next append
+     * would wrap to op 0; fuzz_meta_journal found a sealed journal ending there), commit
+     * not below op */
     memcpy(h, good, sizeof(h));
     sl_store_u32(h + 48, 255);
     reseal(h);
@@ -247,6 +249,16 @@ static void test_entry_field_rules_behind_a_valid_seal(void **state)
     sl_store_u64(h + 184, 0);
     reseal(h);
     assert_int_equal(sl_meta_header_decode(h, &d), -SL_ERR_STATE_FILE_CORRUPTED);
+    memcpy(h, good, sizeof(h));
+    sl_store_u64(h + 176, UINT64_MAX);
+    sl_store_u64(h + 184, UINT64_MAX - 1);
+    reseal(h);
+    assert_int_equal(sl_meta_header_decode(h, &d), -SL_ERR_STATE_FILE_CORRUPTED);
+    memcpy(h, good, sizeof(h));
+    sl_store_u64(h + 176, UINT64_MAX - 1);
+    sl_store_u64(h + 184, UINT64_MAX - 2);
+    reseal(h);
+    assert_int_equal(sl_meta_header_decode(h, &d), 0);
     memcpy(h, good, sizeof(h));
     sl_store_u64(h + 184, 5);
     reseal(h);
@@ -366,6 +378,29 @@ static void test_journal_append_reopen_replay(void **state)
     append_range(j, 21, 22);
     sl_meta_journal_close(j);
     assert_journal_holds(f->dir, 1, 22);
+}
+
+/* The last op a journal holds is 2^64 - 2: an entry at 2^64 - 1 would have no successor
+ * (the next op wraps to 0), so decoding refuses it and an append of it is refused with the
+ * journal left as it was (fuzz_meta_journal found a sealed file ending at 2^64 - 1, whose
+ * recovery then asserted on the next append). */
+static void test_journal_last_op(void **state)
+{
+    fixture_t *f = *state;
+    sl_meta_journal_info_t info;
+    sl_meta_journal_t *j = journal_open(f->dir, &info);
+    tu_entry_t t;
+    tu_entry_make(&t, UINT64_MAX - 1, 0);
+    assert_int_equal(sl_meta_journal_append(j, &t.e, SL_META_RESERVE_KEEP), 0);
+    tu_entry_make(&t, UINT64_MAX, 0);
+    assert_int_equal(sl_meta_journal_append(j, &t.e, SL_META_RESERVE_KEEP),
+                     -SL_ERR_CANNOT_WRITE_TO_FILE);
+    sl_meta_journal_close(j);
+    j = journal_open(f->dir, &info);
+    assert_int_equal(info.entries, 1);
+    assert_int_equal(info.last_op, UINT64_MAX - 1);
+    assert_int_equal(info.torn_bytes, 0);
+    sl_meta_journal_close(j);
 }
 
 static void test_journal_empty_body_entries(void **state)
@@ -1024,6 +1059,7 @@ int main(void)
         T(test_entry_every_header_bit_flip_is_detected),
         T(test_entry_field_rules_behind_a_valid_seal),
         T(test_journal_append_reopen_replay),
+        T(test_journal_last_op),
         T(test_journal_empty_body_entries),
         T(test_journal_torn_tail_at_every_offset_of_the_last_entry),
         T(test_journal_bit_flip_in_last_entry_is_a_torn_tail),
